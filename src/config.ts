@@ -1,0 +1,91 @@
+import { z } from 'zod';
+
+/**
+ * Everything Sluice reads from its environment, validated once at start. Processes get a
+ * Config object and pass it down; nothing else reads process.env (test processes get a
+ * clean environment of their own, see activities/build/runTest.ts).
+ */
+export interface Config {
+  databaseUrl: string;
+  temporalAddress: string;
+  temporalNamespace: string;
+  /** Public base URL, used in status_uri, report links and the webhook URL shown to users. */
+  baseUrl: string;
+  adminToken: string;
+  /** 32 bytes; seals SSH private keys, webhook passwords, repository keys and build secrets. */
+  secretKey: Buffer;
+  smtpUrl: string | undefined;
+  host: string;
+  port: number;
+  /** Task queue of the workflows and webhook deliveries. */
+  taskQueue: string;
+  /** Default task queue of build activities (checkout, tests). */
+  buildQueue: string;
+  /** Where workers keep checkouts. */
+  workspaceDir: string;
+  /** Time limit of one test file. */
+  testTimeoutMs: number;
+  webhookRetry: WebhookRetry;
+}
+
+export interface WebhookRetry {
+  initialIntervalMs: number;
+  maximumIntervalMs: number;
+  backoffCoefficient: number;
+  maximumAttempts: number;
+}
+
+const positiveInt = z.coerce.number().int().positive();
+
+const EnvSchema = z.object({
+  DATABASE_URL: z.string().min(1).default('postgres://postgres@127.0.0.1:5432/sluice'),
+  TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  SLUICE_BASE_URL: z.url().optional(),
+  SLUICE_ADMIN_TOKEN: z.string().min(16, 'SLUICE_ADMIN_TOKEN must be at least 16 characters'),
+  SLUICE_SECRET_KEY: z
+    .string()
+    .refine((v) => Buffer.from(v, 'base64').length === 32, 'SLUICE_SECRET_KEY must be 32 bytes in base64'),
+  SMTP_URL: z.string().optional(),
+  HOST: z.string().default('127.0.0.1'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  SLUICE_TASK_QUEUE: z.string().min(1).default('sluice'),
+  SLUICE_BUILD_QUEUE: z.string().min(1).default('sluice-build'),
+  SLUICE_WORKSPACE_DIR: z.string().default('/tmp/sluice-workspaces'),
+  SLUICE_TEST_TIMEOUT_MS: positiveInt.default(10 * 60_000),
+  SLUICE_WEBHOOK_RETRY_INITIAL_MS: positiveInt.default(1_000),
+  SLUICE_WEBHOOK_RETRY_MAX_INTERVAL_MS: positiveInt.default(10 * 60_000),
+  SLUICE_WEBHOOK_RETRY_BACKOFF: z.coerce.number().min(1).default(2),
+  SLUICE_WEBHOOK_RETRY_ATTEMPTS: positiveInt.default(12),
+});
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    // Name the variable, never echo its value: some of these are secrets.
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new Error(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+  const e = parsed.data;
+  return {
+    databaseUrl: e.DATABASE_URL,
+    temporalAddress: e.TEMPORAL_ADDRESS,
+    temporalNamespace: e.TEMPORAL_NAMESPACE,
+    baseUrl: (e.SLUICE_BASE_URL ?? `http://${e.HOST}:${e.PORT}`).replace(/\/+$/, ''),
+    adminToken: e.SLUICE_ADMIN_TOKEN,
+    secretKey: Buffer.from(e.SLUICE_SECRET_KEY, 'base64'),
+    smtpUrl: e.SMTP_URL,
+    host: e.HOST,
+    port: e.PORT,
+    taskQueue: e.SLUICE_TASK_QUEUE,
+    buildQueue: e.SLUICE_BUILD_QUEUE,
+    workspaceDir: e.SLUICE_WORKSPACE_DIR,
+    testTimeoutMs: e.SLUICE_TEST_TIMEOUT_MS,
+    webhookRetry: {
+      initialIntervalMs: e.SLUICE_WEBHOOK_RETRY_INITIAL_MS,
+      maximumIntervalMs: e.SLUICE_WEBHOOK_RETRY_MAX_INTERVAL_MS,
+      backoffCoefficient: e.SLUICE_WEBHOOK_RETRY_BACKOFF,
+      maximumAttempts: e.SLUICE_WEBHOOK_RETRY_ATTEMPTS,
+    },
+  };
+}
