@@ -1,0 +1,443 @@
+/**
+ * Pulling a repository over SSH with the repository's own key, as a plain function the
+ * `checkout` activity wraps.
+ *
+ * Safety rules this module keeps:
+ * - The private key only ever lives in a 0600 file inside a fresh mkdtemp directory, for as
+ *   long as the network part (fetch) runs; it is removed in `finally`. It is never put on a
+ *   command line, in an argument list, an error message or a log; git's stderr is scrubbed
+ *   before it becomes an error message.
+ * - git runs through spawn (no shell) with a minimal environment, so nothing of the
+ *   worker's environment (database URL, secret key, tokens) reaches git, ssh or their hooks.
+ * - Only SSH transports are allowed (GIT_ALLOW_PROTOCOL=ssh): a pull URL can't turn into
+ *   `ext::` commands or local file access.
+ * - We fetch from the URL directly rather than a configured remote, and override hooks and
+ *   fsmonitor on every call, because the tests of a previous build ran inside this working
+ *   tree and could have planted config or hooks in `.git` that would otherwise run while the
+ *   key file exists. (Tests still run as the worker's user; real isolation needs a sandbox.)
+ *
+ * Known limitation: host keys are not pinned yet (StrictHostKeyChecking=no with an empty
+ * known-hosts file), so a network attacker could impersonate the SCM. It cannot obtain the
+ * key (public-key auth does not reveal it) but could serve different code.
+ */
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface FetchRepositoryInput {
+  /** `ssh://[user@]host[:port]/path` or scp-like `[user@]host:path`. */
+  pullUrl: string;
+  /** OpenSSH private key text. */
+  privateKey: string;
+  /** The repository's working tree; created (and initialized) when it holds no checkout. */
+  workdir: string;
+  branch: string;
+  /** `HEAD` (the tip of `branch`), a commit id, a branch or tag name, or a full ref. */
+  head: string;
+  /** The suite's last built commit: `committers` then lists the authors of `since..head`. */
+  since?: string | null;
+  /** Extra refspecs to fetch (the trigger's `refspec`), in addition to all branches and tags. */
+  refspecs?: string[];
+  /** Limit for each git command. Default 10 minutes. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface FetchRepositoryResult {
+  commitId: string;
+  /** Distinct author emails (names when a commit has no email), newest commit first. */
+  committers: string[];
+  /** Full message of the checked-out commit. */
+  message: string;
+}
+
+export type GitPullFailure =
+  | 'invalid-input' // bad URL, branch or head: retrying won't help
+  | 'denied' // key not authorized (or host key problems)
+  | 'not-found' // the repository does not exist at that path
+  | 'missing-ref' // branch or head not found in the repository
+  | 'unreachable' // DNS, connection refused, timeouts: worth retrying
+  | 'aborted' // the caller's AbortSignal fired
+  | 'failed'; // anything else git complained about
+
+/** A pull or checkout failure with a message safe to show users and store in logs. */
+export class GitPullError extends Error {
+  override readonly name = 'GitPullError';
+  constructor(
+    message: string,
+    readonly reason: GitPullFailure,
+  ) {
+    super(message);
+  }
+
+  /** Whether trying again later may succeed (network trouble), as opposed to a setup error. */
+  get retryable(): boolean {
+    return this.reason === 'unreachable';
+  }
+}
+
+const DEFAULT_TIMEOUT_MS = 10 * 60_000;
+const SSH_CONNECT_TIMEOUT_S = 15;
+const FALLBACK_PATH = '/usr/local/bin:/usr/bin:/bin';
+/** Where the ref or commit fetched on demand (a PR ref, an unadvertised commit) is kept. */
+const FETCHED_REF = 'refs/sluice/fetched';
+const MAX_COMMITTER_COMMITS = 500;
+
+// --- validation -------------------------------------------------------------------------------
+
+// eslint-disable-next-line no-control-regex
+const CONTROL_OR_SPACE = /[\s\x00-\x1f\x7f]/;
+const SSH_URL = /^(?:ssh|git\+ssh|ssh\+git):\/\/(?:[^@/\s]+@)?(?:\[[^\]\s]+\]|[^-/\s:[][^/\s:]*)(?::\d+)?\/\S+$/;
+// scp-like: the colon comes before any slash; `[host:port]` is git's way to give a port.
+const SCP_LIKE_URL = /^(?:[^@/\s:]+@)?(?:\[[^\]\s/]+\]|[^-/\s:[][^/\s:]*):(?!\/\/)\S+$/;
+
+/** Whether git would reach `url` over SSH (and nothing else). */
+export function isSshUrl(url: string): boolean {
+  if (CONTROL_OR_SPACE.test(url)) return false;
+  return SSH_URL.test(url) || (!url.includes('://') && SCP_LIKE_URL.test(url));
+}
+
+/** The URL as shown in messages: a password in `ssh://user:pw@host` is blanked. */
+export function displayUrl(url: string): string {
+  return url.replace(/^([a-z+]+:\/\/[^:@/]+):[^@/]*@/i, '$1:***@');
+}
+
+/**
+ * A branch, tag, ref or commit id that is safe to hand to git as one argument: no option-like
+ * leading dash, no revision syntax (`..`, `^`, `~`, `:`), no globs, no whitespace.
+ */
+export function isSafeRevision(name: string): boolean {
+  return (
+    name.length > 0 &&
+    name.length <= 255 &&
+    !name.startsWith('-') &&
+    !name.includes('..') &&
+    !name.includes('@{') &&
+    !/[~^:?*[\\]/.test(name) &&
+    !CONTROL_OR_SPACE.test(name) &&
+    !name.endsWith('/') &&
+    !name.endsWith('.lock')
+  );
+}
+
+/** A refspec from a trigger: `[+]src[:dst]` whose parts are safe revisions. */
+export function isSafeRefspec(spec: string): boolean {
+  const body = spec.startsWith('+') ? spec.slice(1) : spec;
+  const parts = body.split(':');
+  if (parts.length > 2) return false;
+  // Refspecs may use one `*` per side.
+  return parts.every((p) => isSafeRevision(p.replace('*', 'x')));
+}
+
+// --- scrubbing --------------------------------------------------------------------------------
+
+const BOILERPLATE = [
+  /^Could not read from remote repository\.?$/i,
+  /^Please make sure you have the correct access rights$/i,
+  /^and the repository exists\.?$/i,
+];
+
+/**
+ * Removes anything that could be (part of) the key from git/ssh output: the temp key path,
+ * PEM blocks, any line of the key itself, and long base64-looking runs (mixed case plus a
+ * digit, so commit ids and ordinary paths survive).
+ */
+export function scrubSecrets(text: string, secrets: { privateKey?: string; paths?: string[] }): string {
+  let out = text;
+  for (const path of secrets.paths ?? []) {
+    if (path) out = out.split(path).join('<key>');
+  }
+  out = out.replace(/-----BEGIN [^-\n]*-----[\s\S]*?(?:-----END [^-\n]*-----|$)/g, '[redacted]');
+  for (const line of (secrets.privateKey ?? '').split(/\r?\n/)) {
+    const piece = line.trim();
+    if (piece.length >= 12 && !piece.startsWith('-----')) out = out.split(piece).join('[redacted]');
+  }
+  out = out.replace(/[A-Za-z0-9+/=]{32,}/g, (run) =>
+    /[A-Z]/.test(run) && /[a-z]/.test(run) && /[0-9]/.test(run) ? '[redacted]' : run,
+  );
+  return out;
+}
+
+/** git's stderr as one line for an error message: prefixes and boilerplate dropped. */
+export function summarizeGitStderr(stderr: string): string {
+  const lines = stderr
+    .split(/\r?\n/)
+    .map((l) => l.trim().replace(/^(fatal|error|warning):\s*/i, ''))
+    .filter((l) => l.length > 0);
+  const meaningful = lines.filter((l) => !BOILERPLATE.some((re) => re.test(l)));
+  const chosen = meaningful.length > 0 ? meaningful : lines;
+  const summary = chosen.join('; ');
+  return summary.length > 1000 ? `${summary.slice(0, 1000)}…` : summary;
+}
+
+/** What kind of failure git's (scrubbed) stderr describes. */
+export function classifyGitFailure(stderr: string): GitPullFailure {
+  if (/Permission denied|Host key verification failed|Too many authentication failures|no matching host key/i.test(stderr)) {
+    return 'denied';
+  }
+  if (/does not appear to be a git repository|Repository not found|not a git repository|No such (file or directory|repository)/i.test(stderr)) {
+    return 'not-found';
+  }
+  if (/couldn't find remote ref|not our ref|unadvertised object/i.test(stderr)) return 'missing-ref';
+  if (
+    /Could not resolve hostname|Connection refused|Connection timed out|timed out|No route to host|Network is unreachable|Connection (closed|reset)|kex_exchange_identification|early EOF|hung up/i.test(
+      stderr,
+    )
+  ) {
+    return 'unreachable';
+  }
+  return 'failed';
+}
+
+// --- running git ------------------------------------------------------------------------------
+
+interface GitContext {
+  workdir: string;
+  env: NodeJS.ProcessEnv;
+  timeoutMs: number;
+  signal?: AbortSignal;
+  secrets: { privateKey: string; paths: string[] };
+}
+
+interface GitOutcome {
+  ok: boolean;
+  stdout: string;
+  stderr: string;
+  /** Why git did not get to finish on its own, if it didn't. */
+  interrupted: 'timeout' | 'aborted' | null;
+}
+
+/** Settings forced on every git call; see the module comment for why. */
+const FORCED_CONFIG = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'gc.auto=0'];
+const MAX_STDERR = 64 * 1024;
+
+/**
+ * Runs git without a shell. git gets its own process group so that a timeout or an abort
+ * also kills the ssh it started (otherwise ssh could linger until its own timeouts). The
+ * promise settles once git and ssh have both let go of our pipes, i.e. have exited, so the
+ * caller may remove the key file right after.
+ */
+function runGit(ctx: GitContext, args: string[]): Promise<GitOutcome> {
+  return new Promise((resolve) => {
+    if (ctx.signal?.aborted) return resolve({ ok: false, stdout: '', stderr: '', interrupted: 'aborted' });
+    const child = spawn('git', [...FORCED_CONFIG, ...args], {
+      cwd: ctx.workdir,
+      env: ctx.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const stdout: Buffer[] = [];
+    let stderr = '';
+    let interrupted: GitOutcome['interrupted'] = null;
+    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => {
+      if (stderr.length < MAX_STDERR) stderr += chunk.toString('utf8');
+    });
+    const interrupt = (why: 'timeout' | 'aborted') => {
+      interrupted ??= why;
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
+    const timer = setTimeout(() => interrupt('timeout'), ctx.timeoutMs);
+    const onAbort = () => interrupt('aborted');
+    ctx.signal?.addEventListener('abort', onAbort, { once: true });
+    const done = (outcome: GitOutcome) => {
+      clearTimeout(timer);
+      ctx.signal?.removeEventListener('abort', onAbort);
+      resolve(outcome);
+    };
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      const why = error.code === 'ENOENT' ? 'git is not installed on this worker' : error.message;
+      done({ ok: false, stdout: '', stderr: why, interrupted });
+    });
+    child.once('close', (code) => {
+      done({ ok: code === 0 && interrupted === null, stdout: Buffer.concat(stdout).toString('utf8'), stderr, interrupted });
+    });
+  });
+}
+
+async function gitOrThrow(ctx: GitContext, args: string[], what: string): Promise<string> {
+  const result = await runGit(ctx, args);
+  if (result.ok) return result.stdout;
+  if (result.interrupted === 'timeout') {
+    throw new GitPullError(`${what}: git timed out after ${ctx.timeoutMs} ms`, 'unreachable');
+  }
+  if (result.interrupted === 'aborted') throw new GitPullError(`${what}: aborted`, 'aborted');
+  const stderr = scrubSecrets(result.stderr, ctx.secrets);
+  throw new GitPullError(`${what}: ${summarizeGitStderr(stderr) || 'git failed'}`, classifyGitFailure(stderr));
+}
+
+/** A commit id for `rev`, or null when it names nothing in the local repository. */
+async function resolveCommit(ctx: GitContext, rev: string): Promise<string | null> {
+  const result = await runGit(ctx, ['rev-parse', '--verify', '--quiet', '--end-of-options', `${rev}^{commit}`]);
+  return result.ok ? result.stdout.trim() || null : null;
+}
+
+/** SSH options; every value is ours, the key file path is the only variable part. */
+function sshCommand(keyFile: string): string {
+  const quoted = `'${keyFile.replace(/'/g, `'\\''`)}'`;
+  return [
+    'ssh',
+    '-F /dev/null', // ignore the worker user's ~/.ssh/config and /etc/ssh/ssh_config
+    `-i ${quoted}`,
+    '-o IdentitiesOnly=yes',
+    '-o IdentityAgent=none',
+    '-o BatchMode=yes',
+    // Known limitation: host keys are not pinned yet (see module comment).
+    '-o StrictHostKeyChecking=no',
+    '-o UserKnownHostsFile=/dev/null',
+    '-o GlobalKnownHostsFile=/dev/null',
+    '-o LogLevel=ERROR',
+    `-o ConnectTimeout=${SSH_CONNECT_TIMEOUT_S}`,
+    '-o ControlMaster=no',
+    '-o ControlPath=none',
+  ].join(' ');
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+// --- the operation ----------------------------------------------------------------------------
+
+/**
+ * Brings `workdir` to `head` of the repository at `pullUrl`: initializes it when it holds no
+ * checkout (the equivalent of a clone), fetches all branches and tags, resolves `head`
+ * (fetching it by name or id when it is not advertised, e.g. a pull-request ref), checks it
+ * out detached and removes untracked files so each build starts from a clean tree.
+ */
+export async function fetchRepository(input: FetchRepositoryInput): Promise<FetchRepositoryResult> {
+  const url = displayUrl(input.pullUrl);
+  if (!isSshUrl(input.pullUrl)) {
+    throw new GitPullError(`could not pull from ${url}: not an SSH URL (ssh://host/path or user@host:path)`, 'invalid-input');
+  }
+  if (!isSafeRevision(input.branch)) {
+    throw new GitPullError(`could not pull from ${url}: invalid branch name ${JSON.stringify(input.branch)}`, 'invalid-input');
+  }
+  if (input.head !== 'HEAD' && !isSafeRevision(input.head)) {
+    throw new GitPullError(`could not pull from ${url}: invalid head ${JSON.stringify(input.head)}`, 'invalid-input');
+  }
+  const refspecs = input.refspecs ?? [];
+  const badSpec = refspecs.find((s) => !isSafeRefspec(s));
+  if (badSpec !== undefined) {
+    throw new GitPullError(`could not pull from ${url}: invalid refspec ${JSON.stringify(badSpec)}`, 'invalid-input');
+  }
+
+  const scratch = await mkdtemp(join(tmpdir(), 'sluice-git-'));
+  const home = join(scratch, 'home');
+  const keyDir = join(scratch, 'key');
+  const keyFile = join(keyDir, 'id');
+  const ctx: GitContext = {
+    workdir: input.workdir,
+    timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    signal: input.signal,
+    secrets: { privateKey: input.privateKey, paths: [keyFile, keyDir, scratch] },
+    env: {
+      // PATH is how the worker was told where git and ssh live; it carries no secrets.
+      PATH: process.env.PATH || FALLBACK_PATH,
+      HOME: home,
+      LANG: 'C',
+      LC_ALL: 'C',
+      GIT_TERMINAL_PROMPT: '0',
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_ALLOW_PROTOCOL: 'ssh',
+      GIT_SSH_VARIANT: 'ssh',
+      GIT_SSH_COMMAND: sshCommand(keyFile),
+    },
+  };
+
+  try {
+    await mkdir(home, { mode: 0o700 });
+    await mkdir(input.workdir, { recursive: true });
+    const commitId = await withKeyFile(keyDir, keyFile, input.privateKey, async () => {
+      await ensureRepository(ctx);
+      await gitOrThrow(
+        ctx,
+        ['fetch', '--quiet', '--prune', '--no-tags', '--force', '--', input.pullUrl, '+refs/heads/*:refs/remotes/origin/*', '+refs/tags/*:refs/tags/*', ...refspecs],
+        `could not pull from ${url}`,
+      );
+      return resolveHead(ctx, input, url);
+    });
+    // Everything below is local: the key file is already gone.
+    await gitOrThrow(ctx, ['checkout', '--quiet', '--force', '--detach', commitId], `could not check out ${commitId}`);
+    await gitOrThrow(ctx, ['clean', '-ffdxq'], `could not clean the working tree`);
+    const message = (await gitOrThrow(ctx, ['log', '-1', '--format=%B', commitId], 'could not read the commit')).trimEnd();
+    const committers = await listCommitters(ctx, commitId, input.since ?? null);
+    return { commitId, committers, message };
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+/** Writes the key (0600, in a 0700 directory) for the duration of `fn`, then removes it. */
+async function withKeyFile<T>(keyDir: string, keyFile: string, privateKey: string, fn: () => Promise<T>): Promise<T> {
+  await mkdir(keyDir, { mode: 0o700 });
+  try {
+    // OpenSSH refuses a key without its final newline, and keys pasted from Windows have CRs.
+    const text = privateKey.replace(/\r\n/g, '\n').trimEnd() + '\n';
+    await writeFile(keyFile, text, { mode: 0o600, flag: 'wx' });
+    return await fn();
+  } finally {
+    await rm(keyDir, { recursive: true, force: true });
+  }
+}
+
+/** `git init` unless `workdir` already holds a working repository; a broken `.git` is redone. */
+async function ensureRepository(ctx: GitContext): Promise<void> {
+  const gitDir = join(ctx.workdir, '.git');
+  if (await exists(gitDir)) {
+    const check = await runGit(ctx, ['rev-parse', '--is-inside-work-tree']);
+    if (check.ok && check.stdout.trim() === 'true') return;
+    // An interrupted first pull leaves a half-made .git: start over rather than fail forever.
+    await rm(gitDir, { recursive: true, force: true });
+  }
+  await gitOrThrow(ctx, ['init', '--quiet', '--initial-branch=sluice-unused'], 'could not initialize the working tree');
+}
+
+async function resolveHead(ctx: GitContext, input: FetchRepositoryInput, url: string): Promise<string> {
+  if (input.head === 'HEAD') {
+    const tip = await resolveCommit(ctx, `refs/remotes/origin/${input.branch}`);
+    if (!tip) throw new GitPullError(`could not pull from ${url}: branch '${input.branch}' not found`, 'missing-ref');
+    return tip;
+  }
+  // A full commit id, a tag, a full ref fetched by refspec, or a branch name.
+  const local =
+    (await resolveCommit(ctx, input.head)) ?? (await resolveCommit(ctx, `refs/remotes/origin/${input.head}`));
+  if (local) return local;
+  // Not advertised as a branch or tag: ask for it by name or id (a pull-request ref, a commit
+  // the server lets us fetch directly).
+  const fetched = await runGit(ctx, ['fetch', '--quiet', '--no-tags', '--force', '--', input.pullUrl, `+${input.head}:${FETCHED_REF}`]);
+  if (fetched.interrupted === 'timeout') {
+    throw new GitPullError(`could not pull from ${url}: git timed out after ${ctx.timeoutMs} ms`, 'unreachable');
+  }
+  if (fetched.interrupted === 'aborted') throw new GitPullError(`could not pull from ${url}: aborted`, 'aborted');
+  const commit = fetched.ok ? await resolveCommit(ctx, FETCHED_REF) : null;
+  if (!commit) throw new GitPullError(`could not pull from ${url}: head '${input.head}' not found`, 'missing-ref');
+  return commit;
+}
+
+/** Authors of `since..head` when `since` is a known ancestor, else the author of `head`. */
+async function listCommitters(ctx: GitContext, head: string, since: string | null): Promise<string[]> {
+  let range = ['-1', head];
+  if (since && isSafeRevision(since) && since !== head) {
+    const base = await resolveCommit(ctx, since);
+    const isAncestor = base ? (await runGit(ctx, ['merge-base', '--is-ancestor', base, head])).ok : false;
+    if (base && isAncestor) range = [`--max-count=${MAX_COMMITTER_COMMITS}`, `${base}..${head}`];
+  }
+  const out = await gitOrThrow(ctx, ['log', '--format=%ae%x00%an', ...range, '--'], 'could not list committers');
+  const seen = new Set<string>();
+  for (const line of out.split('\n')) {
+    if (!line) continue;
+    const [email = '', name = ''] = line.split('\0');
+    const who = email.trim() || name.trim();
+    if (who) seen.add(who);
+  }
+  return [...seen];
+}

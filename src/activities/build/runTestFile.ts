@@ -1,0 +1,370 @@
+/**
+ * Running one test file, as a plain function the `runTest` activity wraps.
+ *
+ * The file runs as the suite's `test_command` split into argv (no shell) with the file path
+ * appended, or as the file itself when there is no command. It gets a clean environment
+ * (nothing of the worker's, which holds database URLs and the secret key), its own process
+ * group so a timeout or a stop kills everything it started, and bounded output capture.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { constants } from 'node:fs';
+import { access, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { isAbsolute, join, normalize, sep } from 'node:path';
+
+export interface RunTestFileInput {
+  workdir: string;
+  /** Test file, relative to the repository root (as discoverTests returns it). */
+  path: string;
+  /** The suite's test command, or null to execute the file itself. */
+  command: string | null;
+  /** Build environment (trigger env, secrets): added to the clean base, may override it. */
+  env: Record<string, string>;
+  /** Wall-clock limit; 0 or less means none. */
+  timeoutMs: number;
+  /** Aborting stops the test (the session was stopped, the activity was cancelled). */
+  signal?: AbortSignal;
+  /** Between SIGTERM and SIGKILL. Default 2000 ms. */
+  killGraceMs?: number;
+  /** How much output is kept (the end of it). Default 64 KiB. */
+  maxOutputBytes?: number;
+}
+
+export interface RunTestFileResult {
+  status: 'passed' | 'failed' | 'error';
+  exitCode: number | null;
+  durationMs: number;
+  /** stdout and stderr in arrival order, possibly truncated at the front; our notes last. */
+  output: string;
+}
+
+export const TEST_PATH = '/usr/local/bin:/usr/bin:/bin';
+const DEFAULT_GRACE_MS = 2000;
+const DEFAULT_MAX_OUTPUT = 64 * 1024;
+/** How long to wait for output pipes after the test exited (an escaped daemon may hold them). */
+const DRAIN_MS = 1000;
+const POLL_MS = 25;
+
+// --- argv -------------------------------------------------------------------------------------
+
+export class CommandSyntaxError extends Error {
+  override readonly name = 'CommandSyntaxError';
+}
+
+/**
+ * Splits a command line into words like a POSIX shell would, minus everything that makes it a
+ * shell: quotes (`'…'` literal; `"…"` where `\` escapes only `"`, `\`, `$`, `` ` `` and newline)
+ * and backslash escapes are honoured; `$VAR`, `*`, `|`, `&&`, `>` and friends are plain text.
+ */
+export function splitArgs(command: string): string[] {
+  const words: string[] = [];
+  let word = '';
+  let inWord = false; // distinguishes `''` (an empty argument) from no argument at all
+  let i = 0;
+  while (i < command.length) {
+    const ch = command[i]!;
+    if (ch === ' ' || ch === '\t' || ch === '\n' || ch === '\r') {
+      if (inWord) words.push(word);
+      word = '';
+      inWord = false;
+      i += 1;
+    } else if (ch === "'") {
+      const end = command.indexOf("'", i + 1);
+      if (end === -1) throw new CommandSyntaxError('unterminated single quote in the test command');
+      word += command.slice(i + 1, end);
+      inWord = true;
+      i = end + 1;
+    } else if (ch === '"') {
+      i += 1;
+      inWord = true;
+      for (;;) {
+        if (i >= command.length) throw new CommandSyntaxError('unterminated double quote in the test command');
+        const c = command[i]!;
+        if (c === '"') break;
+        if (c === '\\' && i + 1 < command.length && '"\\$`\n'.includes(command[i + 1]!)) {
+          if (command[i + 1] !== '\n') word += command[i + 1];
+          i += 2;
+        } else {
+          word += c;
+          i += 1;
+        }
+      }
+      i += 1;
+    } else if (ch === '\\') {
+      if (i + 1 >= command.length) throw new CommandSyntaxError('the test command ends with a backslash');
+      if (command[i + 1] !== '\n') {
+        word += command[i + 1];
+        inWord = true;
+      }
+      i += 2;
+    } else {
+      word += ch;
+      inWord = true;
+      i += 1;
+    }
+  }
+  if (inWord) words.push(word);
+  return words;
+}
+
+// --- environment and paths --------------------------------------------------------------------
+
+/** The whole environment of a test: a fixed base plus the build's own variables. */
+export function testEnvironment(home: string, env: Record<string, string>): Record<string, string> {
+  const base: Record<string, string> = { PATH: TEST_PATH, HOME: home, LANG: 'C.UTF-8', CI: 'true', SLUICE: 'true' };
+  for (const [name, value] of Object.entries(env)) {
+    // Names with `=` or NULs can't be represented in an environment block; skip rather than crash.
+    if (name !== '' && !name.includes('=') && !name.includes('\0') && !value.includes('\0')) base[name] = value;
+  }
+  return base;
+}
+
+/** Why `path` can't be a test file path, or null. */
+export function checkTestPath(path: string): string | null {
+  if (path === '' || path.includes('\0')) return 'empty test path';
+  if (isAbsolute(path)) return `test path must be relative to the repository root: ${path}`;
+  const parts = normalize(path).split(sep);
+  if (path.split(/[/\\]/).includes('..') || parts[0] === '..') return `test path must stay inside the repository: ${path}`;
+  if (parts.includes('.git')) return `test path must not be inside .git: ${path}`;
+  return null;
+}
+
+// --- output -----------------------------------------------------------------------------------
+
+/** Keeps the last `cap` bytes of what is pushed, counting what was dropped. */
+export class TailBuffer {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  private dropped = 0;
+
+  constructor(private readonly cap: number) {}
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    while (this.chunks.length > 1 && this.size - this.chunks[0]!.length >= this.cap) {
+      const first = this.chunks.shift()!;
+      this.size -= first.length;
+      this.dropped += first.length;
+    }
+  }
+
+  toString(): string {
+    let all = Buffer.concat(this.chunks);
+    let dropped = this.dropped;
+    if (all.length > this.cap) {
+      dropped += all.length - this.cap;
+      all = all.subarray(all.length - this.cap);
+    }
+    if (dropped === 0) return all.toString('utf8');
+    // Don't start in the middle of a UTF-8 character.
+    let start = 0;
+    while (start < 3 && start < all.length && (all[start]! & 0xc0) === 0x80) start += 1;
+    return `[sluice] output truncated: the first ${dropped + start} bytes were dropped\n${all.subarray(start).toString('utf8')}`;
+  }
+}
+
+// --- process groups ---------------------------------------------------------------------------
+
+function signalGroup(pgid: number, sig: NodeJS.Signals | 0): boolean {
+  // kill(-1) would signal every process we may signal, kill(-0) our own group: never.
+  if (!Number.isInteger(pgid) || pgid <= 1) return false;
+  try {
+    process.kill(-pgid, sig);
+    return true;
+  } catch {
+    return false; // ESRCH: nobody left in the group
+  }
+}
+
+/**
+ * Whether any live process is still in group `pgid`. kill(0) alone would also count zombies,
+ * which linger when PID 1 of a container does not reap orphans; on Linux /proc tells them apart.
+ */
+export async function processGroupAlive(pgid: number): Promise<boolean> {
+  if (!signalGroup(pgid, 0)) return false;
+  let entries: string[];
+  try {
+    entries = await readdir('/proc');
+  } catch {
+    return true;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const text = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    // pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses.
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') return true;
+  }
+  return false;
+}
+
+async function waitGroupGone(pgid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (!(await processGroupAlive(pgid))) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}
+
+/** SIGTERM the whole group, then SIGKILL whatever is still there after `graceMs`. */
+export async function killProcessGroup(pgid: number, graceMs: number): Promise<void> {
+  if (!signalGroup(pgid, 'SIGTERM')) return;
+  signalGroup(pgid, 'SIGCONT'); // a stopped process only sees SIGTERM once it runs again
+  if (await waitGroupGone(pgid, graceMs)) return;
+  signalGroup(pgid, 'SIGKILL');
+  await waitGroupGone(pgid, 2000);
+}
+
+function waitForClose(child: ChildProcess, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.stdout?.closed !== false && child.stderr?.closed !== false) return resolve();
+    const timer = setTimeout(() => {
+      // Something outside the group (it called setsid) still holds our pipes: stop reading.
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      resolve();
+    }, ms);
+    child.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+// --- running ----------------------------------------------------------------------------------
+
+export async function runTestFile(input: RunTestFileInput): Promise<RunTestFileResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const error = (why: string): RunTestFileResult => ({ status: 'error', exitCode: null, durationMs: elapsed(), output: `[sluice] ${why}\n` });
+
+  const pathProblem = checkTestPath(input.path);
+  if (pathProblem) return error(pathProblem);
+  const absolute = join(input.workdir, input.path);
+  const workdirInfo = await stat(input.workdir).catch(() => null);
+  if (!workdirInfo?.isDirectory()) return error(`the working tree ${input.workdir} does not exist`);
+
+  const runsFileItself = input.command === null || input.command.trim() === '';
+  let argv: string[];
+  if (runsFileItself) {
+    const info = await stat(absolute).catch(() => null);
+    if (!info?.isFile()) return error(`${input.path} does not exist or is not a file`);
+    const executable = await access(absolute, constants.X_OK).then(
+      () => true,
+      () => false,
+    );
+    if (!executable) {
+      return error(`${input.path} is not executable: set its executable bit (chmod +x) or configure a test command`);
+    }
+    argv = [absolute];
+  } else {
+    let words: string[];
+    try {
+      words = splitArgs(input.command ?? '');
+    } catch (e) {
+      return error((e as Error).message);
+    }
+    // A file named `-x.sh` must not read as an option to the test command.
+    argv = [...words, input.path.startsWith('-') ? `./${input.path}` : input.path];
+  }
+  if (input.signal?.aborted) return error('stopped before it started');
+
+  const home = await mkdtemp(join(tmpdir(), 'sluice-test-home-'));
+  try {
+    return await execute(argv, runsFileItself ? input.path : argv[0]!, home, input, started);
+  } finally {
+    await rm(home, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+async function execute(
+  argv: string[],
+  /** What to call the program in messages: the test path, or the command's first word. */
+  program: string,
+  home: string,
+  input: RunTestFileInput,
+  started: number,
+): Promise<RunTestFileResult> {
+  const graceMs = input.killGraceMs ?? DEFAULT_GRACE_MS;
+  const output = new TailBuffer(input.maxOutputBytes ?? DEFAULT_MAX_OUTPUT);
+  const notes: string[] = [];
+  const finish = (status: RunTestFileResult['status'], exitCode: number | null, durationMs: number): RunTestFileResult => {
+    const text = output.toString();
+    const tail = notes.map((n) => `[sluice] ${n}\n`).join('');
+    const sep = text && tail && !text.endsWith('\n') ? '\n' : '';
+    return { status, exitCode, durationMs, output: text + sep + tail };
+  };
+
+  let child: ChildProcess;
+  try {
+    child = spawn(argv[0]!, argv.slice(1), {
+      cwd: input.workdir,
+      env: testEnvironment(home, input.env),
+      // Its own process group: on timeout or stop we kill the test and all it started.
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  } catch (e) {
+    notes.push(`could not start ${program}: ${(e as Error).message}`);
+    return finish('error', null, Math.round(performance.now() - started));
+  }
+  child.stdout?.on('data', (chunk: Buffer) => output.push(chunk));
+  child.stderr?.on('data', (chunk: Buffer) => output.push(chunk));
+
+  const spawnError = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
+    child.once('spawn', () => resolve(null));
+    child.once('error', (e) => resolve(e));
+  });
+  if (spawnError || child.pid === undefined) {
+    let why = spawnError?.message ?? 'no process id';
+    if (spawnError?.code === 'ENOENT') {
+      // The file exists (checked above), so for a test run directly ENOENT means its #! line.
+      why = program === input.path ? 'its interpreter (the #! line) was not found' : 'command not found';
+    }
+    notes.push(`could not start ${program}: ${why}`);
+    return finish('error', null, Math.round(performance.now() - started));
+  }
+  const pgid = child.pid;
+
+  // Set from timer/abort callbacks, hence an object (TypeScript can't see closure writes).
+  const stopping: { reason: string | null; killed: Promise<void> | null } = { reason: null, killed: null };
+  const stop = (reason: string) => {
+    if (stopping.reason !== null) return;
+    stopping.reason = reason;
+    stopping.killed = killProcessGroup(pgid, graceMs);
+  };
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
+    else child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  const timer = input.timeoutMs > 0 ? setTimeout(() => stop(`timed out after ${input.timeoutMs} ms`), input.timeoutMs) : null;
+  const onAbort = () => stop('stopped');
+  input.signal?.addEventListener('abort', onAbort, { once: true });
+  if (input.signal?.aborted) onAbort(); // aborted while we waited for the spawn
+
+  const { code, signal } = await exited;
+  const durationMs = Math.round(performance.now() - started);
+  if (timer) clearTimeout(timer);
+  input.signal?.removeEventListener('abort', onAbort);
+
+  if (stopping.killed) {
+    await stopping.killed;
+  } else if (await processGroupAlive(pgid)) {
+    // The test is over; background processes it left behind must not outlive it.
+    notes.push('killed processes the test left running');
+    await killProcessGroup(pgid, graceMs);
+  }
+  await waitForClose(child, DRAIN_MS);
+
+  if (stopping.reason !== null) {
+    notes.push(stopping.reason);
+    return finish('error', code, durationMs);
+  }
+  if (signal !== null) {
+    notes.push(`killed by signal ${signal}`);
+    return finish('error', null, durationMs);
+  }
+  return finish(code === 0 ? 'passed' : 'failed', code, durationMs);
+}

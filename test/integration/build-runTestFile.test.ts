@@ -1,0 +1,198 @@
+/**
+ * runTestFile with real processes: outcomes, the clean environment, output capture, and that a
+ * timeout or a stop leaves nothing of the test running.
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { processGroupAlive, runTestFile, type RunTestFileInput } from '../../src/activities/build/runTestFile';
+
+let workdir: string;
+
+async function script(name: string, body: string, mode = 0o755): Promise<string> {
+  await writeFile(join(workdir, name), `#!/bin/sh\n${body}\n`, { mode });
+  return name;
+}
+
+const run = (path: string, overrides: Partial<RunTestFileInput> = {}) =>
+  runTestFile({ workdir, path, command: null, env: {}, timeoutMs: 30_000, ...overrides });
+
+/** Dead, or a zombie nobody has reaped yet (PID 1 here may not reap orphans). */
+async function isGone(pid: number): Promise<boolean> {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return true;
+  }
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+  return state === undefined || state === '' || state === 'Z' || state === 'X';
+}
+
+async function readPid(name: string): Promise<number> {
+  for (let i = 0; i < 100; i++) {
+    const text = await readFile(join(workdir, name), 'utf8').catch(() => '');
+    if (text.trim()) return Number(text.trim());
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`${name} was never written`);
+}
+
+beforeAll(async () => {
+  workdir = await mkdtemp(join(tmpdir(), 'sluice-runtest-'));
+});
+
+afterAll(async () => {
+  await rm(workdir, { recursive: true, force: true });
+});
+
+describe('runTestFile', () => {
+  it('passes on exit 0, with output', async () => {
+    const result = await run(await script('pass.sh', 'echo all good'));
+    expect(result).toMatchObject({ status: 'passed', exitCode: 0, output: 'all good\n' });
+    expect(result.durationMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('fails on a non-zero exit, keeping stdout and stderr in order', async () => {
+    const result = await run(await script('fail.sh', 'echo one; sleep 0.05; echo two >&2; sleep 0.05; echo three; exit 3'));
+    expect(result).toMatchObject({ status: 'failed', exitCode: 3, output: 'one\ntwo\nthree\n' });
+  });
+
+  it('runs in the repository root', async () => {
+    await script('pwd.sh', 'pwd');
+    expect((await run('pwd.sh')).output.trim()).toBe(workdir);
+  });
+
+  it('is an error, with a clear message, when the file is not executable', async () => {
+    const result = await run(await script('plain.sh', 'exit 0', 0o644));
+    expect(result.status).toBe('error');
+    expect(result.exitCode).toBeNull();
+    expect(result.output).toMatch(/plain\.sh is not executable/);
+  });
+
+  it('is an error when the interpreter named by #! is missing', async () => {
+    await writeFile(join(workdir, 'nointerp.sh'), '#!/no/such/interpreter\nexit 0\n', { mode: 0o755 });
+    expect(await run('nointerp.sh')).toMatchObject({
+      status: 'error',
+      output: expect.stringMatching(/could not start nointerp\.sh: its interpreter \(the #! line\) was not found/),
+    });
+  });
+
+  it('is an error when the working tree is gone', async () => {
+    expect(await runTestFile({ workdir: join(workdir, 'nope'), path: 'x.sh', command: 'sh', env: {}, timeoutMs: 1000 })).toMatchObject({
+      status: 'error',
+      output: expect.stringMatching(/working tree .* does not exist/),
+    });
+  });
+
+  it('is an error when the file does not exist or the path leaves the repository', async () => {
+    expect((await run('missing.sh')).output).toMatch(/missing\.sh does not exist/);
+    expect(await run('../etc/passwd')).toMatchObject({ status: 'error', output: expect.stringMatching(/inside the repository/) });
+    expect(await run('/bin/true')).toMatchObject({ status: 'error', output: expect.stringMatching(/relative/) });
+  });
+
+  it('runs a command with the file appended, without a shell', async () => {
+    await writeFile(join(workdir, 'args.txt'), 'not executable, read by sh\n');
+    await script('argv.sh', 'for a in "$@"; do echo "[$a]"; done');
+    const result = await run('argv.sh', { command: `sh -e "argv.sh" 'a b' $HOME '*' '&&'` });
+    // sh runs argv.sh with the rest as arguments: quotes honoured, nothing expanded.
+    expect(result).toMatchObject({ status: 'passed', output: '[a b]\n[$HOME]\n[*]\n[&&]\n[argv.sh]\n' });
+  });
+
+  it('is an error when the command cannot be started or cannot be parsed', async () => {
+    expect(await run('pass.sh', { command: 'no-such-program-here --x' })).toMatchObject({
+      status: 'error',
+      output: expect.stringMatching(/could not start no-such-program-here: command not found/),
+    });
+    expect(await run('pass.sh', { command: `sh 'unterminated` })).toMatchObject({
+      status: 'error',
+      output: expect.stringMatching(/unterminated single quote/),
+    });
+  });
+
+  it('gives the test a clean environment: the base plus the build env, nothing of ours', async () => {
+    process.env.SLUICE_TEST_LEAK = 'from-the-worker';
+    try {
+      await script('env.sh', 'env');
+      const result = await run('env.sh', { env: { GIVEN: 'yes', API_TOKEN: 's3cret' } });
+      const env = Object.fromEntries(
+        result.output
+          .trim()
+          .split('\n')
+          .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+      );
+      expect(result.status).toBe('passed');
+      expect(env.SLUICE_TEST_LEAK).toBeUndefined();
+      expect(env.GIVEN).toBe('yes');
+      expect(env.API_TOKEN).toBe('s3cret');
+      expect(env).toMatchObject({ PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', CI: 'true', SLUICE: 'true' });
+      expect(env.HOME).toMatch(/sluice-test-home-/);
+      // Only the base, the given variables, and what sh itself sets (PWD, SHLVL, _).
+      expect(Object.keys(env).filter((k) => !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(k)).sort()).toEqual(
+        ['API_TOKEN', 'CI', 'GIVEN', 'HOME', 'LANG', 'PATH', 'SLUICE'].sort(),
+      );
+    } finally {
+      delete process.env.SLUICE_TEST_LEAK;
+    }
+  });
+
+  it('times out: an error, and the test and everything it started are gone', async () => {
+    await script(
+      'slow.sh',
+      ['sleep 300 &', 'echo $! > slow-child.pid', 'echo $$ > slow-main.pid', 'echo started', 'sleep 300'].join('\n'),
+    );
+    const started = Date.now();
+    const result = await run('slow.sh', { timeoutMs: 500, killGraceMs: 500 });
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(result.status).toBe('error');
+    expect(result.output).toMatch(/started\n[\s\S]*\[sluice\] timed out after 500 ms\n$/);
+
+    const main = await readPid('slow-main.pid');
+    const child = await readPid('slow-child.pid');
+    expect(await isGone(main)).toBe(true);
+    expect(await isGone(child)).toBe(true);
+    expect(await processGroupAlive(main)).toBe(false); // the test was the leader of its own group
+  });
+
+  it('kills with SIGKILL what ignores SIGTERM', async () => {
+    await script('stubborn.sh', ["trap '' TERM", 'sleep 300 &', 'echo $! > stubborn-child.pid', 'echo $$ > stubborn-main.pid', 'sleep 300'].join('\n'));
+    const result = await run('stubborn.sh', { timeoutMs: 300, killGraceMs: 300 });
+    expect(result).toMatchObject({ status: 'error', exitCode: null });
+    expect(result.output).toMatch(/timed out after 300 ms/);
+    expect(await isGone(await readPid('stubborn-main.pid'))).toBe(true);
+    expect(await isGone(await readPid('stubborn-child.pid'))).toBe(true);
+  });
+
+  it('stops when aborted (a stopped session, a cancelled activity)', async () => {
+    await script('abort.sh', 'echo $$ > abort-main.pid; sleep 300');
+    const controller = new AbortController();
+    const pending = run('abort.sh', { signal: controller.signal, killGraceMs: 300 });
+    const main = await readPid('abort-main.pid');
+    controller.abort();
+    const result = await pending;
+    expect(result).toMatchObject({ status: 'error', output: expect.stringMatching(/\[sluice\] stopped\n$/) });
+    expect(await isGone(main)).toBe(true);
+  });
+
+  it('kills background processes a finished test left behind, keeping its verdict', async () => {
+    await script('daemon.sh', 'sleep 300 &\necho $! > daemon-child.pid\necho done');
+    const result = await run('daemon.sh', { killGraceMs: 300 });
+    expect(result).toMatchObject({ status: 'passed', exitCode: 0 });
+    expect(result.output).toMatch(/^done\n\[sluice\] killed processes the test left running\n$/);
+    expect(await isGone(await readPid('daemon-child.pid'))).toBe(true);
+  });
+
+  it('is an error when the test dies of a signal', async () => {
+    const result = await run(await script('segv.sh', 'kill -SEGV $$'));
+    expect(result).toMatchObject({ status: 'error', exitCode: null, output: expect.stringMatching(/killed by signal SIGSEGV/) });
+  });
+
+  it('keeps only the end of a huge output, and says so', async () => {
+    await script('loud.sh', 'i=0; while [ $i -lt 3000 ]; do echo "line $i ................................................"; i=$((i+1)); done; echo THE END');
+    const result = await run('loud.sh', { maxOutputBytes: 4096 });
+    expect(result.status).toBe('passed');
+    expect(result.output).toMatch(/^\[sluice\] output truncated: the first \d+ bytes were dropped\n/);
+    expect(result.output.endsWith('THE END\n')).toBe(true);
+    expect(Buffer.byteLength(result.output)).toBeLessThan(4096 + 100);
+  });
+});

@@ -1,0 +1,156 @@
+/**
+ * A real SSH git server for tests: an `ssh2` Server on loopback that authenticates by public
+ * key (with proper signature verification) and serves `git-upload-pack` / `git-receive-pack`
+ * by spawning the real git binaries. The OpenSSH client and git talk to it exactly as they
+ * would to GitHub or a gitolite box, so the pull path is tested end to end without mocks.
+ */
+import { spawn } from 'node:child_process';
+import { timingSafeEqual } from 'node:crypto';
+import { isAbsolute } from 'node:path';
+import { Server, utils, type Connection, type ParsedKey } from 'ssh2';
+
+export interface SshGitServer {
+  port: number;
+  /** `ssh://git@127.0.0.1:<port><repoPath>`; repoPath is an absolute path on this machine. */
+  url(repoPath: string): string;
+  /** Replaces the authorized keys; takes effect for the next authentication. */
+  setAuthorizedKeys(keys: string[]): void;
+  /** Every command a client asked to run, accepted or not, in order (for assertions). */
+  commands: string[];
+  close(): Promise<void>;
+}
+
+export interface SshGitServerOptions {
+  /** OpenSSH public key lines (`ssh-ed25519 AAAA... comment`). */
+  authorizedKeys: string[];
+}
+
+const SERVICES = new Set(['git-upload-pack', 'git-receive-pack']);
+
+/**
+ * `git-upload-pack '/abs/path'` → service and path. Git quotes the path with single quotes
+ * (`'` itself as `'\''`); anything else (pipes, extra arguments, other programs) is refused.
+ */
+export function parseGitCommand(command: string): { service: string; path: string } | null {
+  const match = /^(git-upload-pack|git-receive-pack) '((?:[^']|'\\'')*)'$/.exec(command.trim());
+  if (!match || !SERVICES.has(match[1]!)) return null;
+  const path = match[2]!.replace(/'\\''/g, "'");
+  if (!isAbsolute(path)) return null;
+  return { service: match[1]!, path };
+}
+
+function parsePublicKey(line: string): ParsedKey {
+  const key = utils.parseKey(line);
+  if (key instanceof Error) throw new Error(`invalid authorized key: ${key.message}`);
+  return key;
+}
+
+function sameBytes(a: Buffer, b: Buffer): boolean {
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export async function startSshGitServer(options: SshGitServerOptions): Promise<SshGitServer> {
+  let authorized = options.authorizedKeys.map(parsePublicKey);
+  const commands: string[] = [];
+  const clients = new Set<Connection>();
+  // A fresh host key per server: nothing to pin, and the client side runs with
+  // StrictHostKeyChecking=no for now (see git.ts).
+  const hostKey = utils.generateKeyPairSync('ed25519').private;
+
+  const server = new Server({ hostKeys: [hostKey] }, (client) => {
+    clients.add(client);
+    client.on('close', () => clients.delete(client));
+    client.on('error', () => clients.delete(client));
+
+    client.on('authentication', (ctx) => {
+      if (ctx.method !== 'publickey') return ctx.reject(['publickey']);
+      const key = authorized.find(
+        (k) => k.type === ctx.key.algo && sameBytes(ctx.key.data, k.getPublicSSH()),
+      );
+      if (!key) return ctx.reject(['publickey']);
+      // Without a signature the client only asks whether this key would do; with one, the
+      // signature over the session blob proves it holds the private half.
+      if (ctx.signature && ctx.blob && key.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) {
+        return ctx.reject(['publickey']);
+      }
+      ctx.accept();
+    });
+
+    client.on('ready', () => {
+      client.on('session', (acceptSession) => {
+        const session = acceptSession();
+        let gitProtocol: string | undefined;
+        // git asks OpenSSH to send GIT_PROTOCOL (protocol v2); honour that one variable only.
+        session.on('env', (accept, reject, info) => {
+          if (info.key === 'GIT_PROTOCOL') {
+            gitProtocol = info.val;
+            accept?.();
+          } else {
+            reject?.();
+          }
+        });
+        session.on('pty', (_accept, reject) => reject?.());
+        session.on('shell', (_accept, reject) => reject());
+        session.on('subsystem', (_accept, reject) => reject());
+        session.on('exec', (accept, reject, info) => {
+          commands.push(info.command);
+          const parsed = parseGitCommand(info.command);
+          if (!parsed) return reject();
+          const stream = accept();
+          const child = spawn('git', [parsed.service.slice('git-'.length), parsed.path], {
+            stdio: ['pipe', 'pipe', 'pipe'],
+            env: {
+              PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+              HOME: parsed.path,
+              GIT_CONFIG_NOSYSTEM: '1',
+              ...(gitProtocol ? { GIT_PROTOCOL: gitProtocol } : {}),
+            },
+          });
+          stream.pipe(child.stdin);
+          child.stdout.pipe(stream, { end: false });
+          child.stderr.pipe(stream.stderr, { end: false });
+          child.stdin.on('error', () => undefined); // client hung up mid-pack
+          child.on('error', (err) => {
+            stream.stderr.write(`sluice test server: ${err.message}\n`);
+            stream.exit(127);
+            stream.end();
+          });
+          // 'close' comes after the child's stdout/stderr have ended, so every byte has
+          // been handed to the channel before the exit status goes out.
+          child.on('close', (code) => {
+            stream.exit(code ?? 1);
+            stream.end();
+          });
+          stream.on('close', () => {
+            if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+          });
+        });
+      });
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  if (!address || typeof address === 'string') throw new Error('ssh git server has no TCP address');
+  const port = address.port;
+
+  return {
+    port,
+    url: (repoPath) => `ssh://git@127.0.0.1:${port}${repoPath}`,
+    setAuthorizedKeys(keys) {
+      authorized = keys.map(parsePublicKey);
+    },
+    commands,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const client of clients) client.end();
+        server.close(() => resolve());
+      }),
+  };
+}
