@@ -1,0 +1,77 @@
+/**
+ * The API process's HTTP surface: the keyed trigger endpoint, build status and report pages,
+ * the health check and the management API (DESIGN.md "HTTP contract"). buildApp wires the
+ * route modules together and takes everything with I/O beyond PostgreSQL as a dependency, so
+ * tests can run it with `app.inject` and a stand-in for Temporal.
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Pool } from 'pg';
+import type { Config } from '../config';
+import { requireAdmin } from './auth';
+import { installErrorHandlers } from './http';
+import { loggerOptions, type ApiLogOptions } from './logging';
+import { registerOrgRoutes } from './routes/admin/orgs';
+import { registerRepoRoutes } from './routes/admin/repos';
+import { registerSessionRoutes } from './routes/admin/sessions';
+import { registerSuiteRoutes } from './routes/admin/suites';
+import { registerWebhookRoutes } from './routes/admin/webhooks';
+import { registerCiEventRoutes } from './routes/ciEvents';
+import { registerHealthRoutes } from './routes/health';
+import { registerReportRoutes } from './routes/reports';
+import { registerTriggerRoutes } from './routes/triggers';
+
+/** What the API asks of the orchestrator for one accepted build (see temporal/enqueue.ts). */
+export interface EnqueueRequest {
+  suiteId: number;
+  sessionId: number;
+  queuePosition: 'tail' | 'head';
+  /** `org/repo`, for the Temporal UI. */
+  repoLabel: string;
+  branch: string;
+}
+
+export interface HealthReport {
+  ok: boolean;
+  /** What did not answer, e.g. `postgresql`, `temporal`. */
+  missing: string[];
+}
+
+export interface ApiDeps {
+  config: Config;
+  pool: Pool;
+  /** Makes the build durable in the orchestrator; called inside the trigger's transaction. */
+  enqueue: (req: EnqueueRequest) => Promise<void>;
+  /** Default: PostgreSQL only. */
+  health?: () => Promise<HealthReport>;
+  /** Request logging; none by default (the api process turns it on). */
+  log?: ApiLogOptions;
+}
+
+/** Largest request body accepted; more is a 413. Trigger payloads are a few KiB. */
+export const BODY_LIMIT = 1024 * 1024;
+
+export function buildApp(deps: ApiDeps): FastifyInstance {
+  const app = Fastify({ logger: loggerOptions(deps.log), bodyLimit: BODY_LIMIT });
+  // Before any register(): child scopes inherit the error handler.
+  installErrorHandlers(app);
+
+  registerHealthRoutes(app, deps);
+  registerCiEventRoutes(app, deps);
+  registerReportRoutes(app, deps);
+
+  // Triggers parse their own bodies (src/core/trigger.ts), so they get a scope of their own.
+  void app.register(async (scope) => registerTriggerRoutes(scope, deps));
+
+  void app.register(
+    async (admin) => {
+      admin.addHook('onRequest', requireAdmin(deps.config.adminToken));
+      registerOrgRoutes(admin, deps);
+      registerRepoRoutes(admin, deps);
+      registerSuiteRoutes(admin, deps);
+      registerWebhookRoutes(admin, deps);
+      registerSessionRoutes(admin, deps);
+    },
+    { prefix: '/api/v1' },
+  );
+  return app;
+}

@@ -1,0 +1,23 @@
+/**
+ * The management API's single credential: `Authorization: Bearer <SLUICE_ADMIN_TOKEN>`.
+ * Both sides are hashed before the constant-time comparison, so neither the token's content
+ * nor its length shows in the response time.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+const sha256 = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
+
+export function requireAdmin(adminToken: string): (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined> {
+  const expected = sha256(adminToken);
+  return async (request, reply) => {
+    const header = request.headers.authorization ?? '';
+    const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+    if (match && timingSafeEqual(sha256(match[1]!), expected)) return undefined;
+    // Returning the reply tells Fastify the request is answered; no route handler runs.
+    return reply
+      .code(401)
+      .header('www-authenticate', 'Bearer realm="sluice"')
+      .send({ error: 'unauthorized', message: 'send Authorization: Bearer <admin token>' });
+  };
+}

@@ -1,0 +1,79 @@
+/**
+ * How the API answers when something is wrong: every 4xx and 5xx body is JSON
+ * `{error, field?, message}` (the one exception, spec §7's plain `DROPPED`, is sent by the
+ * trigger route itself). Route code throws HttpError; the handlers installed here turn it, and
+ * Fastify's own errors, into that shape.
+ */
+import type { FastifyError, FastifyInstance } from 'fastify';
+import type { z } from 'zod';
+import { firstProblem } from '../core/issues';
+
+export interface ErrorBody {
+  error: string;
+  field?: string;
+  message: string;
+}
+
+export class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly error: string,
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+
+  body(): ErrorBody {
+    return this.field === undefined ? { error: this.error, message: this.message } : { error: this.error, field: this.field, message: this.message };
+  }
+}
+
+export const notFound = (what: string): HttpError => new HttpError(404, 'not found', `no such ${what}`);
+
+export const conflict = (field: string, message: string): HttpError => new HttpError(409, 'conflict', message, field);
+
+/** Parses a request body (or query) with zod; a failure is a 400 naming the first bad field. */
+export function validate<S extends z.ZodType>(schema: S, value: unknown, root = 'body'): z.output<S> {
+  const parsed = schema.safeParse(value, { reportInput: true });
+  if (!parsed.success) {
+    const { field, message } = firstProblem(parsed.error, root);
+    throw new HttpError(400, 'invalid request', message, field);
+  }
+  return parsed.data;
+}
+
+/** A numeric id from the path; anything else cannot name a row, so it is a 404. */
+export function parseId(value: string, what: string): number {
+  if (!/^[1-9][0-9]{0,14}$/.test(value)) throw notFound(what);
+  return Number(value);
+}
+
+/** Fastify's own 4xx errors, named in our vocabulary. */
+const FASTIFY_ERRORS: Record<string, { error: string; field?: string }> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: { error: 'payload too large' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { error: 'unsupported media type', field: 'content-type' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { error: 'invalid request', field: 'body' },
+  FST_ERR_CTP_INVALID_JSON_BODY: { error: 'invalid request', field: 'body' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { error: 'invalid request', field: 'body' },
+};
+
+export function installErrorHandlers(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    if (err instanceof HttpError) return reply.code(err.statusCode).send(err.body());
+    const status = err.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      const known = FASTIFY_ERRORS[err.code] ?? { error: 'bad request' };
+      const message = err.message;
+      return reply.code(status).send(known.field ? { error: known.error, field: known.field, message } : { error: known.error, message });
+    }
+    request.log.error({ err }, 'request failed');
+    return reply.code(500).send({ error: 'internal', message: 'internal error' });
+  });
+
+  // Our own 404 handler also keeps Fastify's "Route POST:/1/x/<KEY> not found" log line, which
+  // would carry a repository key, out of the logs.
+  app.setNotFoundHandler((_request, reply) => {
+    return reply.code(404).send({ error: 'not found', message: 'no such route' });
+  });
+}

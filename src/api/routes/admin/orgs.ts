@@ -1,0 +1,39 @@
+/** `/api/v1/orgs`: organizations own repositories and outgoing webhooks. */
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { ApiDeps } from '../../app';
+import { conflict, notFound, validate } from '../../http';
+import type { Db } from '../../store/db';
+import { uniqueViolation } from '../../store/db';
+import { findOrg, insertOrg, listOrgs, type OrgRow } from '../../store/orgs';
+import { resourceName } from './fields';
+
+const CreateOrg = z.strictObject({
+  name: resourceName,
+  email: z.email().max(254),
+});
+
+export const orgView = (o: OrgRow) => ({ id: o.id, name: o.name, email: o.email, created_at: o.created_at });
+
+/** The org a `:org` path parameter (id or name) names, or a 404. */
+export async function loadOrg(db: Db, ref: string): Promise<OrgRow> {
+  const org = await findOrg(db, ref);
+  if (!org) throw notFound('organization');
+  return org;
+}
+
+export function registerOrgRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  app.post('/orgs', async (request, reply) => {
+    const body = validate(CreateOrg, request.body);
+    try {
+      return reply.code(201).send(orgView(await insertOrg(deps.pool, body)));
+    } catch (err) {
+      if (uniqueViolation(err) !== undefined) throw conflict('name', 'an organization with this name exists');
+      throw err;
+    }
+  });
+
+  app.get('/orgs', async () => (await listOrgs(deps.pool)).map(orgView));
+
+  app.get<{ Params: { org: string } }>('/orgs/:org', async (request) => orgView(await loadOrg(deps.pool, request.params.org)));
+}

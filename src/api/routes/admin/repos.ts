@@ -1,0 +1,112 @@
+/**
+ * `/api/v1/orgs/:org/repos` and `/api/v1/repos/:repo`: repositories, their webhook URL and SSH
+ * pull key. `:repo` is the numeric id or `<org>/<name>` (the slash percent-encoded).
+ *
+ * On creation the repository gets a fresh key (kept as a SHA-256 for lookups and sealed so the
+ * URL can be shown again) and its own ed25519 key pair, whose private half is sealed and never
+ * leaves the database through this API.
+ */
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { Config } from '../../../config';
+import { keyHash, newRepoKey, seal, unseal } from '../../../crypto/sealed';
+import { generateRepoKeyPair } from '../../../ssh/keys';
+import type { ApiDeps } from '../../app';
+import { conflict, notFound, validate } from '../../http';
+import { uniqueViolation, type Db } from '../../store/db';
+import { findRepoById, findRepoByName, insertRepo, listRepos, updateRepoSettings, type RepoRow } from '../../store/repos';
+import { httpUrl, plainText, resourceName, scmUrl } from './fields';
+import { loadOrg } from './orgs';
+
+const settings = {
+  pull_url: scmUrl,
+  ci_push_url: scmUrl.nullish(),
+  pull_request_only: z.boolean().optional(),
+  ci_squash: z.boolean().optional(),
+  // Branch names or glob patterns, as the spec's "by name or pattern".
+  branch_blacklist: z.array(plainText(255)).max(100).optional(),
+  chat_url: httpUrl.nullish(),
+};
+
+const CreateRepo = z.strictObject({ name: resourceName, scm: z.enum(['git', 'hg']), ...settings });
+const PatchRepo = z.strictObject({ ...settings, pull_url: scmUrl.optional() });
+
+export function repoView(r: RepoRow, config: Config) {
+  const key = unseal(config.secretKey, r.key_sealed);
+  return {
+    id: r.id,
+    org_id: r.org_id,
+    org_name: r.org_name,
+    name: r.name,
+    scm: r.scm,
+    pull_url: r.pull_url,
+    ci_push_url: r.ci_push_url,
+    pull_request_only: r.pull_request_only,
+    ci_squash: r.ci_squash,
+    branch_blacklist: r.branch_blacklist,
+    chat_url: r.chat_url,
+    key,
+    webhook_url: `${config.baseUrl}/1/builds/${key}`,
+    ssh_public_key: r.ssh_public_key,
+    created_at: r.created_at,
+  };
+}
+
+/** The repository a `:repo` parameter names, or a 404. */
+export async function loadRepo(db: Db, ref: string): Promise<RepoRow> {
+  let repo: RepoRow | undefined;
+  if (/^[0-9]{1,15}$/.test(ref)) repo = await findRepoById(db, Number(ref));
+  else {
+    const [org, name, ...rest] = ref.split('/');
+    if (org && name && rest.length === 0) repo = await findRepoByName(db, org, name);
+  }
+  if (!repo) throw notFound('repository');
+  return repo;
+}
+
+export function registerRepoRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const { pool, config } = deps;
+
+  app.post<{ Params: { org: string } }>('/orgs/:org/repos', async (request, reply) => {
+    const org = await loadOrg(pool, request.params.org);
+    const body = validate(CreateRepo, request.body);
+    const key = newRepoKey();
+    const pair = generateRepoKeyPair(`sluice:${org.name}/${body.name}`);
+    let id: number;
+    try {
+      id = await insertRepo(pool, {
+        org_id: org.id,
+        name: body.name,
+        scm: body.scm,
+        pull_url: body.pull_url,
+        ci_push_url: body.ci_push_url ?? null,
+        pull_request_only: body.pull_request_only ?? false,
+        ci_squash: body.ci_squash ?? false,
+        branch_blacklist: body.branch_blacklist ?? [],
+        chat_url: body.chat_url ?? null,
+        key_hash: keyHash(key),
+        key_sealed: seal(config.secretKey, key),
+        ssh_public_key: pair.publicKey,
+        ssh_private_key_sealed: seal(config.secretKey, pair.privateKey),
+      });
+    } catch (err) {
+      if (uniqueViolation(err) === 'repos_org_id_name_key') throw conflict('name', 'this organization has a repository with this name');
+      throw err;
+    }
+    return reply.code(201).send(repoView((await findRepoById(pool, id))!, config));
+  });
+
+  app.get<{ Params: { org: string } }>('/orgs/:org/repos', async (request) => {
+    const org = await loadOrg(pool, request.params.org);
+    return (await listRepos(pool, org.id)).map((r) => repoView(r, config));
+  });
+
+  app.get<{ Params: { repo: string } }>('/repos/:repo', async (request) => repoView(await loadRepo(pool, request.params.repo), config));
+
+  app.patch<{ Params: { repo: string } }>('/repos/:repo', async (request) => {
+    const repo = await loadRepo(pool, request.params.repo);
+    const body = validate(PatchRepo, request.body);
+    await updateRepoSettings(pool, repo.id, body);
+    return repoView((await findRepoById(pool, repo.id))!, config);
+  });
+}

@@ -1,0 +1,22 @@
+/**
+ * `GET /ci_events/<guid>/guid`, the trigger response's `status_uri`: what became of a trigger
+ * and its sessions. The spec leaves method and shape open; the guid is unguessable, so like the
+ * trigger URL itself it needs no other credential.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { ApiDeps } from '../app';
+import { notFound } from '../http';
+import { loadCiEventView } from '../views';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function registerCiEventRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  app.get<{ Params: { guid: string } }>('/ci_events/:guid/guid', async (request) => {
+    const { guid } = request.params;
+    // A malformed guid cannot name an event; checking here also keeps it out of a uuid cast error.
+    if (!UUID.test(guid)) throw notFound('ci event');
+    const view = await loadCiEventView(deps.pool, deps.config, guid.toLowerCase());
+    if (!view) throw notFound('ci event');
+    return view;
+  });
+}

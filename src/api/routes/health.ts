@@ -1,0 +1,35 @@
+/** `GET /healthz`: 200 once PostgreSQL (and, in the api process, Temporal) answer; 503 naming what is missing. */
+import type { FastifyInstance } from 'fastify';
+import type { Pool } from 'pg';
+import type { ApiDeps, HealthReport } from '../app';
+
+export function registerHealthRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const check = deps.health ?? (() => postgresHealth(deps.pool));
+  app.get('/healthz', async (_request, reply) => {
+    const report = await check().catch((): HealthReport => ({ ok: false, missing: ['health check'] }));
+    if (report.ok) return reply.code(200).send({ ok: true });
+    return reply.code(503).send({ ok: false, missing: report.missing });
+  });
+}
+
+export async function postgresHealth(pool: Pool): Promise<HealthReport> {
+  const ok = await pingPostgres(pool);
+  return ok ? { ok: true, missing: [] } : { ok: false, missing: ['postgresql'] };
+}
+
+/** `SELECT 1`, given up after `timeoutMs` so a hung database makes the check fail, not hang. */
+export async function pingPostgres(pool: Pool, timeoutMs = 2000): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  const ping = pool.query('SELECT 1').then(
+    () => true,
+    () => false,
+  );
+  try {
+    return await Promise.race([ping, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

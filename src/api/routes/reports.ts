@@ -1,0 +1,45 @@
+/**
+ * `GET /1/reports/<session>`: the report page (spec §2 `url`). HTML for people; the same data as
+ * JSON for `Accept: application/json`. Public like the spec's report links, which go out in
+ * every webhook payload.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { ApiDeps } from '../app';
+import { notFound, parseId } from '../http';
+import { renderReport } from '../reportPage';
+import { loadSessionView } from '../views';
+
+export function registerReportRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  app.get<{ Params: { session: string } }>('/1/reports/:session', async (request, reply) => {
+    const view = await loadSessionView(deps.pool, deps.config, parseId(request.params.session, 'session'), true);
+    if (!view) throw notFound('session');
+    void reply.header('vary', 'Accept');
+    if (prefersJson(request.headers.accept)) return reply.send(view);
+    return reply
+      .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'")
+      .header('x-content-type-options', 'nosniff')
+      .type('text/html; charset=utf-8')
+      .send(renderReport(view));
+  });
+}
+
+/**
+ * JSON when the client names application/json and prefers it to text/html (a tie goes to
+ * HTML) and to any wildcard (a tie goes to JSON: `application/json, *\/*` wants JSON).
+ * Browsers never name application/json, so they always get the page.
+ */
+export function prefersJson(accept: string | undefined): boolean {
+  if (!accept) return false;
+  let json = 0;
+  let html = 0;
+  let wildcard = 0;
+  for (const part of accept.split(',')) {
+    const [type = '', ...params] = part.split(';').map((s) => s.trim().toLowerCase());
+    const qParam = params.find((p) => p.startsWith('q='));
+    const q = qParam ? Number(qParam.slice(2)) || 0 : 1;
+    if (type === 'application/json') json = Math.max(json, q);
+    else if (type === 'text/html') html = Math.max(html, q);
+    else if (type === 'text/*' || type === '*/*') wildcard = Math.max(wildcard, q);
+  }
+  return json > 0 && json > html && json >= wildcard;
+}

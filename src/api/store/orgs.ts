@@ -1,0 +1,27 @@
+/** SQL for organizations. */
+import type { Db } from './db';
+
+export interface OrgRow {
+  id: number;
+  name: string;
+  email: string;
+  created_at: Date;
+}
+
+const COLUMNS = 'id, name, email, created_at';
+
+export async function insertOrg(db: Db, org: { name: string; email: string }): Promise<OrgRow> {
+  const { rows } = await db.query<OrgRow>(`INSERT INTO orgs (name, email) VALUES ($1, $2) RETURNING ${COLUMNS}`, [org.name, org.email]);
+  return rows[0]!;
+}
+
+export async function listOrgs(db: Db): Promise<OrgRow[]> {
+  return (await db.query<OrgRow>(`SELECT ${COLUMNS} FROM orgs ORDER BY id`)).rows;
+}
+
+/** By id (all digits) or by name; org names are never all digits, so the two cannot clash. */
+export async function findOrg(db: Db, ref: string): Promise<OrgRow | undefined> {
+  const byId = /^[0-9]{1,15}$/.test(ref);
+  const { rows } = await db.query<OrgRow>(`SELECT ${COLUMNS} FROM orgs WHERE ${byId ? 'id' : 'name'} = $1`, [byId ? Number(ref) : ref]);
+  return rows[0];
+}

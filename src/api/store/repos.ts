@@ -1,0 +1,78 @@
+/** SQL for repositories. Sealed secrets are read only where they are needed. */
+import type { Scm } from '../../core/types';
+import type { Db } from './db';
+
+export interface RepoSettings {
+  pull_url: string;
+  ci_push_url: string | null;
+  pull_request_only: boolean;
+  ci_squash: boolean;
+  branch_blacklist: string[];
+  chat_url: string | null;
+}
+
+export interface RepoRow extends RepoSettings {
+  id: number;
+  org_id: number;
+  org_name: string;
+  name: string;
+  scm: Scm;
+  key_sealed: string;
+  ssh_public_key: string;
+  created_at: Date;
+}
+
+export interface NewRepo extends RepoSettings {
+  org_id: number;
+  name: string;
+  scm: Scm;
+  key_hash: Buffer;
+  key_sealed: string;
+  ssh_public_key: string;
+  ssh_private_key_sealed: string;
+}
+
+// Never the private key: nothing in the API needs it.
+const COLUMNS = `r.id, r.org_id, o.name AS org_name, r.name, r.scm, r.pull_url, r.ci_push_url, r.pull_request_only,
+  r.ci_squash, r.branch_blacklist, r.chat_url, r.key_sealed, r.ssh_public_key, r.created_at`;
+const FROM = 'FROM repos r JOIN orgs o ON o.id = r.org_id';
+
+export async function insertRepo(db: Db, repo: NewRepo): Promise<number> {
+  const { rows } = await db.query<{ id: number }>(
+    `INSERT INTO repos (org_id, name, scm, pull_url, ci_push_url, pull_request_only, ci_squash, branch_blacklist, chat_url,
+                        key_hash, key_sealed, ssh_public_key, ssh_private_key_sealed)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`,
+    [
+      repo.org_id, repo.name, repo.scm, repo.pull_url, repo.ci_push_url, repo.pull_request_only, repo.ci_squash,
+      repo.branch_blacklist, repo.chat_url, repo.key_hash, repo.key_sealed, repo.ssh_public_key, repo.ssh_private_key_sealed,
+    ],
+  );
+  return rows[0]!.id;
+}
+
+export async function findRepoById(db: Db, id: number): Promise<RepoRow | undefined> {
+  return (await db.query<RepoRow>(`SELECT ${COLUMNS} ${FROM} WHERE r.id = $1`, [id])).rows[0];
+}
+
+export async function findRepoByName(db: Db, orgName: string, name: string): Promise<RepoRow | undefined> {
+  return (await db.query<RepoRow>(`SELECT ${COLUMNS} ${FROM} WHERE o.name = $1 AND r.name = $2`, [orgName, name])).rows[0];
+}
+
+export async function listRepos(db: Db, orgId: number): Promise<RepoRow[]> {
+  return (await db.query<RepoRow>(`SELECT ${COLUMNS} ${FROM} WHERE r.org_id = $1 ORDER BY r.id`, [orgId])).rows;
+}
+
+/** The repository a trigger key hash names, with the stored hash for the constant-time check. */
+export async function findRepoByKeyHash(db: Db, hash: Buffer): Promise<(RepoRow & { key_hash: Buffer }) | undefined> {
+  return (await db.query<RepoRow & { key_hash: Buffer }>(`SELECT ${COLUMNS}, r.key_hash ${FROM} WHERE r.key_hash = $1`, [hash])).rows[0];
+}
+
+const SETTINGS: readonly (keyof RepoSettings)[] = ['pull_url', 'ci_push_url', 'pull_request_only', 'ci_squash', 'branch_blacklist', 'chat_url'];
+
+/** Sets the given settings; the column names come from the fixed list above, never from input. */
+export async function updateRepoSettings(db: Db, id: number, patch: Partial<RepoSettings>): Promise<void> {
+  const columns = SETTINGS.filter((c) => patch[c] !== undefined);
+  if (columns.length === 0) return;
+  const sets = columns.map((c, i) => `${c} = $${i + 2}`).join(', ');
+  await db.query(`UPDATE repos SET ${sets} WHERE id = $1`, [id, ...columns.map((c) => patch[c])]);
+}

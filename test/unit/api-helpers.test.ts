@@ -1,0 +1,56 @@
+import { redactUrl } from '../../src/api/logging';
+import { escapeHtml } from '../../src/api/reportPage';
+import { prefersJson } from '../../src/api/routes/reports';
+
+const KEY = 'Zm9vYmFyYmF6cXV4cXV1eHF1dXhxdXV4cXV1';
+
+describe('redactUrl', () => {
+  it.each([
+    [`/1/builds/${KEY}`, '/1/builds/[redacted]'],
+    [`/1/builds/${KEY}?branch=dev`, '/1/builds/[redacted]?branch=dev'],
+    [`/1/github/${KEY}/`, '/1/github/[redacted]'],
+    [`/1/builds/${KEY}/extra/more`, '/1/builds/[redacted]'],
+    [`/1/${KEY}`, '/1/[redacted]'],
+    [`//1//builds/${KEY}`, '/1/builds/[redacted]'],
+    ['/1/builds/short', '/1/builds/[redacted]'],
+    ['/1/reports/42', '/1/reports/42'],
+    ['/1/reports/42?x=1', '/1/reports/42?x=1'],
+    [`/builds/${KEY}`, '/builds/[redacted]'],
+    [`/x/${encodeURIComponent(KEY)}`, '/x/[redacted]'],
+    ['/ci_events/0b8f6c2e-5d7a-4c59-9c1e-2f3a4b5c6d7e/guid', '/ci_events/0b8f6c2e-5d7a-4c59-9c1e-2f3a4b5c6d7e/guid'],
+    ['/api/v1/repos/acme%2Fwidgets', '/api/v1/repos/acme%2Fwidgets'],
+    ['/healthz', '/healthz'],
+  ])('%s → %s', (url, expected) => {
+    expect(redactUrl(url)).toBe(expected);
+  });
+});
+
+describe('prefersJson', () => {
+  it.each<[string | undefined, boolean]>([
+    [undefined, false],
+    ['', false],
+    ['*/*', false],
+    ['text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', false],
+    ['application/json', true],
+    ['application/json, */*', true],
+    ['application/json;q=0.5, text/html', false],
+    ['text/html, application/json', false],
+    ['application/json, text/html;q=0.9', true],
+    ['application/json;q=0.5, */*', false],
+    ['Application/JSON', true],
+  ])('%j → %s', (accept, expected) => {
+    expect(prefersJson(accept)).toBe(expected);
+  });
+});
+
+describe('escapeHtml', () => {
+  it('escapes the five HTML metacharacters', () => {
+    expect(escapeHtml(`<a href="x" onclick='y'>&</a>`)).toBe('&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;');
+  });
+
+  it('renders null and undefined as nothing', () => {
+    expect(escapeHtml(null)).toBe('');
+    expect(escapeHtml(undefined)).toBe('');
+    expect(escapeHtml(0)).toBe('0');
+  });
+});
