@@ -1,0 +1,173 @@
+/**
+ * `npm start`: all of Sluice on one machine, in one process. Keeps its state in a data
+ * directory ($SLUICE_DATA_DIR, default ./.data): the secret key, the admin token and the
+ * Temporal dev server's database. Creates the PostgreSQL database if need be and migrates it,
+ * starts Temporal (unless TEMPORAL_ADDRESS names one), then a worker and the API.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { Client, escapeIdentifier } from 'pg';
+import { startApi } from './api/main';
+import { loadConfig, type Config } from './config';
+import { migrate } from './db/migrate';
+import { createPool } from './db/pool';
+import { startDevServer, type DevServer } from './temporal/devServer';
+import { registerSearchAttributes } from './temporal/registerSearchAttributes';
+import { runWorker } from './worker/run';
+
+const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/sluice';
+const TEMPORAL_PORT = 7233;
+const TEMPORAL_UI_PORT = 8233;
+
+/** Things to stop on the way out, last started first. */
+const running: { name: string; stop: () => Promise<void> }[] = [];
+
+async function main(): Promise<void> {
+  const dataDir = path.resolve(process.env.SLUICE_DATA_DIR ?? '.data');
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL };
+
+  if (!env.SLUICE_SECRET_KEY) {
+    env.SLUICE_SECRET_KEY = keptSecret(path.join(dataDir, 'secret.key'), () => randomBytes(32).toString('base64')).value;
+  }
+  let adminTokenWhere = 'SLUICE_ADMIN_TOKEN';
+  if (!env.SLUICE_ADMIN_TOKEN) {
+    const file = path.join(dataDir, 'admin.token');
+    const token = keptSecret(file, () => randomBytes(24).toString('base64url'));
+    env.SLUICE_ADMIN_TOKEN = token.value;
+    adminTokenWhere = file;
+    if (token.created) console.log(`Generated an admin token (shown once, kept in ${file}):\n  ${token.value}\n`);
+  }
+
+  await ensureDatabase(env.DATABASE_URL!);
+  const pool = createPool(env.DATABASE_URL!, 1);
+  try {
+    await migrate(pool);
+  } finally {
+    await pool.end();
+  }
+
+  let temporal: DevServer | undefined;
+  if (!env.TEMPORAL_ADDRESS) {
+    console.log('Starting the Temporal dev server...');
+    temporal = await startDevServer({
+      dataDir,
+      port: TEMPORAL_PORT,
+      uiPort: TEMPORAL_UI_PORT,
+      namespace: env.TEMPORAL_NAMESPACE ?? 'default',
+      echoOutput: true,
+      ownProcessGroup: true, // stopped last, by us, not by the terminal's Ctrl-C
+    });
+    running.push({ name: 'Temporal', stop: temporal.stop });
+    env.TEMPORAL_ADDRESS = temporal.address;
+  }
+  const config = loadConfig(env);
+  if (!temporal) await registerOnExternalServer(config);
+
+  const worker = await runWorker(config);
+  running.push({ name: 'worker', stop: () => worker.shutdown() });
+  const api = await startApi(config);
+  running.push({ name: 'API', stop: () => api.close() });
+
+  console.log(
+    [
+      '',
+      'Sluice is running.',
+      `  API           ${api.url}`,
+      `  Temporal      ${config.temporalAddress} (namespace ${config.temporalNamespace}${temporal ? '' : ', external'})`,
+      `  Temporal UI   ${temporal?.uiUrl ?? '(external server: see its own UI)'}`,
+      `  Data          ${dataDir}`,
+      `  Admin token   ${adminTokenWhere === 'SLUICE_ADMIN_TOKEN' ? 'from $SLUICE_ADMIN_TOKEN' : adminTokenWhere}`,
+      'Ctrl-C stops it.',
+      '',
+    ].join('\n'),
+  );
+}
+
+/** Reads a secret kept in a file, creating it (owner-only) on first use. */
+function keptSecret(file: string, make: () => string): { value: string; created: boolean } {
+  if (existsSync(file)) return { value: readFileSync(file, 'utf8').trim(), created: false };
+  const value = make();
+  // 'wx': never overwrite a file another start created in between.
+  writeFileSync(file, `${value}\n`, { mode: 0o600, flag: 'wx' });
+  return { value, created: true };
+}
+
+/** Creates the database DATABASE_URL names when the server has no such database yet. */
+async function ensureDatabase(databaseUrl: string): Promise<void> {
+  const url = new URL(databaseUrl);
+  const shown = `${url.hostname}:${url.port || 5432}`; // never the password
+  const probe = new Client({ connectionString: databaseUrl });
+  try {
+    await probe.connect();
+    return; // it exists
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code !== '3D000') {
+      // 3D000 = invalid_catalog_name (no such database); anything else we cannot fix here.
+      throw new Error(`cannot reach PostgreSQL at ${shown}: ${(err as Error).message}. Is it running? (DATABASE_URL)`, {
+        cause: err,
+      });
+    }
+  } finally {
+    await probe.end().catch(() => undefined);
+  }
+  const name = decodeURIComponent(url.pathname.slice(1));
+  url.pathname = '/postgres';
+  const admin = new Client({ connectionString: url.toString() });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${escapeIdentifier(name)}`);
+    console.log(`Created PostgreSQL database ${name} on ${shown}.`);
+  } catch (err) {
+    if ((err as { code?: string }).code !== '42P04') throw err; // 42P04: created meanwhile
+  } finally {
+    await admin.end();
+  }
+}
+
+async function registerOnExternalServer(config: Config): Promise<void> {
+  const connection = await Connection.connect({ address: config.temporalAddress }).catch((err: Error) => {
+    throw new Error(`cannot reach Temporal at TEMPORAL_ADDRESS=${config.temporalAddress}: ${err.message}`, { cause: err });
+  });
+  try {
+    const added = await registerSearchAttributes(connection, config.temporalNamespace);
+    if (added.length > 0) console.log(`Registered search attributes on ${config.temporalAddress}: ${added.join(', ')}`);
+  } finally {
+    await connection.close();
+  }
+}
+
+/** Stops everything that started, API first and Temporal last. */
+async function shutdown(): Promise<void> {
+  while (running.length > 0) {
+    const { name, stop } = running.pop()!;
+    try {
+      await stop();
+    } catch (err) {
+      console.error(`stopping the ${name} failed: ${(err as Error).message}`);
+    }
+  }
+}
+
+let stopping = false;
+function onSignal(signal: NodeJS.Signals): void {
+  if (stopping) {
+    console.error(`${signal} again: exiting without waiting.`);
+    process.exit(1);
+  }
+  stopping = true;
+  console.log(`\n${signal}: stopping...`);
+  void shutdown().then(() => process.exit(0));
+}
+process.on('SIGINT', onSignal);
+process.on('SIGTERM', onSignal);
+
+main().catch(async (err: unknown) => {
+  console.error(`sluice: ${err instanceof Error ? err.message : String(err)}`);
+  stopping = true;
+  await shutdown();
+  process.exit(1);
+});

@@ -1,0 +1,188 @@
+/**
+ * Runs `temporal server start-dev` as a child process: for `npm start` (persistent, with UI)
+ * and for the e2e tests (in-memory, headless). Resolves once the server answers gRPC and the
+ * namespace exists, so callers can start workers right away.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { findTemporalCli } from './cli';
+import { SLUICE_SEARCH_ATTRIBUTE_FLAGS } from './searchAttributes';
+
+const HOST = '127.0.0.1';
+
+export interface DevServerOptions {
+  /** Directory for a persistent store (`<dataDir>/temporal.db`); in-memory when not given. */
+  dataDir?: string;
+  /** gRPC port; a free one when not given. A given port that is busy is an error. */
+  port?: number;
+  /** Web UI port; a free one when not given (ignored when headless). */
+  uiPort?: number;
+  headless?: boolean;
+  /** Namespace to create at launch and wait for ("default" always exists). */
+  namespace?: string;
+  /** The `temporal` binary; found with findTemporalCli when not given. */
+  cli?: string;
+  /** How long to wait for the server to answer (default 60 s). */
+  startTimeoutMs?: number;
+  /** Copy the server's log (stderr) to ours; its output is kept for error messages either way. */
+  echoOutput?: boolean;
+  /**
+   * Run the server in a process group of its own, so a terminal's Ctrl-C reaches only us and we
+   * can stop it last, after the workers that talk to it (npm start). Off by default: then
+   * Ctrl-C on a test run stops it together with everything else.
+   */
+  ownProcessGroup?: boolean;
+}
+
+export interface DevServer {
+  /** host:port of the gRPC frontend, for TEMPORAL_ADDRESS. */
+  address: string;
+  uiUrl?: string;
+  stop(): Promise<void>;
+}
+
+export async function startDevServer(opts: DevServerOptions = {}): Promise<DevServer> {
+  const namespace = opts.namespace ?? 'default';
+  const cli = opts.cli ?? (await findTemporalCli());
+  const port = opts.port ?? (await freePort());
+  if (opts.port !== undefined) await assertPortFree(opts.port, 'Temporal gRPC');
+  const uiPort = opts.headless ? undefined : (opts.uiPort ?? (await freePort()));
+  if (opts.uiPort !== undefined && !opts.headless) await assertPortFree(opts.uiPort, 'Temporal UI');
+
+  const args = ['server', 'start-dev', '--ip', HOST, '--port', String(port), '--log-level', 'warn'];
+  args.push(...(uiPort === undefined ? ['--headless'] : ['--ui-port', String(uiPort)]));
+  if (opts.dataDir) {
+    mkdirSync(opts.dataDir, { recursive: true });
+    args.push('--db-filename', path.join(opts.dataDir, 'temporal.db'));
+  }
+  if (namespace !== 'default') args.push('--namespace', namespace);
+  for (const flag of SLUICE_SEARCH_ATTRIBUTE_FLAGS) args.push('--search-attribute', flag);
+
+  const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: opts.ownProcessGroup ?? false });
+  // If we exit without stop() (an uncaught error, process.exit), don't leave the server behind.
+  const killOnExit = () => child.kill('SIGTERM');
+  process.once('exit', killOnExit);
+  child.once('exit', () => process.removeListener('exit', killOnExit));
+  const output = new OutputTail();
+  let stopping = false; // its shutdown chatter (dial errors to itself) is not worth showing
+  for (const stream of [child.stdout, child.stderr]) {
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      output.add(chunk);
+      // stdout only has its start banner (which says "localhost"); warnings come on stderr.
+      if (opts.echoOutput && !stopping && stream === child.stderr) process.stderr.write(chunk);
+    });
+  }
+  const exited = new Promise<string>((resolve) => {
+    child.once('error', (err) => resolve(`could not run ${cli}: ${err.message}`));
+    child.once('exit', (code, signal) => resolve(`exited early (${signal ?? `code ${code}`})`));
+  });
+
+  const address = `${HOST}:${port}`;
+  const started = Date.now();
+  try {
+    await waitUntilServing(address, namespace, opts.startTimeoutMs ?? 60_000, exited);
+  } catch (err) {
+    await kill(child);
+    throw new Error(
+      `Temporal dev server (${cli} ${args.join(' ')}) did not come up: ${(err as Error).message}\n` +
+        `--- its output (tail) ---\n${output.text() || '(none)'}`,
+      { cause: err },
+    );
+  }
+  // Makes slow starts visible in CI logs without noise in the common case.
+  if (Date.now() - started > 15_000) process.stderr.write(`Temporal dev server took ${Date.now() - started} ms to start\n`);
+
+  return {
+    address,
+    uiUrl: uiPort === undefined ? undefined : `http://${HOST}:${uiPort}`,
+    stop: () => {
+      stopping = true;
+      return kill(child);
+    },
+  };
+}
+
+/** Polls until a client connects and the namespace is described; rejects on timeout or exit. */
+async function waitUntilServing(address: string, namespace: string, timeoutMs: number, exited: Promise<string>) {
+  const deadline = Date.now() + timeoutMs;
+  let processGone: string | undefined;
+  void exited.then((why) => (processGone = why));
+  let lastError = 'no answer yet';
+  while (Date.now() < deadline) {
+    if (processGone) throw new Error(processGone);
+    let connection: Connection | undefined;
+    try {
+      connection = await Connection.connect({ address, connectTimeout: 2_000 });
+      await connection.workflowService.describeNamespace({ namespace });
+      return;
+    } catch (err) {
+      lastError = (err as Error).message;
+    } finally {
+      await connection?.close();
+    }
+    await Promise.race([sleep(250), exited]);
+  }
+  throw new Error(`no answer on ${address} within ${timeoutMs} ms (last error: ${lastError})`);
+}
+
+/** SIGTERM, then SIGKILL if it has not exited after 10 s; resolves once it has exited. */
+async function kill(child: ChildProcess): Promise<void> {
+  // No pid: it never started (spawn error), so there is nothing to wait for.
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await gone;
+  clearTimeout(timer);
+}
+
+/** A port the OS considers free right now (bind to 0, read it, release it). */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, HOST, resolve);
+  });
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function assertPortFree(port: number, what: string): Promise<void> {
+  const server = net.createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, HOST, resolve);
+    });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new Error(
+      code === 'EADDRINUSE'
+        ? `${what} port ${HOST}:${port} is already in use (another Temporal dev server or \`npm start\`?). ` +
+            'Stop it, or set TEMPORAL_ADDRESS to use a server that is already running.'
+        : `cannot listen on ${HOST}:${port} for ${what}: ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
+/** Keeps the last few KB of a process's output for error messages. */
+class OutputTail {
+  private buf = '';
+  add(chunk: string) {
+    this.buf = (this.buf + chunk).slice(-4_000);
+  }
+  text() {
+    return this.buf.trim();
+  }
+}
+
+function sleep(ms: number) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
