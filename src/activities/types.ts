@@ -3,6 +3,7 @@
  * (never the implementations), and nothing secret crosses it: activities load keys and
  * passwords from PostgreSQL themselves, so Temporal's history never holds one.
  */
+import type { WebhookRetry } from '../config';
 import type { Counts, OutgoingPayload, Scm, SessionStatus, TestStatus, Timing } from '../core/types';
 
 /** Everything the session workflow needs to know about its session, loaded once. */
@@ -29,6 +30,8 @@ export interface SessionContext {
   url: string;
   /** ci_received_at, seconds since the epoch. */
   receivedAt: number;
+  /** The worker's settings, read once per session so the workflow stays deterministic. */
+  settings: { webhookRetry: WebhookRetry; testTimeoutMs: number };
 }
 
 export interface CheckoutInput {

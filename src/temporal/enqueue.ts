@@ -1,0 +1,32 @@
+import type { Client } from '@temporalio/client';
+import type { Config } from '../config';
+import { enqueueSignal, suiteWorkflowId, type EnqueueRequest, type SuiteWorkflowInput } from '../workflows/signals';
+import { SluiceBranch, SluiceRepo } from './searchAttributes';
+
+export interface EnqueueSessionRequest extends EnqueueRequest {
+  suiteId: number;
+  /** `org/repo`, for the Temporal UI. */
+  repoLabel: string;
+  branch: string;
+}
+
+/**
+ * Hands a session to its suite workflow, starting the suite if it is not running. Durable once
+ * this returns: Temporal holds the signal even if every worker is down.
+ */
+export async function enqueueSession(client: Client, config: Config, req: EnqueueSessionRequest): Promise<void> {
+  const label = `${req.repoLabel} @ ${req.branch}`;
+  const input: SuiteWorkflowInput = { suiteId: req.suiteId, label };
+  await client.workflow.signalWithStart('suiteWorkflow', {
+    workflowId: suiteWorkflowId(req.suiteId),
+    taskQueue: config.taskQueue,
+    args: [input],
+    signal: enqueueSignal,
+    signalArgs: [{ sessionId: req.sessionId, queuePosition: req.queuePosition }],
+    staticSummary: label,
+    typedSearchAttributes: [
+      { key: SluiceRepo, value: req.repoLabel },
+      { key: SluiceBranch, value: req.branch },
+    ],
+  });
+}

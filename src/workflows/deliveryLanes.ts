@@ -1,0 +1,57 @@
+/**
+ * Per-webhook delivery lanes of one session (workflow code). Each receiver gets its own lane:
+ * events go out in lifecycle order, the next one only after the previous was delivered or given
+ * up, and a slow or dead receiver holds up neither the build nor the other receivers.
+ */
+import { condition, proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities/types';
+import type { OutgoingPayload } from '../core/types';
+import type { WebhookRetry } from '../config';
+
+export interface DeliveryLanes {
+  push(build: (webhookId: number) => OutgoingPayload): void;
+  /** Resolves once every lane has delivered or given up on everything pushed so far. */
+  drain(): Promise<void>;
+}
+
+export function openDeliveryLanes(webhookIds: number[], sessionId: number, retry: WebhookRetry): DeliveryLanes {
+  const { deliverWebhook } = proxyActivities<Activities>({
+    startToCloseTimeout: '1 minute',
+    summary: 'deliver webhook',
+    retry: {
+      initialInterval: retry.initialIntervalMs,
+      maximumInterval: retry.maximumIntervalMs,
+      backoffCoefficient: retry.backoffCoefficient,
+      maximumAttempts: retry.maximumAttempts,
+    },
+  });
+
+  const lanes = webhookIds.map((webhookId) => {
+    const pending: OutgoingPayload[] = [];
+    let closed = false;
+    const done = (async () => {
+      for (;;) {
+        await condition(() => pending.length > 0 || closed);
+        const payload = pending.shift();
+        if (!payload) return;
+        try {
+          await deliverWebhook({ webhookId, sessionId, payload, maxAttempts: retry.maximumAttempts });
+        } catch {
+          // Given up or dropped: every attempt and the reason are in the delivery log. The
+          // receiver still gets the session's later events.
+        }
+      }
+    })();
+    return { webhookId, pending, done, close: () => (closed = true) };
+  });
+
+  return {
+    push(build) {
+      for (const lane of lanes) lane.pending.push(build(lane.webhookId));
+    },
+    async drain() {
+      for (const lane of lanes) lane.close();
+      await Promise.all(lanes.map((l) => l.done));
+    },
+  };
+}

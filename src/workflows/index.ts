@@ -1,0 +1,3 @@
+// Everything the worker's workflow bundle contains. Workflow code only: no I/O, no Node APIs.
+export { suiteWorkflow } from './suite';
+export { sessionWorkflow } from './session';

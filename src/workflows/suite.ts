@@ -1,0 +1,107 @@
+/**
+ * suiteWorkflow: the entity workflow of one suite (repository + branch). It owns the queue and
+ * guarantees one build at a time. Each queued session gets its session workflow at once (so its
+ * `received` event goes out without waiting for the queue), then waits for `go`.
+ */
+import {
+  condition,
+  continueAsNew,
+  getExternalWorkflowHandle,
+  ParentClosePolicy,
+  setHandler,
+  startChild,
+  workflowInfo,
+  WorkflowIdReusePolicy,
+} from '@temporalio/workflow';
+import { SluiceBranch, SluiceRepo, SluiceSession, SluiceStatus } from '../temporal/searchAttributes';
+import { sessionWorkflow } from './session';
+import {
+  buildDoneSignal,
+  enqueueSignal,
+  goSignal,
+  sessionWorkflowId,
+  type EnqueueRequest,
+  type SuiteWorkflowInput,
+} from './signals';
+
+/** Continue-as-new well before Temporal would suggest it; a suite can live for years. */
+const MAX_HISTORY_EVENTS = 2_000;
+
+export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
+  const waiting: number[] = [...(input.waiting ?? [])];
+  let running: number | null = input.running ?? null;
+  const arrived: EnqueueRequest[] = [];
+
+  setHandler(enqueueSignal, (req) => {
+    arrived.push(req);
+  });
+  setHandler(buildDoneSignal, ({ sessionId }) => {
+    if (running === sessionId) running = null;
+  });
+
+  const [repo, branch] = splitLabel(input.label);
+
+  for (;;) {
+    await condition(() => arrived.length > 0 || (running === null && waiting.length > 0) || historyIsLong());
+
+    while (arrived.length > 0) {
+      const req = arrived.shift()!;
+      if (req.sessionId === running || waiting.includes(req.sessionId)) continue; // a repeated signal
+      if (!(await startSession(req.sessionId))) continue;
+      if (req.queuePosition === 'head') waiting.unshift(req.sessionId);
+      else waiting.push(req.sessionId);
+    }
+
+    if (running === null && waiting.length > 0) {
+      running = waiting.shift()!;
+      try {
+        await getExternalWorkflowHandle(sessionWorkflowId(running)).signal(goSignal);
+      } catch {
+        // The session is gone (it failed before its turn, or an operator terminated it): it
+        // will never say it is done, so do not wait for it.
+        running = null;
+      }
+    }
+
+    // Signals that arrive while continuing are not lost: Temporal refuses to close the run while
+    // it has unhandled signals, and replays this loop with them first.
+    if (historyIsLong() && arrived.length === 0) {
+      await continueAsNew<typeof suiteWorkflow>({ ...input, waiting, running });
+    }
+  }
+
+  async function startSession(sessionId: number): Promise<boolean> {
+    try {
+      await startChild(sessionWorkflow, {
+        workflowId: sessionWorkflowId(sessionId),
+        args: [{ sessionId, suiteId: input.suiteId }],
+        // The session outlives this run when the suite continues-as-new, and it must finish
+        // delivering its webhooks whatever happens to the suite.
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        // A session id builds once: a repeated enqueue of a finished session must not rebuild it.
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        staticSummary: `${input.label} #${sessionId}`,
+        typedSearchAttributes: [
+          { key: SluiceRepo, value: repo },
+          { key: SluiceBranch, value: branch },
+          { key: SluiceSession, value: sessionId },
+          { key: SluiceStatus, value: 'queued' },
+        ],
+      });
+      return true;
+    } catch (err) {
+      if ((err as Error).name === 'WorkflowExecutionAlreadyStartedError') return false;
+      throw err;
+    }
+  }
+}
+
+function historyIsLong(): boolean {
+  const info = workflowInfo();
+  return info.continueAsNewSuggested || info.historyLength > MAX_HISTORY_EVENTS;
+}
+
+function splitLabel(label: string): [string, string] {
+  const at = label.lastIndexOf(' @ ');
+  return at < 0 ? [label, ''] : [label.slice(0, at), label.slice(at + 3)];
+}

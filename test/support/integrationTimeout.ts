@@ -1,0 +1,2 @@
+// Jest 30 ignores `testTimeout` inside `projects` entries; integration tests start real servers.
+jest.setTimeout(60_000);

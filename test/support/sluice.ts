@@ -1,0 +1,121 @@
+/**
+ * A whole Sluice for one e2e test file: the real API (HTTP on loopback), a real worker, the
+ * shared Temporal dev server and test database that globalSetup started. Task queues are the
+ * file's own, so files never run each other's activities.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/api/app';
+import type { Config, WebhookRetry } from '../../src/config';
+import { createPool, type Pool } from '../../src/db/pool';
+import { enqueueSession } from '../../src/temporal/enqueue';
+import { runWorker, type WorkerHandle } from '../../src/worker/run';
+
+export interface Sluice {
+  config: Config;
+  pool: Pool;
+  client: Client;
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  /** Calls the management API with the admin token; throws unless the status is 2xx. */
+  admin<T = Record<string, unknown>>(method: string, path: string, body?: unknown): Promise<T>;
+  stop(): Promise<void>;
+}
+
+export function requireEnv(name: string): string {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run e2e tests through jest, whose globalSetup sets it`);
+  return v;
+}
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export async function startSluice(opts: { webhookRetry?: Partial<WebhookRetry>; testTimeoutMs?: number } = {}): Promise<Sluice> {
+  const port = await freePort();
+  const tag = randomBytes(4).toString('hex');
+  const workspaceDir = await mkdtemp(path.join(os.tmpdir(), 'sluice-ws-'));
+  const config: Config = {
+    databaseUrl: requireEnv('SLUICE_TEST_DATABASE_URL'),
+    temporalAddress: requireEnv('SLUICE_TEST_TEMPORAL_ADDRESS'),
+    temporalNamespace: 'default',
+    baseUrl: `http://127.0.0.1:${port}`,
+    adminToken: `admin-${randomBytes(16).toString('hex')}`,
+    secretKey: randomBytes(32),
+    smtpUrl: undefined,
+    host: '127.0.0.1',
+    port,
+    taskQueue: `sluice-${tag}`,
+    buildQueue: `sluice-build-${tag}`,
+    workspaceDir,
+    testTimeoutMs: opts.testTimeoutMs ?? 30_000,
+    // Fast retries, so "receiver down, then up" takes seconds, not minutes.
+    webhookRetry: { initialIntervalMs: 200, maximumIntervalMs: 1_000, backoffCoefficient: 2, maximumAttempts: 30, ...opts.webhookRetry },
+  };
+
+  const pool = createPool(config.databaseUrl);
+  const connection = await Connection.connect({ address: config.temporalAddress });
+  const client = new Client({ connection, namespace: config.temporalNamespace });
+  const worker: WorkerHandle = await runWorker(config, {
+    workflowBundle: { codePath: requireEnv('SLUICE_TEST_WORKFLOW_BUNDLE') },
+  });
+  const app: FastifyInstance = buildApp({
+    config,
+    pool,
+    enqueue: (req) => enqueueSession(client, config, req),
+  });
+  await app.listen({ host: '127.0.0.1', port });
+
+  return {
+    config,
+    pool,
+    client,
+    url: config.baseUrl,
+    async admin(method, p, body) {
+      const res = await fetch(`${config.baseUrl}${p}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${config.adminToken}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await res.text();
+      if (!res.ok) throw new Error(`${method} ${p} → ${res.status}: ${text}`);
+      return (text ? JSON.parse(text) : {}) as never;
+    },
+    async stop() {
+      await app.close();
+      await worker.shutdown();
+      await connection.close();
+      await pool.end();
+      await rm(workspaceDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls `fn` until it returns something truthy, or fails after `timeoutMs` saying what it waited for. */
+export async function eventually<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * The world of an e2e test file: a Sluice (API + worker), a real SSH git server, a real HTTP
+ * receiver subscribed to the organization's webhooks, and helpers to make repositories and
+ * trigger builds the way a user would (HTTP to the webhook URL).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { createBareRepo, type RepoFile, type RepoFiles } from './gitRepo';
+import { startReceiver, type ReceivedRequest, type Receiver } from './receiver';
+import { startSshGitServer, type SshGitServer } from './sshGitServer';
+import { startSluice, type Sluice } from './sluice';
+
+export interface Repo {
+  id: number;
+  name: string;
+  key: string;
+  webhook_url: string;
+  ssh_public_key: string;
+  /** Path of the bare repository on disk. */
+  bare: string;
+}
+
+export type Payload = Record<string, unknown> & { event: string; session: number; xid: string; status: string };
+
+export const script = (body: string): RepoFile => ({ content: `#!/bin/sh\n${body}\n`, mode: 0o755 });
+
+export class World {
+  private repoCount = 0;
+  private authorized: string[] = [];
+
+  private constructor(
+    readonly sluice: Sluice,
+    readonly ssh: SshGitServer,
+    readonly receiver: Receiver,
+    readonly tmp: string,
+    readonly org: { id: number; name: string },
+  ) {}
+
+  static async start(opts: Parameters<typeof startSluice>[0] & { webhook?: false | { username?: string; password?: string } } = {}): Promise<World> {
+    const tmp = await mkdtemp(path.join(os.tmpdir(), 'sluice-e2e-'));
+    const sluice = await startSluice(opts);
+    const ssh = await startSshGitServer({ authorizedKeys: [] });
+    const receiver = await startReceiver();
+    const org = await sluice.admin<{ id: number; name: string }>('POST', '/api/v1/orgs', { name: `org-${path.basename(tmp)}`, email: 'builds@acme.test' });
+    if (opts.webhook !== false) {
+      await sluice.admin('POST', `/api/v1/orgs/${org.id}/webhooks`, { url: receiver.url, ...(opts.webhook ?? {}) });
+    }
+    return new World(sluice, ssh, receiver, tmp, org);
+  }
+
+  async stop(): Promise<void> {
+    await this.sluice.stop();
+    await this.ssh.close();
+    await this.receiver.close();
+    await rm(this.tmp, { recursive: true, force: true });
+  }
+
+  /** A bare repository served over SSH, registered in Sluice, its key authorized unless told not to. */
+  async makeRepo(files: RepoFiles, opts: { authorize?: boolean; suite?: Record<string, unknown> } = {}): Promise<Repo> {
+    const name = `app${++this.repoCount}`;
+    const bare = path.join(this.tmp, `${name}.git`);
+    await createBareRepo(bare, files, 'first commit');
+    const repo = await this.sluice.admin<Omit<Repo, 'bare'>>('POST', `/api/v1/orgs/${this.org.id}/repos`, {
+      name,
+      scm: 'git',
+      pull_url: this.ssh.url(bare),
+    });
+    if (opts.authorize !== false) {
+      this.authorized.push(repo.ssh_public_key);
+      this.ssh.setAuthorizedKeys(this.authorized);
+    }
+    if (opts.suite) await this.sluice.admin('POST', `/api/v1/repos/${repo.id}/suites`, opts.suite);
+    return { ...repo, bare };
+  }
+
+  async trigger(repo: Repo, body?: unknown): Promise<{ status: number; text: string }> {
+    const res = await fetch(repo.webhook_url, {
+      method: 'POST',
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, text: await res.text() };
+  }
+
+  /** Triggers a build that must be accepted; returns its guid, status_uri and session id. */
+  async build(repo: Repo, body?: unknown): Promise<{ guid: string; status_uri: string; session: number }> {
+    const res = await this.trigger(repo, body);
+    if (res.status !== 200) throw new Error(`trigger answered ${res.status}: ${res.text}`);
+    const json = JSON.parse(res.text) as { status: number; guid: string; status_uri: string };
+    const { rows } = await this.sluice.pool.query<{ id: number }>(
+      'SELECT s.id FROM sessions s JOIN ci_events e ON e.id = s.ci_event_id WHERE e.guid = $1',
+      [json.guid],
+    );
+    return { ...json, session: rows[0]!.id };
+  }
+
+  /** The events the receiver got for a session, once its `stop` has arrived. */
+  async eventsOf(session: number, receiver: Receiver = this.receiver): Promise<Payload[]> {
+    const of = (reqs: ReceivedRequest[]) => reqs.map((r) => r.json as Payload).filter((p) => p?.session === session);
+    await receiver.waitFor((reqs) => of(reqs).some((p) => p.event === 'stop'), 90_000);
+    return of(receiver.requests);
+  }
+
+  /** GET /api/v1/sessions/:session */
+  session(session: number) {
+    return this.sluice.admin<Record<string, unknown> & { status: string; reason: string | null; tests: Array<Record<string, unknown>> }>(
+      'GET',
+      `/api/v1/sessions/${session}`,
+    );
+  }
+}
