@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseAllowList, type Cidr } from './activities/delivery/ssrf';
 
 /**
  * Everything Sluice reads from its environment, validated once at start. Processes get a
@@ -26,6 +27,8 @@ export interface Config {
   /** Time limit of one test file. */
   testTimeoutMs: number;
   webhookRetry: WebhookRetry;
+  /** Non-public ranges outgoing webhooks may reach anyway (SLUICE_WEBHOOK_ALLOW); none by default. */
+  webhookAllow: Cidr[];
 }
 
 export interface WebhookRetry {
@@ -57,6 +60,17 @@ const EnvSchema = z.object({
   SLUICE_WEBHOOK_RETRY_MAX_INTERVAL_MS: positiveInt.default(10 * 60_000),
   SLUICE_WEBHOOK_RETRY_BACKOFF: z.coerce.number().min(1).default(2),
   SLUICE_WEBHOOK_RETRY_ATTEMPTS: positiveInt.default(12),
+  SLUICE_WEBHOOK_ALLOW: z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      try {
+        return parseAllowList(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
 });
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -87,5 +101,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       backoffCoefficient: e.SLUICE_WEBHOOK_RETRY_BACKOFF,
       maximumAttempts: e.SLUICE_WEBHOOK_RETRY_ATTEMPTS,
     },
+    webhookAllow: e.SLUICE_WEBHOOK_ALLOW,
   };
 }

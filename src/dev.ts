@@ -63,6 +63,8 @@ async function main(): Promise<void> {
     running.push({ name: 'Temporal', stop: temporal.stop });
     env.TEMPORAL_ADDRESS = temporal.address;
   }
+  // One machine: receivers often run on it too, so loopback is open to webhooks by default.
+  env.SLUICE_WEBHOOK_ALLOW ??= '127.0.0.0/8,::1/128';
   const config = loadConfig(env);
   if (!temporal) await registerOnExternalServer(config);
 
@@ -80,6 +82,7 @@ async function main(): Promise<void> {
       `  Temporal UI   ${temporal?.uiUrl ?? '(external server: see its own UI)'}`,
       `  Data          ${dataDir}`,
       `  Admin token   ${adminTokenWhere === 'SLUICE_ADMIN_TOKEN' ? 'from $SLUICE_ADMIN_TOKEN' : adminTokenWhere}`,
+      `  Webhooks may reach ${env.SLUICE_WEBHOOK_ALLOW || 'public addresses only'} (SLUICE_WEBHOOK_ALLOW)`,
       'Ctrl-C stops it.',
       '',
     ].join('\n'),

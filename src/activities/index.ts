@@ -21,6 +21,7 @@ export function createActivities(deps: ActivityDeps): Activities {
       secretKey: deps.config.secretKey,
       // A receiver's Retry-After may stretch a wait up to our own longest backoff, no further.
       maxRetryAfterMs: deps.config.webhookRetry.maximumIntervalMs,
+      allow: deps.config.webhookAllow,
     }),
   };
 }

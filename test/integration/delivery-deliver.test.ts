@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { deliverAttempt, FAILURE_TYPES, type DeliverDeps } from '../../src/activities/delivery/deliver';
 import { closeDefaultAgent } from '../../src/activities/delivery/send';
+import { parseAllowList } from '../../src/activities/delivery/ssrf';
 import type { DeliverInput } from '../../src/activities/types';
 import type { OutgoingPayload } from '../../src/core/types';
 import { keyHash, seal } from '../../src/crypto/sealed';
@@ -22,7 +23,8 @@ let orgId: number;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  deps = { pool: db.pool, secretKey, timeoutMs: 2_000 };
+  // The receiver is on loopback, which the SSRF guard blocks unless allowed.
+  deps = { pool: db.pool, secretKey, timeoutMs: 2_000, allow: parseAllowList('127.0.0.0/8') };
   const { rows } = await db.pool.query<{ id: number }>(
     `INSERT INTO orgs (name, email) VALUES ('acme', 'ops@acme.test') RETURNING id`,
   );
@@ -241,6 +243,23 @@ describe('deliverAttempt', () => {
     expect(await deliverAttempt(deps, input(987_654), 1)).toEqual({ outcome: 'dropped', statusCode: null });
     expect(rx.requests).toHaveLength(0);
     expect(await deliveriesOf(inactive)).toHaveLength(0);
+  });
+
+  it('a receiver on a non-public address is dropped as blocked unless allowed (SSRF guard)', async () => {
+    const id = await createWebhook();
+    const f = await failure(deliverAttempt({ ...deps, allow: undefined }, input(id), 1));
+    expect(f.nonRetryable).toBe(true);
+    expect(f.type).toBe(FAILURE_TYPES.dropped);
+    expect(f.message).toContain('blocked: 127.0.0.1 is a loopback address (allow it with SLUICE_WEBHOOK_ALLOW)');
+    expect(rx.requests).toHaveLength(0);
+    expect(await deliveriesOf(id)).toMatchObject([
+      {
+        attempt: 1,
+        status_code: null,
+        outcome: 'dropped',
+        error: 'blocked: 127.0.0.1 is a loopback address (allow it with SLUICE_WEBHOOK_ALLOW)',
+      },
+    ]);
   });
 
   it('a password sealed under another key is dropped without a request', async () => {

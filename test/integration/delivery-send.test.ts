@@ -3,10 +3,15 @@
  * how each kind of answer (or silence) is classified.
  */
 import { Agent } from 'undici';
-import { closeDefaultAgent, sendWebhook, USER_AGENT } from '../../src/activities/delivery/send';
+import { closeDefaultAgent, sendWebhook as guardedSend, USER_AGENT } from '../../src/activities/delivery/send';
+import { parseAllowList } from '../../src/activities/delivery/ssrf';
 import { hasOpenssl, startHttpsReceiver, startReceiver, type Receiver } from '../support/receiver';
 
 const BODY = JSON.stringify({ event: 'start', xid: 'xid-1' });
+
+/** The receivers live on loopback, which the SSRF guard blocks unless allowed (see delivery-ssrf). */
+const LOOPBACK = parseAllowList('127.0.0.0/8');
+const sendWebhook: typeof guardedSend = (opts) => guardedSend({ allow: LOOPBACK, ...opts });
 
 describe('sendWebhook over HTTP', () => {
   let rx: Receiver;

@@ -67,6 +67,7 @@ export async function startApiHarness(): Promise<ApiHarness> {
     workspaceDir: '/tmp/sluice-api-test',
     testTimeoutMs: 10_000,
     webhookRetry: { initialIntervalMs: 100, maximumIntervalMs: 1000, backoffCoefficient: 2, maximumAttempts: 3 },
+    webhookAllow: [],
   };
   const enqueued: EnqueueRequest[] = [];
   const logs: string[] = [];

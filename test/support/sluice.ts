@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
+import { parseAllowList } from '../../src/activities/delivery/ssrf';
 import { buildApp } from '../../src/api/app';
 import type { Config, WebhookRetry } from '../../src/config';
 import { createPool, type Pool } from '../../src/db/pool';
@@ -61,6 +62,8 @@ export async function startSluice(opts: { webhookRetry?: Partial<WebhookRetry>; 
     testTimeoutMs: opts.testTimeoutMs ?? 30_000,
     // Fast retries, so "receiver down, then up" takes seconds, not minutes.
     webhookRetry: { initialIntervalMs: 200, maximumIntervalMs: 1_000, backoffCoefficient: 2, maximumAttempts: 30, ...opts.webhookRetry },
+    // The receivers of these tests listen on loopback, which the SSRF guard blocks by default.
+    webhookAllow: parseAllowList('127.0.0.0/8'),
   };
 
   const pool = createPool(config.databaseUrl);

@@ -1,5 +1,6 @@
 import { basicAuth, classify, parseRetryAfter, redact } from '../../src/activities/delivery/send';
 import { outcomeOf } from '../../src/activities/delivery/deliver';
+import { BlockedAddressError } from '../../src/activities/delivery/ssrf';
 
 const NOW = Date.parse('2025-01-01T00:00:00Z');
 
@@ -89,6 +90,13 @@ describe('classify: errors', () => {
     expect(classify({ error: wrapped }).kind).toBe('fatal');
     const aggregate = new AggregateError([errorWithCode('ECONNREFUSED'), errorWithCode('ECONNREFUSED')], 'boom');
     expect(classify({ error: aggregate }).error).toBe('ECONNREFUSED: boom');
+  });
+
+  it('an address the SSRF guard blocked is fatal, with the guard\'s message, however wrapped', () => {
+    const blocked = new BlockedAddressError('blocked: 10.0.0.1 is a private address (allow it with SLUICE_WEBHOOK_ALLOW)');
+    const expected = { kind: 'fatal', statusCode: null, error: blocked.message };
+    expect(classify({ error: blocked })).toEqual(expected);
+    expect(classify({ error: Object.assign(new Error('fetch failed'), { code: 'UND_ERR_SOCKET', cause: blocked }) })).toEqual(expected);
   });
 
   it('a request undici refuses to send is fatal', () => {

@@ -10,6 +10,7 @@ import type { DeliverInput, DeliverResult } from '../types';
 import type { Pool } from '../../db/pool';
 import { unseal } from '../../crypto/sealed';
 import { redact, sendWebhook, type AttemptResult } from './send';
+import type { Cidr } from './ssrf';
 
 export interface DeliverDeps {
   pool: Pool;
@@ -21,6 +22,11 @@ export interface DeliverDeps {
    * for a day. The worker should pass the retry policy's maximum interval.
    */
   maxRetryAfterMs?: number;
+  /**
+   * Non-public ranges webhooks may reach despite the SSRF guard: SLUICE_WEBHOOK_ALLOW, parsed
+   * with parseAllowList by whoever reads the environment. Default none.
+   */
+  allow?: readonly Cidr[];
   dispatcher?: Dispatcher;
 }
 
@@ -84,6 +90,7 @@ export async function deliverAttempt(deps: DeliverDeps, input: DeliverInput, att
     username: hook.username,
     password,
     timeoutMs: deps.timeoutMs,
+    allow: deps.allow,
     dispatcher: deps.dispatcher,
   });
   // send.ts already redacts; this is the belt to its braces, since rows are shown to org admins.

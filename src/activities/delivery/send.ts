@@ -3,7 +3,9 @@
  * No database, no Temporal: the delivery activity (deliver.ts) wraps this with the log and
  * the retry decision. Retrying itself is Temporal's job, so nothing here loops.
  */
+import type { ConnectionOptions } from 'node:tls';
 import { Agent, request, type Dispatcher } from 'undici';
+import { BLOCKED_CODE, guardedConnector, type Cidr } from './ssrf';
 
 export type AttemptKind = 'delivered' | 'retryable' | 'fatal';
 
@@ -25,7 +27,15 @@ export interface SendOptions {
   password?: string | null;
   /** Deadline for the whole attempt: connect, send, response headers and the response excerpt. */
   timeoutMs?: number;
-  /** Tests pass their own (for example one that trusts a test CA); otherwise a shared Agent. */
+  /**
+   * Ranges the SSRF guard lets through despite being non-public (SLUICE_WEBHOOK_ALLOW, read by
+   * the caller). Default none: only public addresses are reached.
+   */
+  allow?: readonly Cidr[];
+  /**
+   * Replaces the shared, guarded Agent, guard included: tests pass their own (for example one
+   * that trusts a test CA; see newWebhookAgent to keep the guard).
+   */
   dispatcher?: Dispatcher;
 }
 
@@ -47,28 +57,40 @@ const RESERVED_HEADERS = new Set([
   'host', 'content-length', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'expect',
 ]);
 
-let sharedAgent: Agent | undefined;
+/** Shared Agents, one per allow-list (in practice one per process), keyed by its ranges. */
+const sharedAgents = new Map<string, Agent>();
 
 /**
- * One Agent per process so connections to a receiver are reused across events. Certificate
- * verification is set explicitly: Node would otherwise honour NODE_TLS_REJECT_UNAUTHORIZED=0,
- * and spec §5 says an HTTPS target with an untrusted certificate is dropped, always.
+ * An Agent for webhooks: every connection passes the SSRF guard (ssrf.ts), and certificates
+ * are always verified. That is set explicitly: Node would otherwise honour
+ * NODE_TLS_REJECT_UNAUTHORIZED=0, and spec §5 says an HTTPS target with an untrusted
+ * certificate is dropped, always. `tls` adds to the TLS options (a test CA, say).
  */
-function defaultAgent(): Agent {
-  sharedAgent ??= new Agent({
-    connect: { rejectUnauthorized: true, timeout: 5_000 },
+export function newWebhookAgent(opts: { allow?: readonly Cidr[]; tls?: ConnectionOptions } = {}): Agent {
+  return new Agent({
+    connect: guardedConnector(opts.allow ?? [], { ...opts.tls, rejectUnauthorized: true, timeout: 5_000 }),
     headersTimeout: DEFAULT_TIMEOUT_MS,
     bodyTimeout: DEFAULT_TIMEOUT_MS,
     keepAliveTimeout: 4_000,
   });
-  return sharedAgent;
 }
 
-/** Closes the shared Agent (worker shutdown, end of a test file). The next send makes a new one. */
+/** One Agent per process (and allow-list), so connections to a receiver are reused across events. */
+function defaultAgent(allow: readonly Cidr[]): Agent {
+  const key = allow.map((c) => c.text).join(',');
+  let agent = sharedAgents.get(key);
+  if (!agent) {
+    agent = newWebhookAgent({ allow });
+    sharedAgents.set(key, agent);
+  }
+  return agent;
+}
+
+/** Closes the shared Agents (worker shutdown, end of a test file). The next send makes new ones. */
 export async function closeDefaultAgent(): Promise<void> {
-  const agent = sharedAgent;
-  sharedAgent = undefined;
-  await agent?.close();
+  const agents = [...sharedAgents.values()];
+  sharedAgents.clear();
+  await Promise.all(agents.map((a) => a.close()));
 }
 
 export async function sendWebhook(opts: SendOptions): Promise<AttemptResult> {
@@ -89,7 +111,7 @@ export async function sendWebhook(opts: SendOptions): Promise<AttemptResult> {
   try {
     const res = await request(target.url, {
       method: 'POST',
-      dispatcher: opts.dispatcher ?? defaultAgent(),
+      dispatcher: opts.dispatcher ?? defaultAgent(opts.allow ?? []),
       headers,
       body: opts.body,
       headersTimeout: timeoutMs,
@@ -253,6 +275,9 @@ const TIMEOUT_CODES = new Set([
 const INVALID_REQUEST_CODES = new Set(['UND_ERR_INVALID_ARG', 'ERR_INVALID_URL', 'ERR_INVALID_HTTP_TOKEN', 'ERR_INVALID_CHAR']);
 
 function classifyError(err: unknown, timeoutMs?: number): Omit<AttemptResult, 'durationMs'> {
+  // The SSRF guard said no: the address will not become public by itself, so this is final.
+  const blocked = blockedMessage(err);
+  if (blocked !== undefined) return { kind: 'fatal', statusCode: null, error: blocked };
   const code = errorCode(err);
   const message = errorMessage(err);
   if (code && CERT_ERROR_CODES.has(code)) {
@@ -281,6 +306,16 @@ function errorCode(err: unknown): string | undefined {
   for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
     const { code, cause, errors } = e as { code?: unknown; cause?: unknown; errors?: unknown };
     if (typeof code === 'string' && code !== 'UND_ERR_ABORTED') return code;
+    e = cause ?? (Array.isArray(errors) ? errors[0] : undefined);
+  }
+  return undefined;
+}
+
+/** The guard's own message ("blocked: 127.0.0.1 is a loopback address ..."), wherever undici put it. */
+function blockedMessage(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
+    const { code, message, cause, errors } = e as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
+    if (code === BLOCKED_CODE && typeof message === 'string') return message;
     e = cause ?? (Array.isArray(errors) ? errors[0] : undefined);
   }
   return undefined;
