@@ -53,6 +53,7 @@ export function renderReport(v: SessionView): string {
     .join(', ');
   const timing = Object.entries(v.timing)
     .filter((e): e is [string, number] => typeof e[1] === 'number')
+    .sort((a, b) => a[1] - b[1]) // lifecycle order; the database keeps keys in its own order
     .map(([k, t]) => row(k, new Date(t * 1000).toISOString()))
     .join('');
   const href = safeHref(v.changeset?.url);
