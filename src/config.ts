@@ -29,6 +29,8 @@ export interface Config {
   webhookRetry: WebhookRetry;
   /** Non-public ranges outgoing webhooks may reach anyway (SLUICE_WEBHOOK_ALLOW); none by default. */
   webhookAllow: Cidr[];
+  /** History events after which a suite workflow continues-as-new (default in suite.ts). */
+  suiteHistoryLimit?: number;
 }
 
 export interface WebhookRetry {
@@ -60,6 +62,7 @@ const EnvSchema = z.object({
   SLUICE_WEBHOOK_RETRY_MAX_INTERVAL_MS: positiveInt.default(10 * 60_000),
   SLUICE_WEBHOOK_RETRY_BACKOFF: z.coerce.number().min(1).default(2),
   SLUICE_WEBHOOK_RETRY_ATTEMPTS: positiveInt.default(12),
+  SLUICE_SUITE_HISTORY_LIMIT: positiveInt.optional(),
   SLUICE_WEBHOOK_ALLOW: z
     .string()
     .default('')
@@ -102,5 +105,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maximumAttempts: e.SLUICE_WEBHOOK_RETRY_ATTEMPTS,
     },
     webhookAllow: e.SLUICE_WEBHOOK_ALLOW,
+    suiteHistoryLimit: e.SLUICE_SUITE_HISTORY_LIMIT,
   };
 }

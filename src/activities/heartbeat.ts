@@ -5,7 +5,7 @@ import { Context } from '@temporalio/activity';
  * alive, a dead worker is noticed within the heartbeat timeout, and a stop request (delivered
  * through heartbeats) reaches `fn` as an aborted signal.
  */
-export async function withHeartbeat<T>(fn: (signal: AbortSignal) => Promise<T>, everyMs = 5_000): Promise<T> {
+export async function withHeartbeat<T>(fn: (signal: AbortSignal) => Promise<T>, everyMs = 2_000): Promise<T> {
   const ctx = Context.current();
   ctx.heartbeat();
   const timer = setInterval(() => ctx.heartbeat(), everyMs);

@@ -106,6 +106,8 @@ export interface Activities {
   loadSession(sessionId: number): Promise<SessionContext>;
   recordStart(sessionId: number, timing: Timing): Promise<StartRecord>;
   recordFinish(input: FinishInput): Promise<void>;
+  /** The repository settings the suite's queue obeys, read when it picks the next session. */
+  suiteSettings(suiteId: number): Promise<{ ciSquash: boolean }>;
   checkout(input: CheckoutInput): Promise<CheckoutResult>;
   discoverTests(input: DiscoverInput): Promise<string[]>;
   runTest(input: RunTestInput): Promise<RunTestResult>;

@@ -41,6 +41,8 @@ export interface ApiDeps {
   pool: Pool;
   /** Makes the build durable in the orchestrator; called inside the trigger's transaction. */
   enqueue: (req: EnqueueRequest) => Promise<void>;
+  /** Signals a session to stop; false when it is no longer running. Absent: 503 on stop. */
+  stop?: (sessionId: number, stoppedBy: string) => Promise<boolean>;
   /** Default: PostgreSQL only. */
   health?: () => Promise<HealthReport>;
   /** Request logging; none by default (the api process turns it on). */

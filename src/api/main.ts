@@ -8,6 +8,7 @@ import { loadConfig, type Config } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { enqueueSession } from '../temporal/enqueue';
+import { stopSession } from '../temporal/stop';
 import { buildApp, type HealthReport } from './app';
 import { pingPostgres } from './routes/health';
 
@@ -61,6 +62,11 @@ export async function startApi(config: Config): Promise<RunningApi> {
     enqueue: (req) =>
       withTimeout(
         connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => enqueueSession(client, config, req)),
+        ENQUEUE_TIMEOUT_MS,
+      ),
+    stop: (sessionId, stoppedBy) =>
+      withTimeout(
+        connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => stopSession(client, sessionId, stoppedBy)),
         ENQUEUE_TIMEOUT_MS,
       ),
     health,

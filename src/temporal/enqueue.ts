@@ -16,7 +16,7 @@ export interface EnqueueSessionRequest extends EnqueueRequest {
  */
 export async function enqueueSession(client: Client, config: Config, req: EnqueueSessionRequest): Promise<void> {
   const label = `${req.repoLabel} @ ${req.branch}`;
-  const input: SuiteWorkflowInput = { suiteId: req.suiteId, label };
+  const input: SuiteWorkflowInput = { suiteId: req.suiteId, label, historyLimit: config.suiteHistoryLimit };
   await client.workflow.signalWithStart('suiteWorkflow', {
     workflowId: suiteWorkflowId(req.suiteId),
     taskQueue: config.taskQueue,

@@ -29,7 +29,15 @@ export async function runWorker(config: Config, options: RunWorkerOptions = {}):
   const pool = createPool(config.databaseUrl);
   const workerQueue = `${config.buildQueue}@${os.hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const activities = createActivities({ config, pool, workerQueue });
-  const common = { connection, namespace: config.temporalNamespace, activities };
+  const common = {
+    connection,
+    namespace: config.temporalNamespace,
+    activities,
+    // A stop reaches a running test through its heartbeats; the SDK's default throttle (80% of
+    // the heartbeat timeout) would let a stopped test run on for most of a minute.
+    defaultHeartbeatThrottleInterval: '1 second',
+    maxHeartbeatThrottleInterval: '2 seconds',
+  };
 
   const workflows: Partial<WorkerOptions> = options.workflowBundle
     ? { workflowBundle: options.workflowBundle }

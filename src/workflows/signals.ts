@@ -17,6 +17,8 @@ export interface SuiteWorkflowInput {
   waiting?: number[];
   /** Carried over continue-as-new: the session building now, if any. */
   running?: number | null;
+  /** Continue-as-new past this many history events (tests lower it; Temporal may suggest sooner). */
+  historyLimit?: number;
 }
 
 export interface SessionWorkflowInput {
@@ -28,8 +30,12 @@ export interface SessionWorkflowInput {
 export const enqueueSignal = defineSignal<[EnqueueRequest]>('enqueue');
 /** Suite → session: your turn; build now. */
 export const goSignal = defineSignal('go');
-/** Session → suite: the build part is over; the next session may start. */
+/** Session → suite: the session no longer needs the suite (built, stopped or squashed). */
 export const buildDoneSignal = defineSignal<[{ sessionId: number }]>('buildDone');
+/** Suite → session: a newer session of the suite builds instead of you (CI squash). */
+export const squashedSignal = defineSignal<[{ into: number }]>('squashed');
+/** API → session: stop, whether queued or building. */
+export const stopSignal = defineSignal<[{ stoppedBy: string }]>('stop');
 
 export const suiteWorkflowId = (suiteId: number): string => `suite-${suiteId}`;
 export const sessionWorkflowId = (sessionId: number): string => `session-${sessionId}`;

@@ -8,6 +8,7 @@ import {
   continueAsNew,
   getExternalWorkflowHandle,
   ParentClosePolicy,
+  proxyActivities,
   setHandler,
   startChild,
   workflowInfo,
@@ -15,17 +16,24 @@ import {
 } from '@temporalio/workflow';
 import { SluiceBranch, SluiceRepo, SluiceSession, SluiceStatus } from '../temporal/searchAttributes';
 import { sessionWorkflow } from './session';
+import type { Activities } from '../activities/types';
 import {
   buildDoneSignal,
   enqueueSignal,
   goSignal,
   sessionWorkflowId,
+  squashedSignal,
   type EnqueueRequest,
   type SuiteWorkflowInput,
 } from './signals';
 
 /** Continue-as-new well before Temporal would suggest it; a suite can live for years. */
 const MAX_HISTORY_EVENTS = 2_000;
+
+const settings = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
 
 export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
   const waiting: number[] = [...(input.waiting ?? [])];
@@ -37,12 +45,17 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
   });
   setHandler(buildDoneSignal, ({ sessionId }) => {
     if (running === sessionId) running = null;
+    // A queued session that was stopped leaves the queue.
+    const at = waiting.indexOf(sessionId);
+    if (at >= 0) waiting.splice(at, 1);
   });
 
   const [repo, branch] = splitLabel(input.label);
 
   for (;;) {
-    await condition(() => arrived.length > 0 || (running === null && waiting.length > 0) || historyIsLong());
+    await condition(
+      () => arrived.length > 0 || (running === null && waiting.length > 0) || historyIsLong(input.historyLimit),
+    );
 
     while (arrived.length > 0) {
       const req = arrived.shift()!;
@@ -53,6 +66,7 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
     }
 
     if (running === null && waiting.length > 0) {
+      if (waiting.length > 1 && (await settings.suiteSettings(input.suiteId)).ciSquash) await squash();
       running = waiting.shift()!;
       try {
         await getExternalWorkflowHandle(sessionWorkflowId(running)).signal(goSignal);
@@ -65,9 +79,23 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
 
     // Signals that arrive while continuing are not lost: Temporal refuses to close the run while
     // it has unhandled signals, and replays this loop with them first.
-    if (historyIsLong() && arrived.length === 0) {
+    if (historyIsLong(input.historyLimit) && arrived.length === 0) {
       await continueAsNew<typeof suiteWorkflow>({ ...input, waiting, running });
     }
+  }
+
+  /** CI squash: only the newest queued session builds; the others end, saying into which. */
+  async function squash(): Promise<void> {
+    const newest = Math.max(...waiting);
+    const older = waiting.filter((id) => id !== newest);
+    waiting.splice(0, waiting.length, newest);
+    await Promise.all(
+      older.map((id) =>
+        getExternalWorkflowHandle(sessionWorkflowId(id))
+          .signal(squashedSignal, { into: newest })
+          .catch(() => undefined), // already gone (stopped): nothing to squash
+      ),
+    );
   }
 
   async function startSession(sessionId: number): Promise<boolean> {
@@ -96,9 +124,9 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
   }
 }
 
-function historyIsLong(): boolean {
+function historyIsLong(limit = MAX_HISTORY_EVENTS): boolean {
   const info = workflowInfo();
-  return info.continueAsNewSuggested || info.historyLength > MAX_HISTORY_EVENTS;
+  return info.continueAsNewSuggested || info.historyLength > limit;
 }
 
 function splitLabel(label: string): [string, string] {

@@ -15,6 +15,7 @@ import { buildApp } from '../../src/api/app';
 import type { Config, WebhookRetry } from '../../src/config';
 import { createPool, type Pool } from '../../src/db/pool';
 import { enqueueSession } from '../../src/temporal/enqueue';
+import { stopSession } from '../../src/temporal/stop';
 import { runWorker, type WorkerHandle } from '../../src/worker/run';
 
 export interface Sluice {
@@ -42,7 +43,9 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startSluice(opts: { webhookRetry?: Partial<WebhookRetry>; testTimeoutMs?: number } = {}): Promise<Sluice> {
+export async function startSluice(
+  opts: { webhookRetry?: Partial<WebhookRetry>; testTimeoutMs?: number; suiteHistoryLimit?: number } = {},
+): Promise<Sluice> {
   const port = await freePort();
   const tag = randomBytes(4).toString('hex');
   const workspaceDir = await mkdtemp(path.join(os.tmpdir(), 'sluice-ws-'));
@@ -64,6 +67,7 @@ export async function startSluice(opts: { webhookRetry?: Partial<WebhookRetry>; 
     webhookRetry: { initialIntervalMs: 200, maximumIntervalMs: 1_000, backoffCoefficient: 2, maximumAttempts: 30, ...opts.webhookRetry },
     // The receivers of these tests listen on loopback, which the SSRF guard blocks by default.
     webhookAllow: parseAllowList('127.0.0.0/8'),
+    suiteHistoryLimit: opts.suiteHistoryLimit,
   };
 
   const pool = createPool(config.databaseUrl);
@@ -76,6 +80,7 @@ export async function startSluice(opts: { webhookRetry?: Partial<WebhookRetry>; 
     config,
     pool,
     enqueue: (req) => enqueueSession(client, config, req),
+    stop: (sessionId, stoppedBy) => stopSession(client, sessionId, stoppedBy),
   });
   await app.listen({ host: '127.0.0.1', port });
 

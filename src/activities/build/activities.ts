@@ -5,7 +5,8 @@
  */
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { ApplicationFailure } from '@temporalio/common';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { Pool } from 'pg';
 import type { Config } from '../../config';
 import { unseal } from '../../crypto/sealed';
@@ -61,6 +62,7 @@ export function createBuildActivities({ config, pool, workerQueue }: BuildDeps) 
     },
 
     async runTest(input: RunTestInput): Promise<RunTestResult> {
+      const ctx = Context.current();
       const result = await withHeartbeat((signal) =>
         runTestFile({
           workdir: input.workdir,
@@ -71,6 +73,8 @@ export function createBuildActivities({ config, pool, workerQueue }: BuildDeps) 
           signal,
         }),
       );
+      // Stopped: the process group is dead now; the session reports it as stopped, not failed.
+      if (ctx.cancellationSignal.aborted) throw new CancelledFailure('stopped while running');
       await pool.query(
         `INSERT INTO test_results (session_id, path, status, exit_code, duration_ms, output)
          VALUES ($1, $2, $3, $4, $5, $6)

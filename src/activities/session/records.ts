@@ -87,6 +87,14 @@ export function createSessionRecords(pool: Pool, config: Config) {
       return { lastBuiltCommit: rows[0]?.last_built_commit ?? null };
     },
 
+    async suiteSettings(suiteId: number): Promise<{ ciSquash: boolean }> {
+      const { rows } = await pool.query<{ ci_squash: boolean }>(
+        'SELECT r.ci_squash FROM suites su JOIN repos r ON r.id = su.repo_id WHERE su.id = $1',
+        [suiteId],
+      );
+      return { ciSquash: rows[0]?.ci_squash ?? false };
+    },
+
     async recordFinish(f: FinishInput): Promise<void> {
       const client = await pool.connect();
       try {

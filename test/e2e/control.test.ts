@@ -1,0 +1,170 @@
+/**
+ * Steering a suite's queue, end to end: stop (queued and building, killing the test's whole
+ * process group), CI squash, queue_position head, and builds routed to a named queue.
+ */
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { runWorker } from '../../src/worker/run';
+import { eventually } from '../support/sluice';
+import { script, World, type Payload, type Repo } from '../support/world';
+
+let w: World;
+let tmp: string;
+beforeAll(async () => {
+  w = await World.start();
+  tmp = await mkdtemp(path.join(os.tmpdir(), 'sluice-control-'));
+});
+afterAll(async () => {
+  await w?.stop();
+  await rm(tmp, { recursive: true, force: true });
+});
+
+const suite = { branch: 'master', test_pattern: '*_test.sh' };
+const exec = (events: Payload[]) => (events.at(-1)!.timing as Record<string, number>).exec!;
+
+/** Running, not merely a zombie (PID 1 here may never reap orphans). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+async function status(session: number): Promise<string> {
+  const { rows } = await w.sluice.pool.query('SELECT status FROM sessions WHERE id = $1', [session]);
+  return rows[0].status;
+}
+
+async function stop(session: number, by = 'ann@acme.test') {
+  const res = await fetch(`${w.sluice.url}/api/v1/sessions/${session}/stop`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${w.sluice.config.adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ stopped_by: by }),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+describe('stop', () => {
+  let repo: Repo;
+  beforeAll(async () => {
+    // The test leaves a background child in its process group and records both pids.
+    repo = await w.makeRepo(
+      { 'slow_test.sh': script('sleep 300 & echo $! > "$PIDS/child"; echo $$ > "$PIDS/test"; wait') },
+      { suite },
+    );
+  });
+
+  it('stops a running build, kills the test and its children, and lets the suite go on', async () => {
+    const pids = await mkdtemp(path.join(tmp, 'pids-'));
+    const running = await w.build(repo, { env: { PIDS: pids } });
+    const [testPid, childPid] = await eventually('the test to start', async () => {
+      const read = async (f: string) => Number(await readFile(path.join(pids, f), 'utf8'));
+      return [await read('test'), await read('child')];
+    });
+    expect(alive(testPid!) && alive(childPid!)).toBe(true);
+
+    const res = await stop(running.session);
+    expect(res.status).toBe(202);
+    const events = await w.eventsOf(running.session);
+    expect(events.map((e) => e.event)).toEqual(['received', 'start', 'test', 'stop']);
+    expect(events.at(-1)).toMatchObject({ status: 'stopped', stopped_by: 'ann@acme.test' });
+    expect(alive(testPid!)).toBe(false);
+    expect(alive(childPid!)).toBe(false);
+    expect((await w.session(running.session)).reason).toBe('stopped by ann@acme.test');
+
+    // Stopping it again is a conflict; the suite is free for the next build.
+    expect((await stop(running.session)).status).toBe(409);
+    const next = await w.build(repo, { force: true, env: { PIDS: pids } });
+    await eventually('the next build to start', async () => (await status(next.session)) === 'running');
+    expect((await stop(next.session, 'bob')).status).toBe(202);
+    expect((await w.eventsOf(next.session)).at(-1)).toMatchObject({ status: 'stopped', stopped_by: 'bob' });
+  });
+
+  it('stops a queued build before it starts', async () => {
+    const pids = await mkdtemp(path.join(tmp, 'pids-'));
+    const first = await w.build(repo, { force: true, env: { PIDS: pids } });
+    const queued = await w.build(repo, { force: true, env: { PIDS: pids } });
+    expect((await stop(queued.session, 'carol')).status).toBe(202);
+    const events = await w.eventsOf(queued.session);
+    expect(events.map((e) => e.event)).toEqual(['received', 'stop']);
+    expect(events.at(-1)).toMatchObject({ status: 'stopped', stopped_by: 'carol', commit_id: null });
+    expect(await status(first.session)).toBe('running');
+    await stop(first.session);
+    await w.eventsOf(first.session);
+  });
+
+  it('answers 404 for an unknown session and 400 without stopped_by', async () => {
+    expect((await stop(999_999)).status).toBe(404);
+    const res = await fetch(`${w.sluice.url}/api/v1/sessions/1/stop`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${w.sluice.config.adminToken}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ field: 'stopped_by' });
+  });
+});
+
+describe('the queue', () => {
+  const slow = { 'a_test.sh': script('sleep 2') };
+
+  it('with CI squash, builds only the newest of the queued triggers', async () => {
+    const repo = await w.makeRepo(slow, { suite });
+    await w.sluice.admin('PATCH', `/api/v1/repos/${repo.id}`, { ci_squash: true });
+    const first = await w.build(repo);
+    await eventually('the first build to start', async () => (await status(first.session)) === 'running');
+    const queued = [];
+    for (let i = 0; i < 3; i++) queued.push(await w.build(repo, { force: true }));
+    const [a, b, newest] = queued as [typeof first, typeof first, typeof first];
+
+    for (const squashed of [a, b]) {
+      const events = await w.eventsOf(squashed.session);
+      expect(events.map((e) => e.event)).toEqual(['received', 'stop']);
+      expect(events.at(-1)).toMatchObject({ status: 'skipped' });
+      expect((await w.session(squashed.session)).reason).toMatch(`squashed into session ${newest.session}`);
+    }
+    expect((await w.eventsOf(newest.session)).at(-1)).toMatchObject({ status: 'passed' });
+    expect((await w.eventsOf(first.session)).at(-1)).toMatchObject({ status: 'passed' });
+  });
+
+  it('without CI squash, builds each queued trigger, and queue_position head jumps the queue', async () => {
+    const repo = await w.makeRepo(slow, { suite });
+    const first = await w.build(repo);
+    await eventually('the first build to start', async () => (await status(first.session)) === 'running');
+    const tail = await w.build(repo, { force: true });
+    const head = await w.build(repo, { force: true, queue_position: 'head' });
+    const [et, eh] = [await w.eventsOf(tail.session), await w.eventsOf(head.session)];
+    expect([et.at(-1)!.status, eh.at(-1)!.status]).toEqual(['passed', 'passed']);
+    expect(exec(eh)).toBeLessThan(exec(et));
+  });
+});
+
+describe('a named build queue', () => {
+  it('waits, visibly, for a worker that serves it, then builds there', async () => {
+    const repo = await w.makeRepo({ 'a_test.sh': script('true') }, { suite });
+    const { session } = await w.build(repo, { queue: 'gpu-pool' });
+    // Nobody serves gpu-pool yet: the checkout waits on it (the Temporal UI shows it pending).
+    const handle = w.sluice.client.workflow.getHandle(`session-${session}`);
+    const pending = await eventually('the checkout to wait on gpu-pool', async () => {
+      const d = await handle.describe();
+      return d.raw.pendingActivities?.find((a) => a.activityType?.name === 'checkout');
+    });
+    expect(pending).toBeTruthy();
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(await status(session)).toBe('running');
+
+    const gpu = await runWorker(
+      { ...w.sluice.config, buildQueue: 'gpu-pool' },
+      { workflowBundle: { codePath: process.env.SLUICE_TEST_WORKFLOW_BUNDLE! } },
+    );
+    try {
+      expect((await w.eventsOf(session)).at(-1)).toMatchObject({ status: 'passed' });
+    } finally {
+      await gpu.shutdown();
+    }
+  });
+});
