@@ -21,8 +21,15 @@ export function generateRepoKeyPair(comment: string): RepoKeyPair {
   // Control characters (newlines above all) would split the authorized_keys line.
   // eslint-disable-next-line no-control-regex
   const safeComment = comment.replace(/[\x00-\x1f\x7f]+/g, ' ').trim();
-  const pair = utils.generateKeyPairSync('ed25519', { comment: safeComment });
-  return { publicKey: pair.public.trim(), privateKey: pair.private };
+  // ssh2 encodes a public key whose first byte is 0 as 31 bytes (about 1 key in 128), which
+  // no SSH implementation, ssh2 included, will parse. Such a pair is thrown away.
+  for (;;) {
+    const pair = utils.generateKeyPairSync('ed25519', { comment: safeComment });
+    const publicKey = pair.public.trim();
+    if (!(utils.parseKey(publicKey) instanceof Error) && !(utils.parseKey(pair.private) instanceof Error)) {
+      return { publicKey, privateKey: pair.private };
+    }
+  }
 }
 
 /**
