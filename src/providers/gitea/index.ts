@@ -1,8 +1,9 @@
 import { z } from 'zod';
-import { defineProvider, eventHeader, lookup, makeTrigger, type Outcome, type ParseContext, quote, read, unsupported } from '../common';
+import { defineProvider, eventHeader, type Outcome, type ParseContext, quote, read, unsupported } from '../common';
 import { toCommit, withHead, zCommit } from '../commits';
+import { createOrDelete, pullRequestTrigger } from '../githubFamily';
 import { refUpdateTrigger } from '../push';
-import { branchRef, tagRef, zSha } from '../refs';
+import { zSha } from '../refs';
 import type { PullRequestAction } from '../types';
 
 /**
@@ -51,24 +52,6 @@ function push(ctx: ParseContext): Outcome {
   });
 }
 
-const CreateOrDelete = z.object({
-  ref: z.string(),
-  ref_type: z.enum(['branch', 'tag']),
-  // `create` only: the commit the new ref points at.
-  sha: zSha.nullish(),
-});
-
-function createOrDelete(ctx: ParseContext, event: 'create' | 'delete'): Outcome {
-  const body = read(CreateOrDelete, ctx.body);
-  const head = event === 'create' ? (body.sha ?? null) : null;
-  if (body.ref_type === 'branch') {
-    const { name, ref } = branchRef(body.ref, 'ref');
-    return makeTrigger(event, event === 'create' ? 'branch-create' : 'branch-delete', { branch: name, head, ref });
-  }
-  const { ref } = tagRef(body.ref, 'ref');
-  return makeTrigger(event, event === 'create' ? 'tag' : 'tag-delete', { branch: ctx.queryBranch ?? null, head, ref });
-}
-
 const ACTIONS: Readonly<Record<string, PullRequestAction>> = {
   opened: 'opened',
   synchronized: 'updated',
@@ -91,25 +74,15 @@ const PullRequest = z.object({
 
 function pullRequest(ctx: ParseContext): Outcome {
   const body = read(PullRequest, ctx.body);
-  let action = lookup(ACTIONS, body.action);
-  // Edits, milestones, review requests share the one `pull_request` event: nothing to build.
-  if (action === undefined) return { ignore: `pull_request ${quote(body.action)}: not an action Sluice builds on` };
-  if (action === 'closed' && body.pull_request.merged === true) action = 'merged';
   const pr = body.pull_request;
-  const source = branchRef(pr.head.ref, 'pull_request.head.ref');
-  const target = branchRef(pr.base.ref, 'pull_request.base.ref');
-  return makeTrigger('pull_request', 'pull-request', {
-    branch: source.name,
+  return pullRequestTrigger(ACTIONS, {
+    number: body.number,
+    providerAction: body.action,
+    merged: pr.merged,
+    url: pr.html_url,
+    source: [pr.head.ref, 'pull_request.head.ref'],
+    target: [pr.base.ref, 'pull_request.base.ref'],
     head: pr.head.sha,
-    // Gitea keeps each pull request's head here, in the base repository, forks included.
-    ref: `refs/pull/${body.number}/head`,
-    pullRequest: {
-      id: String(body.number),
-      url: pr.html_url,
-      action,
-      providerAction: body.action,
-      targetBranch: target.name,
-      changesetKind: 'generic',
-    },
+    changesetKind: 'generic',
   });
 }

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { defineProvider, eventHeader, lookup, makeTrigger, type Outcome, type ParseContext, quote, read, unsupported } from '../common';
+import { defineProvider, eventHeader, type Outcome, type ParseContext, quote, read, unsupported } from '../common';
 import { toCommit, zCommit } from '../commits';
+import { createOrDelete, pullRequestTrigger } from '../githubFamily';
 import { refUpdateTrigger } from '../push';
-import { branchRef, tagRef, zSha } from '../refs';
 import type { PullRequestAction } from '../types';
 
 /**
@@ -50,24 +50,6 @@ function push(ctx: ParseContext): Outcome {
   });
 }
 
-const CreateOrDelete = z.object({
-  ref: z.string(),
-  ref_type: z.enum(['branch', 'tag']),
-  // Sent by newer Gogs on `create` only.
-  sha: zSha.nullish(),
-});
-
-function createOrDelete(ctx: ParseContext, event: 'create' | 'delete'): Outcome {
-  const body = read(CreateOrDelete, ctx.body);
-  const head = event === 'create' ? (body.sha ?? null) : null;
-  if (body.ref_type === 'branch') {
-    const { name, ref } = branchRef(body.ref, 'ref');
-    return makeTrigger(event, event === 'create' ? 'branch-create' : 'branch-delete', { branch: name, head, ref });
-  }
-  const { ref } = tagRef(body.ref, 'ref');
-  return makeTrigger(event, event === 'create' ? 'tag' : 'tag-delete', { branch: ctx.queryBranch ?? null, head, ref });
-}
-
 const ACTIONS: Readonly<Record<string, PullRequestAction>> = {
   opened: 'opened',
   synchronized: 'updated',
@@ -90,23 +72,15 @@ const PullRequest = z.object({
 
 function pullRequest(ctx: ParseContext): Outcome {
   const body = read(PullRequest, ctx.body);
-  let action = lookup(ACTIONS, body.action);
-  if (action === undefined) return { ignore: `pull_request ${quote(body.action)}: not an action Sluice builds on` };
-  if (action === 'closed' && body.pull_request.merged === true) action = 'merged';
   const pr = body.pull_request;
-  const source = branchRef(pr.head_branch, 'pull_request.head_branch');
-  const target = branchRef(pr.base_branch, 'pull_request.base_branch');
-  return makeTrigger('pull_request', 'pull-request', {
-    branch: source.name,
-    // Gogs pushes each pull request's head here, in the base repository, forks included.
-    ref: `refs/pull/${body.number}/head`,
-    pullRequest: {
-      id: String(body.number),
-      url: pr.html_url,
-      action,
-      providerAction: body.action,
-      targetBranch: target.name,
-      changesetKind: 'generic',
-    },
+  // Gogs sends no commit id: the build takes the tip of refs/pull/<n>/head.
+  return pullRequestTrigger(ACTIONS, {
+    number: body.number,
+    providerAction: body.action,
+    merged: pr.merged,
+    url: pr.html_url,
+    source: [pr.head_branch, 'pull_request.head_branch'],
+    target: [pr.base_branch, 'pull_request.base_branch'],
+    changesetKind: 'generic',
   });
 }
