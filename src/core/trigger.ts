@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { firstProblem } from './issues';
+import type { ProviderTrigger } from '../providers/types';
 import type { ChangesetKind, Scm, TriggerEvent } from './types';
 
 /**
@@ -281,6 +282,7 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 export function branchNameProblem(name: string): string | undefined {
   if (name === '') return 'must not be empty';
   if (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES) return `must be at most ${MAX_NAME_BYTES} bytes`;
+  if (!isWellFormed(name)) return 'must be valid Unicode';
   if (CONTROL.test(name)) return 'must not contain control characters';
   if (/\s/.test(name)) return 'must not contain whitespace';
   if (name.startsWith('-')) return 'must not start with "-"';
@@ -298,10 +300,51 @@ export function branchNameProblem(name: string): string | undefined {
 
 /** A commit id, ref or profile name: one word that cannot be read as a command-line option. */
 function checkToken(field: string, value: string): string {
-  if (Buffer.byteLength(value, 'utf8') > MAX_NAME_BYTES) throw new TriggerProblem(field, `must be at most ${MAX_NAME_BYTES} bytes`);
-  if (CONTROL.test(value) || /\s/.test(value)) throw new TriggerProblem(field, 'must not contain whitespace or control characters');
-  if (value.startsWith('-')) throw new TriggerProblem(field, 'must not start with "-"');
+  const problem = tokenProblem(value);
+  if (problem) throw new TriggerProblem(field, problem);
   return value;
+}
+
+function tokenProblem(value: string): string | undefined {
+  if (Buffer.byteLength(value, 'utf8') > MAX_NAME_BYTES) return `must be at most ${MAX_NAME_BYTES} bytes`;
+  if (CONTROL.test(value) || /\s/.test(value)) return 'must not contain whitespace or control characters';
+  if (!isWellFormed(value)) return 'must be valid Unicode';
+  if (value.startsWith('-')) return 'must not start with "-"';
+  return undefined;
+}
+
+/**
+ * Checks a TriggerEvent made elsewhere (from a provider's payload) by the rules the generic
+ * formats obey: the first problem as `{field, message}`, or undefined.
+ */
+export function eventProblem(e: TriggerEvent): { field: string; message: string } | undefined {
+  const branch = branchNameProblem(e.branch);
+  if (branch) return { field: 'branch', message: branch };
+  for (const [field, value] of [['head', e.head], ['ref', e.ref], ['profile_name', e.profileName]] as const) {
+    const problem = value === undefined ? undefined : tokenProblem(value);
+    if (problem) return { field, message: problem };
+  }
+  for (const [i, spec] of (e.refspec ?? []).entries()) {
+    const problem = tokenProblem(spec);
+    if (problem) return { field: `refspec.${i}`, message: problem };
+  }
+  if (e.changeset?.id !== undefined) {
+    const id = e.changeset.id;
+    if (Buffer.byteLength(id, 'utf8') > MAX_NAME_BYTES) return { field: 'changeset.id', message: `must be at most ${MAX_NAME_BYTES} bytes` };
+    if (CONTROL.test(id) || !isWellFormed(id)) return { field: 'changeset.id', message: 'must not contain control characters or invalid Unicode' };
+  }
+  if (e.changeset?.url !== undefined) {
+    const url = e.changeset.url;
+    if (url.length > MAX_URL_LENGTH || !isWellFormed(url) || !isHttpUrl(url)) return { field: 'changeset.url', message: 'expected an http or https URL' };
+  }
+  return undefined;
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** No lone UTF-16 surrogate: such a string has no UTF-8 form (PostgreSQL refuses it in jsonb). */
+export function isWellFormed(value: string): boolean {
+  return !LONE_SURROGATE.test(value);
 }
 
 /** Task queue names: kept to a tame alphabet since the spec leaves their format open. */
@@ -317,11 +360,12 @@ function checkChangeset(c: NonNullable<TriggerFields['changeset']>): NonNullable
   if (c.id !== undefined) {
     if (Buffer.byteLength(c.id, 'utf8') > MAX_NAME_BYTES) throw new TriggerProblem('changeset.id', `must be at most ${MAX_NAME_BYTES} bytes`);
     if (CONTROL.test(c.id)) throw new TriggerProblem('changeset.id', 'must not contain control characters');
+    if (!isWellFormed(c.id)) throw new TriggerProblem('changeset.id', 'must be valid Unicode');
     out.id = c.id;
   }
   if (c.url !== undefined) {
     // Shown as a link on the report page: only http(s), so it can never be `javascript:`.
-    if (c.url.length > MAX_URL_LENGTH || !isHttpUrl(c.url)) throw new TriggerProblem('changeset.url', 'expected an http or https URL');
+    if (c.url.length > MAX_URL_LENGTH || !isWellFormed(c.url) || !isHttpUrl(c.url)) throw new TriggerProblem('changeset.url', 'expected an http or https URL');
     out.url = c.url;
   }
   return out;
@@ -339,6 +383,7 @@ function checkEnv(env: unknown): Record<string, string> {
     if (!ENV_NAME.test(name) || name === '__proto__') throw new TriggerProblem(`env.${name}`, 'not a valid variable name');
     if (typeof value !== 'string') throw new TriggerProblem(`env.${name}`, 'expected string');
     if (value.includes('\u0000')) throw new TriggerProblem(`env.${name}`, 'must not contain NUL');
+    if (!isWellFormed(value)) throw new TriggerProblem(`env.${name}`, 'must be valid Unicode');
   }
   // fromEntries defines own properties, so even odd names cannot reach a prototype.
   return Object.fromEntries(entries) as Record<string, string>;
@@ -370,4 +415,69 @@ export function isHttpUrl(value: string): boolean {
   } catch {
     return false;
   }
+}
+
+// ---- provider hooks (`POST /1/<provider>/<KEY>`) ----
+
+/** Commits kept with a provider trigger: the newest, head last. Enough for the rules and the record. */
+export const MAX_TRIGGER_COMMITS = 50;
+const MAX_MESSAGE_CHARS = 16 * 1024;
+
+export type ProviderConversion =
+  | { ok: true; event: TriggerEvent }
+  | { ok: true; ignore: string }
+  | { ok: false; status: 400; field: string; message: string };
+
+/**
+ * A provider adapter's trigger (src/providers) as the TriggerEvent the rest of Sluice reads:
+ * - `branch` is the suite the trigger addresses: the branch (a pull request's source branch),
+ *   or for a tag the tag's name (core/selection: a tag builds only in a suite named after it);
+ * - `head` is the commit the payload names, else the tag's ref, else `HEAD`/`tip` (the tip of
+ *   the branch);
+ * - a pull request's private ref (`refs/pull/7/head`, `refs/changes/..`) is also fetched, as
+ *   a refspec, so a commit that only a fork has can be checked out;
+ * - the pull request becomes `changeset` (spec §2), its action `action`;
+ * - commits are kept (the newest MAX_TRIGGER_COMMITS, messages cut at 16 KiB) for the skip tags.
+ * A tag whose name the payload does not give (Mercurial) has nothing to address: `ignore`.
+ */
+export function fromProviderTrigger(provider: string, t: ProviderTrigger, repoScm: Scm): ProviderConversion {
+  if (t.scm !== repoScm) return { ok: false, status: 400, field: 'scm', message: `this is a ${t.scm} hook; this repository uses ${repoScm}` };
+  const isTag = t.kind === 'tag' || t.kind === 'tag-delete';
+  const name = isTag ? (t.ref?.startsWith('refs/tags/') ? t.ref.slice('refs/tags/'.length) : null) : t.branch;
+  if (name === null) return { ok: true, ignore: isTag ? `${t.event}: a tag without a name Sluice can read` : `${t.event}: names no branch` };
+
+  const defaultHead = isTag && t.ref !== null ? t.ref : repoScm === 'hg' ? 'tip' : 'HEAD';
+  const event: TriggerEvent = {
+    provider,
+    op: 'push',
+    branch: name,
+    head: t.head ?? defaultHead,
+    scm: t.scm,
+    force: false,
+    queuePosition: 'tail',
+    env: {},
+    kind: t.kind,
+    event: t.event,
+  };
+  if (t.ref !== null) event.ref = t.ref;
+  if (t.ref !== null && t.scm === 'git' && t.kind === 'pull-request' && !/^refs\/(heads|tags)\//.test(t.ref)) {
+    event.refspec = [`+${t.ref}:${t.ref}`];
+  }
+  if (t.pullRequest) {
+    const pr = t.pullRequest;
+    event.changeset = { kind: pr.changesetKind, id: pr.id };
+    if (pr.url !== undefined) event.changeset.url = pr.url;
+    event.action = pr.action;
+  }
+  if (t.commits.length > 0) {
+    event.commits = t.commits.slice(-MAX_TRIGGER_COMMITS).map((c) => ({
+      id: c.id,
+      message: c.message.length > MAX_MESSAGE_CHARS ? c.message.slice(0, MAX_MESSAGE_CHARS) : c.message,
+      author: c.author.slice(0, MAX_NAME_BYTES),
+    }));
+  }
+
+  const problem = eventProblem(event);
+  if (problem) return { ok: false, status: 400, ...problem };
+  return { ok: true, event };
 }

@@ -7,11 +7,31 @@ export type Scm = 'git' | 'hg';
 
 export type ChangesetKind = 'github' | 'gerrit' | 'review' | 'generic';
 
+/**
+ * What a trigger announces (spec §1 commit selection reads it):
+ * - `push`: new commits on a branch (every generic trigger without a `changeset`);
+ * - `branch-create`: a branch appeared; builds like a push;
+ * - `branch-delete`: a branch went away; hides it, never builds;
+ * - `tag`, `tag-delete`: a tag was pushed or removed;
+ * - `pull-request`: a pull/merge request or review changed (a generic trigger with a `changeset`).
+ */
+export const TRIGGER_KINDS = ['push', 'branch-create', 'branch-delete', 'tag', 'tag-delete', 'pull-request'] as const;
+export type TriggerKind = (typeof TRIGGER_KINDS)[number];
+
+/** A commit a trigger announced. */
+export interface TriggerCommit {
+  id: string;
+  message: string;
+  /** E-mail address when known, else the name, else "". */
+  author: string;
+}
+
 /** What every incoming trigger (generic JSON, form, empty body, provider hook) is parsed into. */
 export interface TriggerEvent {
   /** Where it came from: `builds` for the generic path, else the provider name. */
   provider: string;
   op: 'push';
+  /** The suite the trigger addresses: a branch, or for `tag`/`tag-delete` the tag's name. */
   branch: string;
   /** Commit to build; `HEAD` (git) or `tip` (hg) when the trigger names none. */
   head: string;
@@ -24,6 +44,17 @@ export interface TriggerEvent {
   changeset?: { kind: ChangesetKind; id?: string; url?: string };
   env: Record<string, string>;
   queue?: string;
+  /**
+   * Provider triggers only (absent on generic ones and on rows stored before providers: read it
+   * with `triggerKind` (core/selection), which says `pull-request` when there is a changeset, else `push`).
+   */
+  kind?: TriggerKind;
+  /** The provider's own name of the event (`push`, `Merge Request Hook`, `repo:refs_changed`, ...). */
+  event?: string;
+  /** Pull requests: the action in Sluice's words (`opened`, `updated`, `closed`, `merged`, ...). */
+  action?: string;
+  /** Commits the trigger announced, oldest first, head last; capped (see acceptTrigger). */
+  commits?: TriggerCommit[];
 }
 
 export const TEST_STATUSES = ['passed', 'failed', 'error', 'skipped'] as const;

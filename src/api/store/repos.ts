@@ -19,6 +19,8 @@ export interface RepoRow extends RepoSettings {
   scm: Scm;
   key_sealed: string;
   ssh_public_key: string;
+  /** Whether a webhook secret is set (its value is read only where triggers are checked). */
+  webhook_secret_set: boolean;
   created_at: Date;
 }
 
@@ -34,7 +36,8 @@ export interface NewRepo extends RepoSettings {
 
 // Never the private key: nothing in the API needs it.
 const COLUMNS = `r.id, r.org_id, o.name AS org_name, r.name, r.scm, r.pull_url, r.ci_push_url, r.pull_request_only,
-  r.ci_squash, r.branch_blacklist, r.chat_url, r.key_sealed, r.ssh_public_key, r.created_at`;
+  r.ci_squash, r.branch_blacklist, r.chat_url, r.key_sealed, r.ssh_public_key,
+  (r.webhook_secret_sealed IS NOT NULL) AS webhook_secret_set, r.created_at`;
 const FROM = 'FROM repos r JOIN orgs o ON o.id = r.org_id';
 
 export async function insertRepo(db: Db, repo: NewRepo): Promise<number> {
@@ -62,9 +65,16 @@ export async function listRepos(db: Db, orgId: number): Promise<RepoRow[]> {
   return (await db.query<RepoRow>(`SELECT ${COLUMNS} ${FROM} WHERE r.org_id = $1 ORDER BY r.id`, [orgId])).rows;
 }
 
-/** The repository a trigger key hash names, with the stored hash for the constant-time check. */
-export async function findRepoByKeyHash(db: Db, hash: Buffer): Promise<(RepoRow & { key_hash: Buffer }) | undefined> {
-  return (await db.query<RepoRow & { key_hash: Buffer }>(`SELECT ${COLUMNS}, r.key_hash ${FROM} WHERE r.key_hash = $1`, [hash])).rows[0];
+export type TriggerRepoRow = RepoRow & { key_hash: Buffer; webhook_secret_sealed: string | null };
+
+/** The repository a trigger key hash names, with the stored hash for the constant-time check and its sealed webhook secret. */
+export async function findRepoByKeyHash(db: Db, hash: Buffer): Promise<TriggerRepoRow | undefined> {
+  return (await db.query<TriggerRepoRow>(`SELECT ${COLUMNS}, r.key_hash, r.webhook_secret_sealed ${FROM} WHERE r.key_hash = $1`, [hash])).rows[0];
+}
+
+/** Sets (sealed) or removes (null) the repository's webhook secret. */
+export async function setWebhookSecret(db: Db, id: number, sealed: string | null): Promise<void> {
+  await db.query('UPDATE repos SET webhook_secret_sealed = $2 WHERE id = $1', [id, sealed]);
 }
 
 const SETTINGS: readonly (keyof RepoSettings)[] = ['pull_url', 'ci_push_url', 'pull_request_only', 'ci_squash', 'branch_blacklist', 'chat_url'];

@@ -11,9 +11,20 @@ export async function insertCiEvent(
 ): Promise<number> {
   const { rows } = await db.query<{ id: number }>(
     'INSERT INTO ci_events (guid, repo_id, provider, decision, reason, trigger) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id',
-    [e.guid, e.repoId, e.provider, e.decision, e.reason, JSON.stringify(e.trigger)],
+    [e.guid, e.repoId, e.provider, e.decision, e.reason, jsonbText(e.trigger)],
   );
   return rows[0]!.id;
+}
+
+// eslint-disable-next-line no-control-regex
+const NOT_JSONB = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * JSON text PostgreSQL takes as jsonb: it refuses NUL and lone surrogates, which JSON (and a
+ * provider's commit message) may hold; they become U+FFFD rather than a failed insert.
+ */
+export function jsonbText(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' ? v.replace(NOT_JSONB, '\ufffd') : v));
 }
 
 export async function insertSession(

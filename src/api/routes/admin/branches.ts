@@ -1,0 +1,53 @@
+/**
+ * `/api/v1/repos/:repo/branches`: the Branches page (spec §4): every branch Sluice has heard of
+ * (a trigger named it, a toggle was set, or a suite exists for it) with its toggles.
+ *
+ * - `GET .../branches`: `[{name, enabled, hidden, locked_visible, has_suite}]`, by name.
+ * - `PUT .../branches/:branch {enabled?, locked_visible?}`: sets the toggles given, creating the
+ *   row when there is none; answers the branch. A branch switched off drops its triggers (422
+ *   `DROPPED`); a branch locked visible is never hidden by a branch-delete, and locking it
+ *   shows it. `:branch` is percent-encoded (`feature%2Fx`); a leading `refs/heads/` is dropped.
+ */
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { ApiDeps } from '../../app';
+import { validate } from '../../http';
+import { findBranchView, listBranches, updateBranch, type BranchListRow } from '../../store/branches';
+import { branchName } from './fields';
+import { loadRepo } from './repos';
+
+const PutBranch = z.strictObject({
+  enabled: z.boolean().optional(),
+  locked_visible: z.boolean().optional(),
+});
+
+const branchView = (b: BranchListRow) => ({
+  name: b.name,
+  enabled: b.enabled,
+  hidden: b.hidden,
+  locked_visible: b.locked_visible,
+  has_suite: b.has_suite,
+});
+
+export function registerBranchRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const { pool } = deps;
+
+  app.get<{ Params: { repo: string } }>('/repos/:repo/branches', async (request) => {
+    const repo = await loadRepo(pool, request.params.repo);
+    return (await listBranches(pool, repo.id)).map(branchView);
+  });
+
+  app.get<{ Params: { repo: string; branch: string } }>('/repos/:repo/branches/:branch', async (request) => {
+    const repo = await loadRepo(pool, request.params.repo);
+    const name = validate(branchName, request.params.branch, 'branch');
+    return branchView(await findBranchView(pool, repo.id, name));
+  });
+
+  app.put<{ Params: { repo: string; branch: string } }>('/repos/:repo/branches/:branch', async (request) => {
+    const repo = await loadRepo(pool, request.params.repo);
+    const name = validate(branchName, request.params.branch, 'branch');
+    const body = validate(PutBranch, request.body ?? {});
+    await updateBranch(pool, repo.id, name, body);
+    return branchView(await findBranchView(pool, repo.id, name));
+  });
+}
