@@ -59,9 +59,10 @@ const EnvSchema = z.object({
   SLUICE_WORKSPACE_DIR: z.string().default('/tmp/sluice-workspaces'),
   SLUICE_TEST_TIMEOUT_MS: positiveInt.default(10 * 60_000),
   SLUICE_WEBHOOK_RETRY_INITIAL_MS: positiveInt.default(1_000),
-  SLUICE_WEBHOOK_RETRY_MAX_INTERVAL_MS: positiveInt.default(10 * 60_000),
+  // Defaults: 1 s doubling to 1 h, 36 attempts: the last one about a day after the first (README).
+  SLUICE_WEBHOOK_RETRY_MAX_INTERVAL_MS: positiveInt.default(60 * 60_000),
   SLUICE_WEBHOOK_RETRY_BACKOFF: z.coerce.number().min(1).default(2),
-  SLUICE_WEBHOOK_RETRY_ATTEMPTS: positiveInt.default(12),
+  SLUICE_WEBHOOK_RETRY_ATTEMPTS: positiveInt.default(36),
   SLUICE_SUITE_HISTORY_LIMIT: positiveInt.optional(),
   SLUICE_WEBHOOK_ALLOW: z
     .string()

@@ -10,6 +10,7 @@ import type { Config } from '../config';
 import { requireAdmin } from './auth';
 import { installErrorHandlers } from './http';
 import { loggerOptions, type ApiLogOptions } from './logging';
+import { registerDeliveryRoutes } from './routes/admin/deliveries';
 import { registerOrgRoutes } from './routes/admin/orgs';
 import { registerRepoRoutes } from './routes/admin/repos';
 import { registerSessionRoutes } from './routes/admin/sessions';
@@ -71,6 +72,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
       registerRepoRoutes(admin, deps);
       registerSuiteRoutes(admin, deps);
       registerWebhookRoutes(admin, deps);
+      registerDeliveryRoutes(admin, deps);
       registerSessionRoutes(admin, deps);
     },
     { prefix: '/api/v1' },

@@ -276,6 +276,7 @@ describe('webhooks', () => {
       url: 'https://hooks.example.test/ci',
       username: 'bot',
       has_password: true,
+      signed: false,
       closure: expect.stringContaining('transform_payload'),
       active: true,
       created_at: expect.any(String),

@@ -100,7 +100,8 @@ interface DeliveryRow {
 
 async function deliveriesOf(webhookId: number): Promise<DeliveryRow[]> {
   const { rows } = await db.pool.query<DeliveryRow>(
-    `SELECT webhook_id, session_id, event, xid, attempt, status_code, outcome, error, duration_ms, request_body
+    // request_body is the text sent (a closure may send something other than JSON); read as JSON here.
+    `SELECT webhook_id, session_id, event, xid, attempt, status_code, outcome, error, duration_ms, request_body::jsonb AS request_body
        FROM deliveries WHERE webhook_id = $1 ORDER BY id`,
     [webhookId],
   );
@@ -287,7 +288,7 @@ describe('deliverAttempt', () => {
 
     const authorization = rx.requests[0]!.headers.authorization!;
     const token = authorization.slice('Basic '.length);
-    const { rows } = await db.pool.query('SELECT * FROM deliveries WHERE webhook_id = $1', [id]);
+    const { rows } = await db.pool.query('SELECT * FROM deliveries WHERE webhook_id = $1 ORDER BY id', [id]);
     expect(rows.map((r: { outcome: string }) => r.outcome)).toEqual(['retrying', 'gave_up', 'dropped']);
     const everything = JSON.stringify(rows) + messages.join('\n');
     expect(everything).toContain('[redacted]');

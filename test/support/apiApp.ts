@@ -50,7 +50,8 @@ export interface ApiHarness {
   close(): Promise<void>;
 }
 
-export async function startApiHarness(): Promise<ApiHarness> {
+/** `config` overrides parts of the configuration (webhookAllow, say, to send to loopback receivers). */
+export async function startApiHarness(opts: { config?: Partial<Config> } = {}): Promise<ApiHarness> {
   const db = await createTestDatabase('sluice_api');
   const config: Config = {
     databaseUrl: db.url,
@@ -68,6 +69,7 @@ export async function startApiHarness(): Promise<ApiHarness> {
     testTimeoutMs: 10_000,
     webhookRetry: { initialIntervalMs: 100, maximumIntervalMs: 1000, backoffCoefficient: 2, maximumAttempts: 3 },
     webhookAllow: [],
+    ...opts.config,
   };
   const enqueued: EnqueueRequest[] = [];
   const logs: string[] = [];

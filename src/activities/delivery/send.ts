@@ -9,6 +9,13 @@ import { BLOCKED_CODE, guardedConnector, type Cidr } from './ssrf';
 
 export type AttemptKind = 'delivered' | 'retryable' | 'fatal';
 
+/**
+ * What kind of trouble an attempt met, for the delivery log: an HTTP answer that was not 2xx,
+ * or a failure before any answer (time-out, connection, DNS, TLS, the SSRF guard, a request
+ * that cannot be sent, or our own configuration).
+ */
+export type ErrorClass = 'http_status' | 'timeout' | 'connection' | 'dns' | 'tls' | 'blocked' | 'invalid_request' | 'configuration';
+
 export interface AttemptResult {
   kind: AttemptKind;
   statusCode: number | null;
@@ -17,6 +24,13 @@ export interface AttemptResult {
   durationMs: number;
   /** What the receiver's `Retry-After` asked for, on a retryable answer. */
   retryAfterMs?: number;
+  /** Null when delivered. */
+  errorClass?: ErrorClass | null;
+  /** The headers sent (or about to be, when it failed before), credentials redacted. */
+  requestHeaders?: Record<string, string>;
+  /** The receiver's answer, when there was one: its headers and the first few KiB of its body, redacted. */
+  responseHeaders?: Record<string, string | string[]>;
+  responseBody?: string;
 }
 
 export interface SendOptions {
@@ -37,6 +51,8 @@ export interface SendOptions {
    * that trusts a test CA; see newWebhookAgent to keep the guard).
    */
   dispatcher?: Dispatcher;
+  /** More values to cut out of everything logged (a signature, say), besides the credentials. */
+  redact?: readonly string[];
 }
 
 export const USER_AGENT = 'Sluice-Webhooks/1';
@@ -96,18 +112,21 @@ export async function closeDefaultAgent(): Promise<void> {
 export async function sendWebhook(opts: SendOptions): Promise<AttemptResult> {
   const started = performance.now();
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const secrets: string[] = [];
+  const secrets: string[] = [...(opts.redact ?? [])];
+  let requestHeaders: Record<string, string> = {};
   const finish = (r: Omit<AttemptResult, 'durationMs'>): AttemptResult => ({
     ...r,
     error: r.error === null ? null : redact(r.error, secrets),
     durationMs: Math.round(performance.now() - started),
+    requestHeaders: redactHeaders(requestHeaders, secrets),
   });
 
   const target = parseTarget(opts.url);
-  if ('error' in target) return finish({ kind: 'fatal', statusCode: null, error: target.error });
+  if ('error' in target) return finish({ kind: 'fatal', statusCode: null, error: target.error, errorClass: 'invalid_request' });
   if (target.password) secrets.push(target.password);
 
   const headers = buildHeaders(opts, target, secrets);
+  requestHeaders = headers;
   try {
     const res = await request(target.url, {
       method: 'POST',
@@ -121,10 +140,49 @@ export async function sendWebhook(opts: SendOptions): Promise<AttemptResult> {
     });
     // Redacted before classify() cuts it short, so no half of a secret survives the cut.
     const excerpt = redact(await readExcerpt(res.body), secrets);
-    return finish(classify({ statusCode: res.statusCode, retryAfter: res.headers['retry-after'], excerpt }));
+    const classified = classify({ statusCode: res.statusCode, retryAfter: res.headers['retry-after'], excerpt });
+    return finish({
+      ...classified,
+      errorClass: classified.kind === 'delivered' ? null : 'http_status',
+      responseHeaders: redactResponseHeaders(res.headers, secrets),
+      responseBody: excerpt,
+    });
   } catch (err) {
-    return finish(classify({ error: err, timeoutMs }));
+    return finish({ ...classify({ error: err, timeoutMs }), errorClass: errorClassOf(err) });
   }
+}
+
+/**
+ * Header names whose values are credentials (or, for the signature, as good as one to anyone
+ * replaying the request): the log shows "[redacted]" in their place.
+ */
+const SENSITIVE_HEADER = /^(authorization|proxy-authorization|cookie|set-cookie|webhook-signature)$|token|secret|passw|api[-_]?key|signature/i;
+
+export const REDACTED = '[redacted]';
+
+/** The headers as the delivery log shows them: credentials and signatures replaced, secrets cut out of the rest. */
+export function redactHeaders(headers: Record<string, string>, secrets: readonly string[] = []): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) out[name] = SENSITIVE_HEADER.test(name) ? REDACTED : redact(value, secrets);
+  return out;
+}
+
+/** At most this many response headers, each value at most this long, go into the log. */
+const MAX_LOGGED_RESPONSE_HEADERS = 64;
+const MAX_LOGGED_HEADER_CHARS = 1024;
+
+function redactResponseHeaders(headers: Dispatcher.ResponseData['headers'], secrets: readonly string[]): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  const clip = (v: string) => {
+    const r = redact(v, secrets);
+    return r.length > MAX_LOGGED_HEADER_CHARS ? r.slice(0, MAX_LOGGED_HEADER_CHARS) + '…' : r;
+  };
+  for (const [name, value] of Object.entries(headers).slice(0, MAX_LOGGED_RESPONSE_HEADERS)) {
+    if (value === undefined) continue;
+    if (SENSITIVE_HEADER.test(name)) out[name] = REDACTED;
+    else out[name] = Array.isArray(value) ? value.map(clip) : clip(value);
+  }
+  return out;
 }
 
 interface Target {
@@ -292,6 +350,20 @@ function classifyError(err: unknown, timeoutMs?: number): Omit<AttemptResult, 'd
   }
   // Refused, reset, unreachable, DNS, TLS handshake trouble and the rest: possibly transient.
   return { kind: 'retryable', statusCode: null, error: code ? `${code}: ${message}` : message };
+}
+
+const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EAI_NODATA']);
+
+/** The class of a failure before any answer; mirrors classifyError's decisions. */
+export function errorClassOf(err: unknown): ErrorClass {
+  if (blockedMessage(err) !== undefined) return 'blocked';
+  const code = errorCode(err);
+  if (code && CERT_ERROR_CODES.has(code)) return 'tls';
+  if (code && INVALID_REQUEST_CODES.has(code)) return 'invalid_request';
+  if (isTimeout(err, code)) return 'timeout';
+  if (code && (code.startsWith('ERR_SSL') || code.startsWith('ERR_TLS') || code === 'EPROTO')) return 'tls';
+  if (code && DNS_CODES.has(code)) return 'dns';
+  return 'connection';
 }
 
 function isTimeout(err: unknown, code: string | undefined): boolean {

@@ -1,36 +1,75 @@
 /**
- * Outgoing webhooks: `/api/v1/orgs/:org/webhooks` and `/api/v1/webhooks/:id`, plus the
- * delivery log. The URL is trimmed (spec §5: trailing whitespace must be removed) and must be
- * http(s) without credentials in it (those go in username/password, where the password is
- * sealed and only ever reported as `has_password`).
+ * Outgoing webhooks: `/api/v1/orgs/:org/webhooks` and `/api/v1/webhooks/:id`, their delivery
+ * log, a preview of what the closure makes of an event, and a test delivery (ping).
+ *
+ * The URL is trimmed (spec §5: trailing whitespace must be removed) and must be http(s)
+ * without credentials in it (those go in username/password, where the password is sealed and
+ * only ever reported as `has_password`). A closure is compiled when it is saved: one that does
+ * not parse or defines no `transform_payload` is refused. A signing secret (`sign: true`) is
+ * shown once, in the answer that made it, and kept sealed.
  */
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { compileClosure } from '../../../activities/delivery/closure';
+import { composeRequest, type PingPayload } from '../../../activities/delivery/deliver';
+import { REDACTED, redactHeaders } from '../../../activities/delivery/send';
+import { newSigningSecret } from '../../../activities/delivery/signature';
 import type { Config } from '../../../config';
+import { buildPayload, type PayloadContext, type SessionSnapshot } from '../../../core/payload';
+import { COUNT_KEYS, EVENTS, type Counts, type EventName } from '../../../core/types';
 import { seal } from '../../../crypto/sealed';
 import type { ApiDeps } from '../../app';
-import { notFound, parseId, validate } from '../../http';
-import { deleteWebhook, findWebhook, insertWebhook, listDeliveries, listWebhooks, updateWebhook, type WebhookFields, type WebhookRow } from '../../store/webhooks';
+import { HttpError, notFound, parseId, validate } from '../../http';
+import type { Db } from '../../store/db';
+import { findOrg } from '../../store/orgs';
+import {
+  deleteWebhook,
+  findWebhook,
+  insertWebhook,
+  listDeliveries,
+  listWebhooks,
+  updateWebhook,
+  type WebhookFields,
+  type WebhookRow,
+} from '../../store/webhooks';
+import { deliveryDetailView, manualAttempt } from './deliveries';
 import { httpUrl, plainText } from './fields';
 import { loadOrg } from './orgs';
 
 // zod runs this check even after httpUrl's failed, so it must not assume a parsable URL.
 const webhookUrl = httpUrl.refine((s) => !URL.canParse(s) || (new URL(s).username === '' && new URL(s).password === ''), 'must not contain credentials; use username and password');
 
+const MAX_CLOSURE_CHARS = 64 * 1024;
+
 const fields = {
   url: webhookUrl,
   username: plainText(255).nullish(),
   password: z.string().max(1024).nullish(),
-  // The closure's source; QuickJS judges it when it runs (a broken one falls back to the default payload).
-  closure: z.string().max(64 * 1024).nullish(),
+  // The closure's source; compiled on save (checkClosure), run in QuickJS on every event.
+  closure: z.string().max(MAX_CLOSURE_CHARS).nullish(),
+  // Sign every attempt (Standard Webhooks) with a secret made now and shown once.
+  sign: z.boolean().optional(),
 };
 
 const CreateWebhook = z.strictObject(fields);
 const PatchWebhook = z.strictObject({ ...fields, url: webhookUrl.optional(), active: z.boolean().optional() });
 
+/** Events a delivery can be of: the lifecycle's, and the test event. */
+const DELIVERY_EVENTS = [...EVENTS, 'ping'] as const;
+
 const DeliveryPage = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(50),
   before: z.coerce.number().int().min(1).optional(),
+  event: z.enum(DELIVERY_EVENTS).optional(),
+  outcome: z.enum(['delivered', 'retrying', 'gave_up', 'dropped']).optional(),
+  session: z.coerce.number().int().min(1).optional(),
+});
+
+const Preview = z.strictObject({
+  event: z.enum(EVENTS).optional(),
+  // Try a closure before saving it; the webhook's own otherwise.
+  closure: z.string().max(MAX_CLOSURE_CHARS).nullish(),
 });
 
 export const webhookView = (w: WebhookRow) => ({
@@ -39,6 +78,7 @@ export const webhookView = (w: WebhookRow) => ({
   url: w.url,
   username: w.username,
   has_password: w.has_password,
+  signed: w.signed,
   closure: w.closure,
   active: w.active,
   created_at: w.created_at,
@@ -47,6 +87,13 @@ export const webhookView = (w: WebhookRow) => ({
 /** `undefined` leaves the password alone, `null` clears it, a string replaces it (sealed). */
 function sealPassword(config: Config, password: string | null | undefined): string | null | undefined {
   return typeof password === 'string' ? seal(config.secretKey, password) : password;
+}
+
+/** A closure that does not compile (or defines no transform_payload) is a 400 naming the problem. */
+async function checkClosure(closure: string | null | undefined): Promise<void> {
+  if (typeof closure !== 'string') return;
+  const compiled = await compileClosure(closure);
+  if (!compiled.ok) throw new HttpError(400, 'invalid request', compiled.error, 'closure');
 }
 
 export function registerWebhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
@@ -61,13 +108,16 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: ApiDeps): void
   app.post<{ Params: { org: string } }>('/orgs/:org/webhooks', async (request, reply) => {
     const org = await loadOrg(pool, request.params.org);
     const body = validate(CreateWebhook, request.body);
+    await checkClosure(body.closure);
+    const secret = body.sign ? newSigningSecret() : null;
     const hook = await insertWebhook(pool, org.id, {
       url: body.url,
       username: body.username ?? null,
       password_sealed: sealPassword(config, body.password) ?? null,
+      secret_sealed: secret === null ? null : seal(config.secretKey, secret),
       closure: body.closure ?? null,
     });
-    return reply.code(201).send(webhookView(hook));
+    return reply.code(201).send(secret === null ? webhookView(hook) : { ...webhookView(hook), secret });
   });
 
   app.get<{ Params: { org: string } }>('/orgs/:org/webhooks', async (request) => {
@@ -80,16 +130,29 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: ApiDeps): void
   app.patch<{ Params: { id: string } }>('/webhooks/:id', async (request) => {
     const hook = await loadWebhook(request.params.id);
     const body = validate(PatchWebhook, request.body);
+    await checkClosure(body.closure);
+    // `sign: true` on a webhook that signs already keeps its secret (rotate-secret replaces it).
+    const secret = body.sign === true && !hook.signed ? newSigningSecret() : null;
     const patch: Partial<WebhookFields> = {
       url: body.url,
       username: body.username,
       password_sealed: sealPassword(config, body.password),
+      secret_sealed: secret !== null ? seal(config.secretKey, secret) : body.sign === false ? null : undefined,
       closure: body.closure,
       active: body.active,
     };
     const updated = await updateWebhook(pool, hook.id, patch);
     if (!updated) throw notFound('webhook');
-    return webhookView(updated);
+    return secret === null ? webhookView(updated) : { ...webhookView(updated), secret };
+  });
+
+  /** A new signing secret, replacing the old one at once; shown once. Turns signing on. */
+  app.post<{ Params: { id: string } }>('/webhooks/:id/rotate-secret', async (request) => {
+    const hook = await loadWebhook(request.params.id);
+    const secret = newSigningSecret();
+    const updated = await updateWebhook(pool, hook.id, { secret_sealed: seal(config.secretKey, secret) });
+    if (!updated) throw notFound('webhook');
+    return { ...webhookView(updated), secret };
   });
 
   app.delete<{ Params: { id: string } }>('/webhooks/:id', async (request, reply) => {
@@ -102,4 +165,72 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: ApiDeps): void
     const page = validate(DeliveryPage, request.query, 'query');
     return listDeliveries(pool, hook.id, page);
   });
+
+  app.post<{ Params: { id: string } }>('/webhooks/:id/preview', async (request) => {
+    const hook = await loadWebhook(request.params.id);
+    const body = validate(Preview, request.body ?? {});
+    const closure = body.closure === undefined ? hook.closure : body.closure;
+    const payload = await samplePayload(pool, config, hook.org_id, body.event ?? 'stop');
+    const composed = await composeRequest(payload, closure, {
+      credentials: hook.username !== null,
+      // A throwaway secret: the signature is shown redacted, as in the log, so only its presence counts.
+      secret: hook.signed ? newSigningSecret() : null,
+    });
+    const headers = { ...composed.headers, ...(hook.username !== null ? { authorization: REDACTED } : {}) };
+    return { payload, result: composed.closure, would_send: { headers: redactHeaders(headers), body: composed.body } };
+  });
+
+  app.post<{ Params: { id: string } }>('/webhooks/:id/ping', async (request) => {
+    const hook = await loadWebhook(request.params.id);
+    const org = await findOrg(pool, String(hook.org_id));
+    const payload: PingPayload = {
+      event: 'ping',
+      timestamp: new Date().toISOString(),
+      xid: randomUUID(),
+      webhook_id: hook.id,
+      org_name: org?.name ?? '',
+    };
+    return deliveryDetailView(await manualAttempt(deps, { webhookId: hook.id, sessionId: null, payload, origin: 'ping' }));
+  });
+}
+
+/**
+ * A realistic payload of `event` for a preview: built by the same code as real events, with
+ * the organization's first repository (or a made-up one) and a build that passed, or failed
+ * for `first-fail`.
+ */
+async function samplePayload(db: Db, config: Config, orgId: number, event: EventName) {
+  const { rows } = await db.query<{ org_name: string; name: string | null; pull_url: string | null }>(
+    `SELECT o.name AS org_name, r.name, r.pull_url
+       FROM orgs o LEFT JOIN repos r ON r.org_id = o.id
+      WHERE o.id = $1 ORDER BY r.id LIMIT 1`,
+    [orgId],
+  );
+  const orgName = rows[0]?.org_name ?? 'example';
+  const repoName = rows[0]?.name ?? 'example';
+  const session = 1234;
+  const ctx: PayloadContext = {
+    sessionId: session,
+    guid: randomUUID(),
+    parentSession: null,
+    url: `${config.baseUrl}/1/reports/${session}`,
+    profileName: 'default',
+    branch: 'master',
+    ref: null,
+    workers: 1,
+    repo: { name: repoName, url: rows[0]?.pull_url ?? `git@git.example.com:${orgName}/${repoName}.git`, orgName },
+  };
+  const now = Date.now() / 1000;
+  const keys = ['ci_received_at', 'queue_first_seen_at', 'queue_first_allowed_at', 'workers_assigned_at', 'setup', 'exec', 'post_build', 'done'];
+  const upTo = { received: 2, start: 4, test: 6, 'first-fail': 6, stop: 8 }[event];
+  const timing = Object.fromEntries(keys.slice(0, upTo).map((k, i) => [k, Math.round((now - 60 + i * 5) * 1000) / 1000]));
+  const counts = (c: Partial<Counts>): Counts => ({ ...Object.fromEntries(COUNT_KEYS.map((k) => [k, 0])), ...c }) as Counts;
+  const snapshots: Record<EventName, Omit<SessionSnapshot, 'timing' | 'stoppedBy'>> = {
+    received: { status: 'queued', counts: counts({}), commitId: null, committers: [] },
+    start: { status: 'running', counts: counts({}), commitId: null, committers: [] },
+    test: { status: 'running', counts: counts({ notstarted: 3 }), commitId: 'f'.repeat(40), committers: ['dev@example.com'] },
+    'first-fail': { status: 'running', counts: counts({ passed: 1, failed: 1, notstarted: 1 }), commitId: 'f'.repeat(40), committers: ['dev@example.com'] },
+    stop: { status: 'passed', counts: counts({ passed: 3 }), commitId: 'f'.repeat(40), committers: ['dev@example.com'] },
+  };
+  return buildPayload(event, ctx, { ...snapshots[event], timing, stoppedBy: null }, randomUUID(), new Date());
 }

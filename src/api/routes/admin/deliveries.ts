@@ -1,0 +1,85 @@
+/**
+ * The delivery log, one attempt at a time: `GET /api/v1/deliveries/:id` shows an attempt in
+ * full, `POST /api/v1/deliveries/:id/redeliver` sends its event again. A redelivery (like a
+ * ping, see webhooks.ts) is one attempt, made here in the API process with the worker's own
+ * machinery (deliver.ts: closure, signature, SSRF guard, log) and answered with its log row.
+ */
+import type { FastifyInstance } from 'fastify';
+import { attemptOnce, type AttemptSpec, type DeliverDeps, type EventPayload } from '../../../activities/delivery/deliver';
+import type { ApiDeps } from '../../app';
+import { HttpError, notFound, parseId } from '../../http';
+import { withTransaction } from '../../store/db';
+import { findDelivery, lastAttempt, type DeliveryDetail } from '../../store/webhooks';
+
+export const deliveryDetailView = (d: DeliveryDetail) => ({
+  id: d.id,
+  webhook_id: d.webhook_id,
+  xid: d.xid,
+  event: d.event,
+  session: d.session,
+  attempt: d.attempt,
+  origin: d.origin,
+  outcome: d.outcome,
+  status_code: d.status_code,
+  error: d.error,
+  error_class: d.error_class,
+  duration_ms: d.duration_ms,
+  created_at: d.created_at,
+  next_attempt_at: d.next_attempt_at,
+  url: d.url,
+  closure_outcome: d.closure_outcome,
+  closure_detail: d.closure_detail,
+  payload: d.payload,
+  request_headers: d.request_headers,
+  request_body: d.request_body,
+  response_headers: d.response_headers,
+  response_body: d.response_body,
+});
+
+/** What a hand-made attempt needs from the API's configuration: the same allow-list as the workers'. */
+export function manualDeliverDeps(deps: ApiDeps): DeliverDeps {
+  return { pool: deps.pool, secretKey: deps.config.secretKey, allow: deps.config.webhookAllow };
+}
+
+/**
+ * One attempt asked for by hand: sent even if the webhook is switched off, never retried (a
+ * retryable failure is logged as `gave_up`), answered with its log row. Attempts of one event
+ * are numbered on from the highest logged, under a lock so two at once do not share a number.
+ */
+export async function manualAttempt(
+  deps: ApiDeps,
+  spec: Omit<AttemptSpec, 'attempt' | 'maxAttempts' | 'evenIfInactive'>,
+): Promise<DeliveryDetail> {
+  return withTransaction(deps.pool, async (client) => {
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`sluice-delivery:${spec.webhookId}:${spec.payload.xid}`]);
+    const attempt = (await lastAttempt(client, spec.webhookId, spec.payload.xid)) + 1;
+    const done = await attemptOnce(
+      { ...manualDeliverDeps(deps), pool: client },
+      { ...spec, attempt, maxAttempts: attempt, evenIfInactive: true },
+    );
+    if (!done) throw notFound('webhook');
+    return (await findDelivery(client, done.id))!;
+  });
+}
+
+export function registerDeliveryRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  async function loadDelivery(idParam: string): Promise<DeliveryDetail> {
+    const d = await findDelivery(deps.pool, parseId(idParam, 'delivery'));
+    if (!d) throw notFound('delivery');
+    return d;
+  }
+
+  app.get<{ Params: { id: string } }>('/deliveries/:id', async (request) => deliveryDetailView(await loadDelivery(request.params.id)));
+
+  app.post<{ Params: { id: string } }>('/deliveries/:id/redeliver', async (request) => {
+    const d = await loadDelivery(request.params.id);
+    if (!d.payload) throw new HttpError(409, 'conflict', 'this attempt has no stored payload to send again');
+    const row = await manualAttempt(deps, {
+      webhookId: d.webhook_id,
+      sessionId: d.session,
+      payload: d.payload as unknown as EventPayload,
+      origin: 'redeliver',
+    });
+    return deliveryDetailView(row);
+  });
+}
