@@ -3,6 +3,11 @@
  * key (with proper signature verification) and serves `git-upload-pack` / `git-receive-pack`
  * by spawning the real git binaries. The OpenSSH client and git talk to it exactly as they
  * would to GitHub or a gitolite box, so the pull path is tested end to end without mocks.
+ *
+ * It serves Mercurial too: `hg -R <abs path> serve --stdio`, the command hg's SSH transport
+ * runs on the remote side, is answered by the real hg binary (pull and push alike). Use
+ * `hgUrl(path)` for hg: hg reads `ssh://host/path` as relative to the remote home directory
+ * and needs `ssh://host//abs/path` for an absolute one.
  */
 import { spawn } from 'node:child_process';
 import { timingSafeEqual } from 'node:crypto';
@@ -13,6 +18,8 @@ export interface SshGitServer {
   port: number;
   /** `ssh://git@127.0.0.1:<port><repoPath>`; repoPath is an absolute path on this machine. */
   url(repoPath: string): string;
+  /** `ssh://hg@127.0.0.1:<port>/<repoPath>` (two slashes before an absolute path), for hg. */
+  hgUrl(repoPath: string): string;
   /** Replaces the authorized keys; takes effect for the next authentication. */
   setAuthorizedKeys(keys: string[]): void;
   /** Every command a client asked to run, accepted or not, in order (for assertions). */
@@ -37,6 +44,39 @@ export function parseGitCommand(command: string): { service: string; path: strin
   const path = match[2]!.replace(/'\\''/g, "'");
   if (!isAbsolute(path)) return null;
   return { service: match[1]!, path };
+}
+
+/**
+ * `hg -R /abs/path serve --stdio` → the path. hg quotes the path like a POSIX shell word when
+ * it holds anything but `[A-Za-z0-9_@%+=:,./-]` (single quotes, `'` itself as `'\''`);
+ * anything else is refused.
+ */
+export function parseHgCommand(command: string): { path: string } | null {
+  const match = /^hg -R ('(?:[^']|'\\'')*'|[A-Za-z0-9_@%+=:,./-]+) serve --stdio$/.exec(command.trim());
+  if (!match) return null;
+  const word = match[1]!;
+  const path = word.startsWith("'") ? word.slice(1, -1).replace(/'\\''/g, "'") : word;
+  if (!isAbsolute(path)) return null;
+  return { path };
+}
+
+/** What to spawn for an accepted command. */
+function serviceFor(command: string, gitProtocol: string | undefined): { program: string; args: string[]; env: NodeJS.ProcessEnv } | null {
+  const PATH = process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
+  const git = parseGitCommand(command);
+  if (git) {
+    return {
+      program: 'git',
+      args: [git.service.slice('git-'.length), git.path],
+      env: { PATH, HOME: git.path, GIT_CONFIG_NOSYSTEM: '1', ...(gitProtocol ? { GIT_PROTOCOL: gitProtocol } : {}) },
+    };
+  }
+  const hg = parseHgCommand(command);
+  if (hg) {
+    // HGRCPATH empty: no user or system config, only the served repository's own .hg/hgrc.
+    return { program: 'hg', args: ['-R', hg.path, 'serve', '--stdio'], env: { PATH, HOME: hg.path, HGRCPATH: '', HGPLAIN: '1' } };
+  }
+  return null;
 }
 
 function parsePublicKey(line: string): ParsedKey {
@@ -94,18 +134,10 @@ export async function startSshGitServer(options: SshGitServerOptions): Promise<S
         session.on('subsystem', (_accept, reject) => reject());
         session.on('exec', (accept, reject, info) => {
           commands.push(info.command);
-          const parsed = parseGitCommand(info.command);
-          if (!parsed) return reject();
+          const service = serviceFor(info.command, gitProtocol);
+          if (!service) return reject();
           const stream = accept();
-          const child = spawn('git', [parsed.service.slice('git-'.length), parsed.path], {
-            stdio: ['pipe', 'pipe', 'pipe'],
-            env: {
-              PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
-              HOME: parsed.path,
-              GIT_CONFIG_NOSYSTEM: '1',
-              ...(gitProtocol ? { GIT_PROTOCOL: gitProtocol } : {}),
-            },
-          });
+          const child = spawn(service.program, service.args, { stdio: ['pipe', 'pipe', 'pipe'], env: service.env });
           stream.pipe(child.stdin);
           child.stdout.pipe(stream, { end: false });
           child.stderr.pipe(stream.stderr, { end: false });
@@ -143,6 +175,7 @@ export async function startSshGitServer(options: SshGitServerOptions): Promise<S
   return {
     port,
     url: (repoPath) => `ssh://git@127.0.0.1:${port}${repoPath}`,
+    hgUrl: (repoPath) => `ssh://hg@127.0.0.1:${port}/${repoPath}`,
     setAuthorizedKeys(keys) {
       authorized = keys.map(parsePublicKey);
     },

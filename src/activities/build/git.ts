@@ -192,7 +192,7 @@ export function classifyGitFailure(stderr: string): GitPullFailure {
 
 // --- running git ------------------------------------------------------------------------------
 
-interface GitContext {
+export interface GitContext {
   workdir: string;
   env: NodeJS.ProcessEnv;
   timeoutMs: number;
@@ -200,7 +200,7 @@ interface GitContext {
   secrets: { privateKey: string; paths: string[] };
 }
 
-interface GitOutcome {
+export interface GitOutcome {
   ok: boolean;
   stdout: string;
   stderr: string;
@@ -218,7 +218,7 @@ const MAX_STDERR = 64 * 1024;
  * promise settles once git and ssh have both let go of our pipes, i.e. have exited, so the
  * caller may remove the key file right after.
  */
-function runGit(ctx: GitContext, args: string[]): Promise<GitOutcome> {
+export function runGit(ctx: GitContext, args: string[]): Promise<GitOutcome> {
   return new Promise((resolve) => {
     if (ctx.signal?.aborted) return resolve({ ok: false, stdout: '', stderr: '', interrupted: 'aborted' });
     const child = spawn('git', [...FORCED_CONFIG, ...args], {
@@ -278,7 +278,7 @@ async function resolveCommit(ctx: GitContext, rev: string): Promise<string | nul
 }
 
 /** SSH options; every value is ours, the key file path is the only variable part. */
-function sshCommand(keyFile: string): string {
+export function sshCommand(keyFile: string): string {
   const quoted = `'${keyFile.replace(/'/g, `'\\''`)}'`;
   return [
     'ssh',
@@ -377,7 +377,7 @@ export async function fetchRepository(input: FetchRepositoryInput): Promise<Fetc
 }
 
 /** Writes the key (0600, in a 0700 directory) for the duration of `fn`, then removes it. */
-async function withKeyFile<T>(keyDir: string, keyFile: string, privateKey: string, fn: () => Promise<T>): Promise<T> {
+export async function withKeyFile<T>(keyDir: string, keyFile: string, privateKey: string, fn: () => Promise<T>): Promise<T> {
   await mkdir(keyDir, { mode: 0o700 });
   try {
     // OpenSSH refuses a key without its final newline, and keys pasted from Windows have CRs.

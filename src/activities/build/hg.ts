@@ -1,0 +1,339 @@
+/**
+ * Pulling a Mercurial repository over SSH with the repository's own key: the hg twin of
+ * git.ts's fetchRepository, with the same shape, the same errors (GitPullError, whose reasons
+ * are not git-specific) and the same key hygiene:
+ *
+ * - The private key lives in a 0600 file in a fresh 0700 temporary directory only while
+ *   `hg pull` runs, and never appears on a command line, in an error message or a log; hg's
+ *   stderr is scrubbed before it becomes a message.
+ * - hg runs without a shell, in its own process group (a timeout or an abort kills the ssh it
+ *   started too), with a minimal environment: nothing of the worker's reaches hg or ssh.
+ * - No configuration but ours: HGRCPATH points at an empty file (no system or user hgrc), and
+ *   the working copy's own `.hg/hgrc` is deleted before every pull, because the tests of an
+ *   earlier build ran in this tree and could have planted hooks or extensions there that
+ *   would otherwise run while the key file exists. A `.hg` that points elsewhere (a share) is
+ *   thrown away. Subrepositories are refused (`subrepos.allowed=false`): updating to a
+ *   revision must not make hg fetch other repositories from URLs the repository chose.
+ * - We pull from the URL itself, never a configured path, and only `ssh://` URLs are taken.
+ *
+ * Which revision is built:
+ * - `tip` (the spec's default for Mercurial) or `HEAD`: the tip of the suite's branch, that
+ *   is the bookmark of that name if there is one, else the newest open head of the named
+ *   branch (hg's own rule for `hg update <branch>`), else its newest head. In a repository
+ *   that works on one branch this is hg's `tip`; with several it keeps each suite on its own
+ *   branch, as git's `HEAD` does. A branch the repository does not have is an error, as in
+ *   git (the main line of an hg repository is called `default`).
+ * - anything else: what hg makes of that name: a changeset id (or unambiguous prefix), a
+ *   bookmark, a tag or a branch name (that branch's head).
+ *
+ * Known limitation, as for git: host keys are not pinned yet (StrictHostKeyChecking=no).
+ */
+import { spawn } from 'node:child_process';
+import { lstat, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import {
+  displayUrl,
+  GitPullError,
+  isSafeRevision,
+  isSshUrl,
+  scrubSecrets,
+  sshCommand,
+  withKeyFile,
+  type FetchRepositoryResult,
+  type GitPullFailure,
+} from './git';
+
+export interface FetchHgRepositoryInput {
+  /** `ssh://[user@]host[:port]/path` (relative to the remote home) or `ssh://host//abs/path`. */
+  pullUrl: string;
+  /** OpenSSH private key text. */
+  privateKey: string;
+  /** The working copy; created (and initialized) when it holds no hg repository. */
+  workdir: string;
+  /** The suite's branch: a named branch or a bookmark. */
+  branch: string;
+  /** `tip` or `HEAD` (the tip of `branch`), a changeset id, a bookmark, tag or branch name. */
+  head: string;
+  /** The suite's last built changeset: `committers` then lists the authors since it. */
+  since?: string | null;
+  /** Limit for each hg command. Default 10 minutes. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+const DEFAULT_TIMEOUT_MS = 10 * 60_000;
+const FALLBACK_PATH = '/usr/local/bin:/usr/bin:/bin';
+const MAX_COMMITTER_COMMITS = 500;
+const MAX_STDERR = 64 * 1024;
+const NULL_NODE = '0'.repeat(40);
+
+/** Settings forced on every hg call; see the module comment for why. */
+const FORCED_CONFIG = ['--noninteractive', '--config', 'subrepos.allowed=false', '--config', 'ui.merge=internal:fail'];
+
+// --- validation -------------------------------------------------------------------------------
+
+/** Whether hg would reach `url` over SSH: `ssh://` only (hg has no scp-like syntax). */
+export function isHgSshUrl(url: string): boolean {
+  return /^ssh:\/\//i.test(url) && isSshUrl(url);
+}
+
+/**
+ * A branch, bookmark, tag or changeset name that is safe inside a quoted revset string: a
+ * safe git revision (no leading dash, no whitespace or revision syntax) without quotes, and
+ * not one of hg's special names for "nothing" or "the working copy".
+ */
+export function isSafeHgName(name: string): boolean {
+  return isSafeRevision(name) && !/["']/.test(name) && name !== '.' && name !== 'null' && name !== 'wdir()';
+}
+
+// --- stderr -----------------------------------------------------------------------------------
+
+/** What hg says when ssh failed, whatever the reason: only worth showing when nothing else is. */
+const BOILERPLATE = [/^no suitable response from remote hg!?$/i, /^\(check previous remote output\)$/i];
+
+/** hg's stderr as one line for an error message: prefixes and boilerplate dropped. */
+export function summarizeHgStderr(stderr: string): string {
+  const lines = stderr
+    .split(/\r?\n/)
+    .map((l) => l.trim().replace(/^(remote:\s*)?(abort|error|warning|\*\*\*):\s*/i, '').replace(/^remote:\s*/i, ''))
+    .filter((l) => l.length > 0);
+  const meaningful = lines.filter((l) => !BOILERPLATE.some((re) => re.test(l)));
+  const chosen = meaningful.length > 0 ? meaningful : lines;
+  const summary = chosen.join('; ');
+  return summary.length > 1000 ? `${summary.slice(0, 1000)}…` : summary;
+}
+
+/** What kind of failure hg's (scrubbed) stderr describes. */
+export function classifyHgFailure(stderr: string): GitPullFailure {
+  if (/Permission denied|Host key verification failed|Too many authentication failures|no matching host key/i.test(stderr)) {
+    return 'denied';
+  }
+  if (/repository .* not found|There is no Mercurial repository here|does not appear to be an hg repository/i.test(stderr)) {
+    return 'not-found';
+  }
+  if (
+    /Could not resolve hostname|Connection refused|Connection timed out|timed out|No route to host|Network is unreachable|Connection (closed|reset)|kex_exchange_identification|unexpected response: empty string/i.test(
+      stderr,
+    )
+  ) {
+    return 'unreachable';
+  }
+  return 'failed';
+}
+
+// --- running hg -------------------------------------------------------------------------------
+
+interface HgContext {
+  workdir: string;
+  env: NodeJS.ProcessEnv;
+  timeoutMs: number;
+  signal?: AbortSignal;
+  secrets: { privateKey: string; paths: string[] };
+}
+
+interface HgOutcome {
+  ok: boolean;
+  stdout: string;
+  stderr: string;
+  interrupted: 'timeout' | 'aborted' | null;
+}
+
+/**
+ * Runs hg without a shell on the working copy (`-R`, never whatever repository encloses the
+ * current directory), in its own process group; settles once hg and its ssh let go of our
+ * pipes, so the key file can go right after.
+ */
+function runHg(ctx: HgContext, args: string[], options: { repository?: boolean } = {}): Promise<HgOutcome> {
+  return new Promise((done) => {
+    if (ctx.signal?.aborted) return done({ ok: false, stdout: '', stderr: '', interrupted: 'aborted' });
+    const repository = options.repository === false ? [] : ['--repository', ctx.workdir];
+    const child = spawn('hg', [...repository, ...FORCED_CONFIG, ...args], {
+      cwd: ctx.workdir,
+      env: ctx.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const stdout: Buffer[] = [];
+    let stderr = '';
+    let interrupted: HgOutcome['interrupted'] = null;
+    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => {
+      if (stderr.length < MAX_STDERR) stderr += chunk.toString('utf8');
+    });
+    const interrupt = (why: 'timeout' | 'aborted') => {
+      interrupted ??= why;
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
+    const timer = setTimeout(() => interrupt('timeout'), ctx.timeoutMs);
+    const onAbort = () => interrupt('aborted');
+    ctx.signal?.addEventListener('abort', onAbort, { once: true });
+    const finish = (outcome: HgOutcome) => {
+      clearTimeout(timer);
+      ctx.signal?.removeEventListener('abort', onAbort);
+      done(outcome);
+    };
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      const why = error.code === 'ENOENT' ? 'hg (Mercurial) is not installed on this worker' : error.message;
+      finish({ ok: false, stdout: '', stderr: why, interrupted });
+    });
+    child.once('close', (code) => {
+      finish({ ok: code === 0 && interrupted === null, stdout: Buffer.concat(stdout).toString('utf8'), stderr, interrupted });
+    });
+  });
+}
+
+async function hgOrThrow(ctx: HgContext, args: string[], what: string, options: { repository?: boolean } = {}): Promise<string> {
+  const result = await runHg(ctx, args, options);
+  if (result.ok) return result.stdout;
+  if (result.interrupted === 'timeout') throw new GitPullError(`${what}: hg timed out after ${ctx.timeoutMs} ms`, 'unreachable');
+  if (result.interrupted === 'aborted') throw new GitPullError(`${what}: aborted`, 'aborted');
+  const stderr = scrubSecrets(result.stderr, ctx.secrets);
+  throw new GitPullError(`${what}: ${summarizeHgStderr(stderr) || 'hg failed'}`, classifyHgFailure(stderr));
+}
+
+/** The changesets `revset` names, newest last; null when hg refuses it (an unknown name). */
+async function revs(ctx: HgContext, revset: string): Promise<string[] | null> {
+  const result = await runHg(ctx, ['log', '--rev', revset, '--template', '{node}\n']);
+  if (result.interrupted === 'timeout') throw new GitPullError(`could not read the repository: hg timed out after ${ctx.timeoutMs} ms`, 'unreachable');
+  if (result.interrupted === 'aborted') throw new GitPullError('could not read the repository: aborted', 'aborted');
+  if (!result.ok) return null;
+  return result.stdout.split('\n').filter((l) => /^[0-9a-f]{40}$/.test(l) && l !== NULL_NODE);
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+// --- the operation ----------------------------------------------------------------------------
+
+/**
+ * Brings `workdir` to `head` of the hg repository at `pullUrl`: initializes it when it holds
+ * no repository (the equivalent of a clone), pulls every changeset, bookmark and tag, resolves
+ * `head`, updates to it with `--clean` and purges untracked and ignored files, so each build
+ * starts from a clean tree.
+ */
+export async function fetchHgRepository(input: FetchHgRepositoryInput): Promise<FetchRepositoryResult> {
+  const url = displayUrl(input.pullUrl);
+  if (!isHgSshUrl(input.pullUrl)) {
+    throw new GitPullError(`could not pull from ${url}: not an SSH URL (Mercurial takes ssh://host/path or ssh://host//abs/path)`, 'invalid-input');
+  }
+  if (!isSafeHgName(input.branch)) {
+    throw new GitPullError(`could not pull from ${url}: invalid branch name ${JSON.stringify(input.branch)}`, 'invalid-input');
+  }
+  const followsBranch = input.head === 'tip' || input.head === 'HEAD';
+  if (!followsBranch && !isSafeHgName(input.head)) {
+    throw new GitPullError(`could not pull from ${url}: invalid head ${JSON.stringify(input.head)}`, 'invalid-input');
+  }
+
+  const scratch = await mkdtemp(join(tmpdir(), 'sluice-hg-'));
+  const home = join(scratch, 'home');
+  const hgrc = join(scratch, 'hgrc');
+  const keyDir = join(scratch, 'key');
+  const keyFile = join(keyDir, 'id');
+  const workdir = resolve(input.workdir);
+  const ctx: HgContext = {
+    workdir,
+    timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    signal: input.signal,
+    secrets: { privateKey: input.privateKey, paths: [keyFile, keyDir, scratch] },
+    env: {
+      PATH: process.env.PATH || FALLBACK_PATH,
+      HOME: home,
+      LANG: 'C',
+      LC_ALL: 'C',
+      HGPLAIN: '1',
+      HGRCPATH: hgrc,
+      HGENCODING: 'utf-8',
+      HGUSER: 'sluice',
+    },
+  };
+
+  try {
+    await mkdir(home, { mode: 0o700 });
+    await writeFile(hgrc, '', { mode: 0o600 });
+    await mkdir(workdir, { recursive: true });
+    await ensureRepository(ctx);
+    await withKeyFile(keyDir, keyFile, input.privateKey, () =>
+      hgOrThrow(ctx, ['pull', '--quiet', '--ssh', sshCommand(keyFile), '--', input.pullUrl], `could not pull from ${url}`),
+    );
+    // Everything below is local: the key file is already gone.
+    const commitId = await resolveHead(ctx, input, url, followsBranch);
+    await hgOrThrow(ctx, ['update', '--clean', '--quiet', '--rev', commitId], `could not update to ${commitId}`);
+    await hgOrThrow(ctx, ['--config', 'extensions.purge=', 'purge', '--all', '--quiet'], 'could not clean the working copy');
+    const message = (await hgOrThrow(ctx, ['log', '--rev', commitId, '--template', '{desc}'], 'could not read the changeset')).trimEnd();
+    const committers = await listCommitters(ctx, commitId, input.since ?? null);
+    return { commitId, committers, message };
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+/**
+ * `hg init` unless `workdir` already holds a working hg repository. Its own configuration is
+ * removed first (see the module comment); a `.hg` that is broken or shares another
+ * repository's store is started over.
+ */
+async function ensureRepository(ctx: HgContext): Promise<void> {
+  const dotHg = join(ctx.workdir, '.hg');
+  const info = await lstat(dotHg).catch(() => null);
+  // A .hg that is a file or a symbolic link (to another repository, say) is not ours to use.
+  if (info && !info.isDirectory()) await rm(dotHg, { force: true });
+  if (info?.isDirectory()) {
+    await rm(join(dotHg, 'hgrc'), { recursive: true, force: true });
+    await rm(join(dotHg, 'hgrc-not-shared'), { recursive: true, force: true });
+    const shared = await exists(join(dotHg, 'sharedpath'));
+    // Reading the changelog tells a working repository from a half-made one.
+    if (!shared && (await runHg(ctx, ['log', '--rev', 'tip', '--template', '{node}'])).ok) return;
+    // An interrupted first pull leaves a half-made .hg: start over rather than fail forever.
+    await rm(dotHg, { recursive: true, force: true });
+  }
+  await hgOrThrow(ctx, ['init', '--', ctx.workdir], 'could not initialize the working copy', { repository: false });
+}
+
+async function resolveHead(ctx: HgContext, input: FetchHgRepositoryInput, url: string, followsBranch: boolean): Promise<string> {
+  if (followsBranch) {
+    const literal = `"literal:${input.branch}"`;
+    const candidates = [`bookmark(${literal})`, `max(head() and not closed() and branch(${literal}))`, `max(branch(${literal}))`];
+    for (const revset of candidates) {
+      const found = await revs(ctx, revset);
+      if (found && found.length > 0) return found[found.length - 1]!;
+    }
+    throw new GitPullError(`could not pull from ${url}: branch '${input.branch}' not found`, 'missing-ref');
+  }
+  // A quoted string is looked up as a name (bookmark, tag, branch, changeset id), never
+  // parsed as a revset expression.
+  const found = await revs(ctx, `"${input.head}"`);
+  if (!found || found.length === 0) throw new GitPullError(`could not pull from ${url}: head '${input.head}' not found`, 'missing-ref');
+  return found[found.length - 1]!;
+}
+
+/** Authors of the changesets since `since` when it is a known ancestor, else the author of `head`. */
+async function listCommitters(ctx: HgContext, head: string, since: string | null): Promise<string[]> {
+  let revset = head;
+  if (since && /^[0-9a-f]{12,40}$/.test(since) && since !== head) {
+    const base = (await revs(ctx, `"${since}"`))?.[0];
+    const isAncestor = base ? ((await revs(ctx, `${base} and ancestors(${head})`))?.length ?? 0) > 0 : false;
+    if (base && isAncestor) revset = `reverse(only(${head}, ${base}))`;
+  }
+  const out = await hgOrThrow(
+    ctx,
+    ['log', '--rev', revset, '--limit', String(MAX_COMMITTER_COMMITS), '--template', '{author|email}\\0{author|person}\\n'],
+    'could not list committers',
+  );
+  const seen = new Set<string>();
+  for (const line of out.split('\n')) {
+    if (!line) continue;
+    const [email = '', name = ''] = line.split('\0');
+    const who = email.trim() || name.trim();
+    if (who) seen.add(who);
+  }
+  return [...seen];
+}

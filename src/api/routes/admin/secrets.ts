@@ -1,0 +1,87 @@
+/**
+ * Build secrets of a repository: `PUT /api/v1/repos/:repo/secrets/:name {value}`,
+ * `GET /api/v1/repos/:repo/secrets`, `DELETE /api/v1/repos/:repo/secrets/:name`.
+ *
+ * A secret reaches the repository's test processes as the environment variable `name` (over
+ * the trigger's `env` of the same name) and is masked as `****` in everything Sluice stores
+ * (src/core/mask.ts). Its value is sealed with SLUICE_SECRET_KEY on the way in and never
+ * leaves through this API: the list says names, times, and whether the value is long enough
+ * (4 characters) to be masked.
+ */
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { isMaskable } from '../../../core/mask';
+import { seal, unseal } from '../../../crypto/sealed';
+import type { ApiDeps } from '../../app';
+import { HttpError, notFound, validate } from '../../http';
+import { withTransaction } from '../../store/db';
+import { countSecrets, deleteSecret, listSecrets, upsertSecret, type SecretRow } from '../../store/secrets';
+import { loadRepo } from './repos';
+
+/**
+ * Like an environment variable: letters, digits and `_`, not starting with a digit; at most
+ * 100 characters (the longest path parameter the HTTP server takes).
+ */
+export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,99}$/;
+/** Far below what one environment variable may hold (128 KiB on Linux). */
+export const MAX_SECRET_BYTES = 32 * 1024;
+export const MAX_SECRETS_PER_REPO = 100;
+
+const PutSecret = z.strictObject({
+  value: z
+    .string()
+    .min(1)
+    .refine((v) => Buffer.byteLength(v, 'utf8') <= MAX_SECRET_BYTES, `must be at most ${MAX_SECRET_BYTES} bytes`)
+    // An environment block cannot carry NUL.
+    .refine((v) => !v.includes('\0'), 'must not contain NUL characters'),
+});
+
+function secretView(row: SecretRow, secretKey: Buffer) {
+  let masked: boolean | null;
+  try {
+    masked = isMaskable(unseal(secretKey, row.value_sealed));
+  } catch {
+    masked = null; // sealed under another key: unusable until set again
+  }
+  return { name: row.name, masked, created_at: row.created_at, updated_at: row.updated_at };
+}
+
+function checkName(name: string): void {
+  if (!SECRET_NAME.test(name)) {
+    throw new HttpError(400, 'invalid request', 'use letters, digits and "_", not starting with a digit, at most 100 characters', 'name');
+  }
+}
+
+export function registerSecretRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const { pool, config } = deps;
+
+  app.put<{ Params: { repo: string; name: string } }>('/repos/:repo/secrets/:name', async (request, reply) => {
+    const repo = await loadRepo(pool, request.params.repo);
+    checkName(request.params.name);
+    const { value } = validate(PutSecret, request.body);
+    const sealed = seal(config.secretKey, value);
+    const result = await withTransaction(pool, async (client) => {
+      // One writer per repository at a time, so the limit holds.
+      await client.query('SELECT id FROM repos WHERE id = $1 FOR UPDATE', [repo.id]);
+      const existing = await client.query('SELECT 1 FROM repo_secrets WHERE repo_id = $1 AND name = $2', [repo.id, request.params.name]);
+      if (existing.rowCount === 0 && (await countSecrets(client, repo.id)) >= MAX_SECRETS_PER_REPO) {
+        throw new HttpError(409, 'conflict', `a repository holds at most ${MAX_SECRETS_PER_REPO} secrets`, 'name');
+      }
+      return upsertSecret(client, repo.id, request.params.name, sealed);
+    });
+    // 201 with the new secret (never its value); 204 when an existing one was replaced.
+    if (!result.created) return reply.code(204).send();
+    return reply.code(201).send(secretView(result.row, config.secretKey));
+  });
+
+  app.get<{ Params: { repo: string } }>('/repos/:repo/secrets', async (request) => {
+    const repo = await loadRepo(pool, request.params.repo);
+    return (await listSecrets(pool, repo.id)).map((row) => secretView(row, config.secretKey));
+  });
+
+  app.delete<{ Params: { repo: string; name: string } }>('/repos/:repo/secrets/:name', async (request, reply) => {
+    const repo = await loadRepo(pool, request.params.repo);
+    if (!SECRET_NAME.test(request.params.name) || !(await deleteSecret(pool, repo.id, request.params.name))) throw notFound('secret');
+    return reply.code(204).send();
+  });
+}

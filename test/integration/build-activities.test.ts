@@ -1,0 +1,365 @@
+/**
+ * The build activities themselves (checkout, runTest, collectResults) against real parts: a
+ * real PostgreSQL behind the real API (repositories, suites, secrets and sessions are made
+ * the way a user makes them), a real SSH server serving real git and hg repositories, real
+ * test processes. Only the Temporal worker is replaced, by an activity context of our own
+ * (test/support/activityContext.ts); the e2e project runs them in a real worker.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import { createBuildActivities } from '../../src/activities/build/activities';
+import { seal } from '../../src/crypto/sealed';
+import { startApiHarness, type ApiHarness } from '../support/apiApp';
+import { runActivity } from '../support/activityContext';
+import { createBareRepo } from '../support/gitRepo';
+import { createHgRepo, hgCommit } from '../support/hgRepo';
+import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
+
+const TOKEN = 'tok_9f8e7d6c5b4a-deploy';
+const SHARED_SECRET = 'from-the-secret-store';
+const script = (body: string) => ({ content: `#!/bin/sh\n${body}\n`, mode: 0o755 });
+
+// A JUnit report as pytest would write it, with a secret in a failure message.
+const JUNIT = `<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
+<testcase classname="tests.test_api" name="test_ok" time="0.01"/>
+<testcase classname="tests.test_api" name="test_deploy" time="0.20"><failure message="deploy refused for token $DEPLOY_TOKEN">AssertionError: token $DEPLOY_TOKEN rejected</failure></testcase>
+<testcase classname="tests.test_api" name="test_db" time="0.00"><error message="no database">ConnectionError</error></testcase>
+<testcase classname="tests.test_api" name="test_later" time="0"><skipped message="later"/></testcase>
+</testsuite></testsuites>`;
+
+let h: ApiHarness;
+let server: SshGitServer;
+let tmp: string;
+let activities: ReturnType<typeof createBuildActivities>;
+const repos: Record<'git' | 'hg', { id: number; key: string; suiteId: number; head: string }> = {} as never;
+
+async function makeRepo(scm: 'git' | 'hg', name: string, pullUrl: string, branch: string): Promise<{ id: number; key: string; suiteId: number }> {
+  const res = await h.admin('POST', '/api/v1/orgs/acme/repos', { name, scm, pull_url: pullUrl });
+  if (res.statusCode !== 201) throw new Error(res.body);
+  const repo = res.json();
+  const suite = await h.admin('POST', `/api/v1/repos/${repo.id}/suites`, { branch, test_pattern: 'tests/*.sh' });
+  return { id: repo.id, key: repo.key, suiteId: suite.json().id };
+}
+
+/** A session for the repository, made by a real trigger. */
+async function newSession(scm: 'git' | 'hg', body: Record<string, unknown> = {}): Promise<number> {
+  h.enqueued.length = 0;
+  const res = await h.request({ method: 'POST', url: `/1/builds/${repos[scm].key}`, payload: body });
+  if (res.statusCode !== 200) throw new Error(`${res.statusCode} ${res.body}`);
+  return h.enqueued[0]!.sessionId;
+}
+
+async function checkout(scm: 'git' | 'hg', sessionId: number, branch: string, head: string) {
+  return runActivity(() => activities.checkout({ sessionId, repoId: repos[scm].id, branch, head })).result;
+}
+
+async function storedOutput(sessionId: number, path: string): Promise<string> {
+  const { rows } = await h.db.pool.query<{ output: string }>('SELECT output FROM test_results WHERE session_id = $1 AND path = $2', [sessionId, path]);
+  return rows[0]!.output;
+}
+
+const failureOf = async (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (e: unknown) => e,
+  );
+
+beforeAll(async () => {
+  tmp = await mkdtemp(join(tmpdir(), 'sluice-build-activities-'));
+  h = await startApiHarness({ config: { workspaceDir: join(tmp, 'workspaces') } });
+  await mkdir(h.config.workspaceDir);
+  activities = createBuildActivities({ config: h.config, pool: h.db.pool, workerQueue: 'worker-under-test' });
+  server = await startSshGitServer({ authorizedKeys: [] });
+  await h.admin('POST', '/api/v1/orgs', { name: 'acme', email: 'ci@acme.test' });
+
+  const files = {
+    'tests/env.sh': script('env | sort'),
+    'tests/junit.sh': script(`mkdir -p reports\ncat > reports/pytest.xml <<EOF\n${JUNIT}\nEOF\necho '<html>not junit</html>' > reports/garbage.xml\nln -sf /etc/passwd reports/linked.xml\nexit 1`),
+  };
+  const bare = join(tmp, 'app.git');
+  const gitHead = await createBareRepo(bare, files, 'first');
+  const hgDir = join(tmp, 'app-hg');
+  await createHgRepo(hgDir, files, 'first');
+  const hgHead = await hgCommit(hgDir, { 'README': { content: 'hg\n' } }, 'second', { author: { name: 'Hg Dev', email: 'hgdev@acme.test' } });
+
+  repos.git = { ...(await makeRepo('git', 'app', server.url(bare), 'master')), head: gitHead };
+  repos.hg = { ...(await makeRepo('hg', 'app-hg', server.hgUrl(hgDir), 'default')), head: hgHead };
+  const keys = await h.db.pool.query<{ ssh_public_key: string }>('SELECT ssh_public_key FROM repos');
+  server.setAuthorizedKeys(keys.rows.map((r) => r.ssh_public_key));
+
+  for (const scm of ['git', 'hg'] as const) {
+    await h.admin('PUT', `/api/v1/repos/${repos[scm].id}/secrets/DEPLOY_TOKEN`, { value: TOKEN });
+    await h.admin('PUT', `/api/v1/repos/${repos[scm].id}/secrets/SHARED`, { value: SHARED_SECRET });
+    await h.admin('PUT', `/api/v1/repos/${repos[scm].id}/secrets/TINY`, { value: 'abc' });
+  }
+});
+
+afterAll(async () => {
+  await server.close();
+  await h.close();
+  await rm(tmp, { recursive: true, force: true });
+});
+
+describe('checkout', () => {
+  it('pulls an hg repository over SSH with its key, by the repository scm', async () => {
+    const session = await newSession('hg', { branch: 'default' });
+    const { rows } = await h.db.pool.query<{ head: string }>('SELECT head FROM sessions WHERE id = $1', [session]);
+    expect(rows[0]!.head).toBe('tip');
+    const run = runActivity(() => activities.checkout({ sessionId: session, repoId: repos.hg.id, branch: 'default', head: 'tip' }));
+    const result = await run.result;
+    expect(result).toEqual({
+      workerQueue: 'worker-under-test',
+      workdir: join(h.config.workspaceDir, `session-${session}`),
+      commitId: repos.hg.head,
+      committers: ['hgdev@acme.test'],
+      message: 'second',
+    });
+    expect(run.heartbeats()).toBeGreaterThan(0);
+    expect(server.commands.some((c) => c.startsWith('hg -R '))).toBe(true);
+  });
+
+  it('still pulls git repositories with git', async () => {
+    const session = await newSession('git');
+    expect((await checkout('git', session, 'master', 'HEAD')).commitId).toBe(repos.git.head);
+  });
+
+  it('fails without retrying for what retrying cannot mend, with a safe message', async () => {
+    const session = await newSession('hg', { branch: 'default' });
+    const error = await failureOf(checkout('hg', session, 'master', 'tip'));
+    expect(error).toBeInstanceOf(ApplicationFailure);
+    expect(error).toMatchObject({ type: 'CheckoutFailed', nonRetryable: true, message: expect.stringMatching(/branch 'master' not found/) });
+  });
+});
+
+describe('runTest', () => {
+  let session: number;
+  let workdir: string;
+  const saved: Record<string, string | undefined> = {};
+  const WORKER_ENV = {
+    DATABASE_URL: 'postgres://sluice:worker-db-password@db.internal/sluice',
+    SLUICE_SECRET_KEY: 'd29ya2VyLXNlY3JldC1rZXktbm90LWZvci10ZXN0cw==',
+    SLUICE_ADMIN_TOKEN: 'worker-admin-token-0123456789',
+  };
+
+  beforeAll(async () => {
+    session = await newSession('git');
+    workdir = (await checkout('git', session, 'master', 'HEAD')).workdir;
+    // What a worker process has in its environment, and a test must never see.
+    for (const [k, v] of Object.entries(WORKER_ENV)) {
+      saved[k] = process.env[k];
+      process.env[k] = v;
+    }
+  });
+
+  afterAll(() => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  });
+
+  const run = (overrides: Partial<Parameters<typeof activities.runTest>[0]> = {}) =>
+    runActivity(() =>
+      activities.runTest({
+        sessionId: session,
+        repoId: repos.git.id,
+        workdir,
+        path: 'tests/env.sh',
+        command: null,
+        env: { FROM_TRIGGER: 'trigger-value', SHARED: 'trigger-shared-value' },
+        timeoutMs: 10_000,
+        ...overrides,
+      }),
+    ).result;
+
+  it('gives the test its secrets as environment variables, masked in the stored output', async () => {
+    const result = await run();
+    expect(result).toMatchObject({ path: 'tests/env.sh', status: 'passed', exitCode: 0 });
+    const output = await storedOutput(session, 'tests/env.sh');
+    expect(output).toContain('DEPLOY_TOKEN=****\n');
+    expect(output).not.toContain(TOKEN);
+    // The trigger's env arrives too; for a name both set, the secret wins.
+    expect(output).toContain('FROM_TRIGGER=trigger-value\n');
+    expect(output).toContain('SHARED=****\n');
+    expect(output).not.toContain('trigger-shared-value');
+    // Too short to mask (and said so by the API), so shown as is.
+    expect(output).toContain('TINY=abc\n');
+  });
+
+  it("passes nothing of the worker's environment: no database URL, no keys, no tokens", async () => {
+    await run();
+    const output = await storedOutput(session, 'tests/env.sh');
+    const names = output
+      .split('\n')
+      .filter((l) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(l))
+      .map((l) => l.slice(0, l.indexOf('=')));
+    expect(names).toEqual(expect.arrayContaining(['CI', 'DEPLOY_TOKEN', 'FROM_TRIGGER', 'HOME', 'LANG', 'PATH', 'SHARED', 'SLUICE', 'TINY']));
+    for (const [name, value] of Object.entries(WORKER_ENV)) {
+      expect(names).not.toContain(name);
+      expect(output).not.toContain(value);
+    }
+    // Only the clean base, the trigger's env and the secrets (sh adds PWD, SHLVL and _).
+    expect(names.filter((n) => !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(n)).sort()).toEqual(
+      ['CI', 'DEPLOY_TOKEN', 'FROM_TRIGGER', 'HOME', 'LANG', 'PATH', 'SHARED', 'SLUICE', 'TINY'].sort(),
+    );
+  });
+
+  it('finds the repository from the session when the workflow does not pass repoId', async () => {
+    await run({ repoId: undefined });
+    const output = await storedOutput(session, 'tests/env.sh');
+    expect(output).toContain('DEPLOY_TOKEN=****\n');
+  });
+
+  it('masks a secret cut in half where long output was truncated at the front', async () => {
+    // The secret, then exactly 64 KiB minus 3 bytes: the kept tail starts with its last 3 characters.
+    await writeFile(join(workdir, 'tests', 'long.sh'), `#!/bin/sh\nprintf '%s' "$DEPLOY_TOKEN"\nhead -c ${64 * 1024 - 3} /dev/zero | tr '\\000' x\n`, {
+      mode: 0o755,
+    });
+    await run({ path: 'tests/long.sh' });
+    const output = await storedOutput(session, 'tests/long.sh');
+    expect(output).toMatch(/^\[sluice\] output truncated: the first \d+ bytes were dropped\n\*\*\*\*xxx/);
+    expect(output).not.toContain(TOKEN.slice(-3) + 'x');
+  });
+
+  it('leaves out a secret that no longer unseals, says so, and still runs the test', async () => {
+    const other = Buffer.alloc(32, 7);
+    await h.db.pool.query('INSERT INTO repo_secrets (repo_id, name, value_sealed) VALUES ($1, $2, $3)', [repos.git.id, 'STALE', seal(other, 'stale-value')]);
+    try {
+      expect((await run()).status).toBe('passed');
+      const output = await storedOutput(session, 'tests/env.sh');
+      expect(output).not.toContain('STALE=');
+      expect(output).toContain('[sluice] secret STALE could not be decrypted (was SLUICE_SECRET_KEY changed?); it was not set\n');
+    } finally {
+      await h.db.pool.query('DELETE FROM repo_secrets WHERE name = $1', ['STALE']);
+    }
+  });
+});
+
+describe('collectResults', () => {
+  let session: number;
+  let workdir: string;
+
+  beforeAll(async () => {
+    session = await newSession('hg', { branch: 'default' });
+    workdir = (await checkout('hg', session, 'default', 'tip')).workdir;
+    const result = await runActivity(() =>
+      activities.runTest({ sessionId: session, workdir, path: 'tests/junit.sh', command: null, env: {}, timeoutMs: 10_000 }),
+    ).result;
+    expect(result.status).toBe('failed');
+  });
+
+  const collect = (pattern?: string | null, dir = workdir) =>
+    runActivity(() => activities.collectResults({ sessionId: session, workdir: dir, ...(pattern === undefined ? {} : { pattern }) })).result;
+
+  async function cases() {
+    const { rows } = await h.db.pool.query(
+      'SELECT file, classname, name, status, time, message, output FROM test_cases WHERE session_id = $1 ORDER BY id',
+      [session],
+    );
+    return rows;
+  }
+
+  it('collects nothing without a pattern (the suite has none)', async () => {
+    expect(await collect()).toEqual({ cases: 0, failed: 0 });
+    expect(await collect(null)).toEqual({ cases: 0, failed: 0 });
+    expect(await cases()).toEqual([]);
+  });
+
+  it('stores the test cases of the JUnit reports the tests left, with secrets masked', async () => {
+    expect(await collect('reports/*.xml')).toEqual({ cases: 4, failed: 2 });
+    expect(await cases()).toEqual([
+      { file: 'reports/pytest.xml', classname: 'tests.test_api', name: 'test_ok', status: 'passed', time: 0.01, message: null, output: null },
+      {
+        file: 'reports/pytest.xml',
+        classname: 'tests.test_api',
+        name: 'test_deploy',
+        status: 'failed',
+        time: 0.2,
+        message: 'deploy refused for token ****',
+        output: 'AssertionError: token **** rejected',
+      },
+      { file: 'reports/pytest.xml', classname: 'tests.test_api', name: 'test_db', status: 'error', time: 0, message: 'no database', output: 'ConnectionError' },
+      { file: 'reports/pytest.xml', classname: 'tests.test_api', name: 'test_later', status: 'skipped', time: 0, message: 'later', output: null },
+    ]);
+    // The garbage file is noted; the symlink to /etc/passwd was never read.
+    const { rows } = await h.db.pool.query('SELECT file, cases, note FROM junit_files WHERE session_id = $1 ORDER BY file', [session]);
+    expect(rows).toEqual([
+      { file: 'reports/garbage.xml', cases: 0, note: 'not a JUnit report: the root element is <html>, not <testsuites> or <testsuite>' },
+      { file: 'reports/pytest.xml', cases: 4, note: null },
+    ]);
+  });
+
+  it('replaces what an earlier attempt stored (a retried activity)', async () => {
+    expect(await collect('reports/*.xml')).toEqual({ cases: 4, failed: 2 });
+    expect(await cases()).toHaveLength(4);
+  });
+
+  it("uses the suite's junit_pattern when the workflow passes none", async () => {
+    await h.admin('PATCH', `/api/v1/repos/${repos.hg.id}/suites/${repos.hg.suiteId}`, { junit_pattern: 'reports/pytest.xml' });
+    try {
+      expect(await collect()).toEqual({ cases: 4, failed: 2 });
+      const { rows } = await h.db.pool.query('SELECT file FROM junit_files WHERE session_id = $1', [session]);
+      expect(rows).toEqual([{ file: 'reports/pytest.xml' }]);
+    } finally {
+      await h.admin('PATCH', `/api/v1/repos/${repos.hg.id}/suites/${repos.hg.suiteId}`, { junit_pattern: null });
+    }
+  });
+
+  it('notes a pattern it refuses, and reads only inside the workspace', async () => {
+    expect(await collect('../*.xml')).toEqual({ cases: 0, failed: 0 });
+    const { rows } = await h.db.pool.query('SELECT note FROM junit_files WHERE session_id = $1', [session]);
+    expect(rows).toEqual([{ note: expect.stringMatching(/^invalid JUnit pattern: the pattern must not contain '\.\.'/) }]);
+    const error = await failureOf(collect('*.xml', tmp));
+    expect(error).toMatchObject({ type: 'InvalidWorkdir', nonRetryable: true });
+  });
+
+  it('shows the cases on the report page and in the session API', async () => {
+    await collect('reports/*.xml');
+    const html = (await h.request({ method: 'GET', url: `/1/reports/${session}` })).body;
+    expect(html).toContain('<h2>Test cases</h2>');
+    expect(html).toContain('4 test cases from 2 JUnit reports: 1 passed, 1 failed, 1 error, 1 skipped.');
+    expect(html).toContain('test_deploy');
+    expect(html).toContain('tests.test_api');
+    expect(html).toContain('deploy refused for token ****');
+    expect(html).toContain('no database');
+    expect(html).not.toContain('test_ok');
+    expect(html).toContain('reports/garbage.xml: not a JUnit report: the root element is &lt;html&gt;');
+    expect(html).not.toContain(TOKEN);
+
+    const json = (await h.request({ method: 'GET', url: `/1/reports/${session}`, headers: { accept: 'application/json' } })).json();
+    expect(json.cases).toEqual({ total: 4, passed: 1, failed: 1, error: 1, skipped: 1 });
+    expect(json.failing_cases).toEqual([
+      {
+        file: 'reports/pytest.xml',
+        classname: 'tests.test_api',
+        name: 'test_deploy',
+        status: 'failed',
+        time: 0.2,
+        message: 'deploy refused for token ****',
+        output: 'AssertionError: token **** rejected',
+      },
+      { file: 'reports/pytest.xml', classname: 'tests.test_api', name: 'test_db', status: 'error', time: 0, message: 'no database', output: 'ConnectionError' },
+    ]);
+
+    const api = (await h.admin('GET', `/api/v1/sessions/${session}`)).json();
+    expect(api.cases).toEqual({ total: 4, passed: 1, failed: 1, error: 1, skipped: 1 });
+    expect(api.failing_cases.map((c: { name: string; output?: string }) => [c.name, c.output])).toEqual([
+      ['test_deploy', undefined],
+      ['test_db', undefined],
+    ]);
+    expect(api.junit_files).toHaveLength(2);
+
+    // A session without JUnit reports shows zero counts and no section.
+    const plain = await newSession('git');
+    expect((await h.admin('GET', `/api/v1/sessions/${plain}`)).json()).toMatchObject({
+      cases: { total: 0, passed: 0, failed: 0, error: 0, skipped: 0 },
+      failing_cases: [],
+      junit_files: [],
+    });
+    expect((await h.request({ method: 'GET', url: `/1/reports/${plain}` })).body).not.toContain('Test cases');
+  });
+});
