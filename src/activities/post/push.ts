@@ -1,0 +1,183 @@
+/**
+ * Pushing the tested commit to the repository's CI server (spec §1 step 4) over SSH with the
+ * repository's own key, as a plain function the `pushToCiServer` activity wraps.
+ *
+ * It keeps git.ts's rules and reuses its helpers: the key lives only in a 0600 file in a fresh
+ * 0700 directory while git runs, and is removed in `finally`; git runs without a shell, in a
+ * minimal environment, SSH transports only, hooks and fsmonitor off; git's stderr is scrubbed
+ * of anything key-like before it becomes a message.
+ *
+ * One more rule for pushing: git runs in a fresh, empty bare repository of its own that
+ * borrows the checkout's objects (objects/info/alternates), not in the checkout. The tests of
+ * the build ran in that checkout and could have planted configuration in its `.git` (a
+ * `url.*.pushInsteadOf` sending the push, and our key's signature, elsewhere; a `push.*`
+ * setting; a shallow file). Objects are content-addressed, so borrowing them is safe: the
+ * commit pushed is the commit id asked for, or nothing.
+ *
+ * Sluice never force-pushes: if the CI server's branch has commits the tested one does not
+ * contain, the push is rejected and the step says so.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import {
+  classifyGitFailure,
+  displayUrl,
+  isSafeRevision,
+  isSshUrl,
+  runGit,
+  scrubSecrets,
+  sshCommand,
+  summarizeGitStderr,
+  withKeyFile,
+  type GitContext,
+} from '../build/git';
+
+export interface PushCommitInput {
+  /** `ssh://[user@]host[:port]/path` or scp-like `[user@]host:path`: the repository's ci_push_url. */
+  pushUrl: string;
+  /** OpenSSH private key text. */
+  privateKey: string;
+  /** The checkout holding the commit. */
+  workdir: string;
+  /** Full commit id of the tested commit. */
+  commitId: string;
+  /** Pushed to `refs/heads/<branch>`. */
+  branch: string;
+  /** Limit for each git command. Default 10 minutes. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface PushCommitResult {
+  /** The ref was already at the commit: nothing was sent. */
+  upToDate: boolean;
+  /** `refs/heads/<branch>` */
+  ref: string;
+}
+
+export type GitPushFailure =
+  | 'invalid-input' // bad URL, branch or commit id: retrying won't help
+  | 'missing-commit' // the commit is not in the checkout
+  | 'denied' // key not authorized (or host key problems)
+  | 'not-found' // no repository at that path
+  | 'rejected' // the server refused the update (non-fast-forward, a hook, a protected branch)
+  | 'unreachable' // DNS, connection refused, timeouts: worth retrying
+  | 'aborted'
+  | 'failed';
+
+/** A push failure with a message safe to show users and store. */
+export class GitPushError extends Error {
+  override readonly name = 'GitPushError';
+  constructor(
+    message: string,
+    readonly reason: GitPushFailure,
+  ) {
+    super(message);
+  }
+
+  get retryable(): boolean {
+    return this.reason === 'unreachable';
+  }
+}
+
+const DEFAULT_TIMEOUT_MS = 10 * 60_000;
+const FALLBACK_PATH = '/usr/local/bin:/usr/bin:/bin';
+const COMMIT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
+/** The server refused the ref update, as opposed to the connection or the repository failing. */
+function isRejection(text: string): boolean {
+  return /\[rejected\]|\[remote rejected\]|non-fast-forward|fetch first|failed to update ref|protected branch|pre-receive hook declined|hook declined/i.test(
+    text,
+  );
+}
+
+export async function pushCommit(input: PushCommitInput): Promise<PushCommitResult> {
+  const url = displayUrl(input.pushUrl);
+  const what = `could not push to ${url}`;
+  if (!isSshUrl(input.pushUrl)) {
+    throw new GitPushError(`${what}: not an SSH URL (ssh://host/path or user@host:path)`, 'invalid-input');
+  }
+  if (!isSafeRevision(input.branch)) {
+    throw new GitPushError(`${what}: invalid branch name ${JSON.stringify(input.branch)}`, 'invalid-input');
+  }
+  if (!COMMIT_ID.test(input.commitId)) {
+    throw new GitPushError(`${what}: ${JSON.stringify(input.commitId)} is not a full commit id`, 'invalid-input');
+  }
+  const ref = `refs/heads/${input.branch}`;
+
+  const scratch = await mkdtemp(join(tmpdir(), 'sluice-push-'));
+  const home = join(scratch, 'home');
+  const keyDir = join(scratch, 'key');
+  const keyFile = join(keyDir, 'id');
+  const gitDir = join(scratch, 'repo.git');
+  const ctx: GitContext = {
+    workdir: scratch,
+    timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    signal: input.signal,
+    secrets: { privateKey: input.privateKey, paths: [keyFile, keyDir, scratch] },
+    // As git.ts's fetch, plus GIT_DIR: our own empty repository, never the checkout's .git.
+    env: {
+      PATH: process.env.PATH || FALLBACK_PATH,
+      HOME: home,
+      LANG: 'C',
+      LC_ALL: 'C',
+      GIT_DIR: gitDir,
+      GIT_TERMINAL_PROMPT: '0',
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_ALLOW_PROTOCOL: 'ssh',
+      GIT_SSH_VARIANT: 'ssh',
+      GIT_SSH_COMMAND: sshCommand(keyFile),
+    },
+  };
+
+  const run = async (args: string[], failure: string): Promise<string> => {
+    const result = await runGit(ctx, args);
+    if (result.ok) return result.stdout;
+    if (result.interrupted === 'timeout') throw new GitPushError(`${failure}: git timed out after ${ctx.timeoutMs} ms`, 'unreachable');
+    if (result.interrupted === 'aborted') throw new GitPushError(`${failure}: aborted`, 'aborted');
+    const stderr = scrubSecrets(result.stderr, ctx.secrets);
+    throw new GitPushError(`${failure}: ${summarizeGitStderr(stderr) || 'git failed'}`, classifyPush(stderr));
+  };
+
+  try {
+    await mkdir(home, { mode: 0o700 });
+    await run(['init', '--quiet', '--bare', gitDir], 'could not prepare the push');
+    await writeFile(join(gitDir, 'objects', 'info', 'alternates'), `${resolve(input.workdir, '.git', 'objects')}\n`);
+    const present = await runGit(ctx, ['cat-file', '-e', `${input.commitId}^{commit}`]);
+    if (!present.ok) throw new GitPushError(`${what}: commit ${input.commitId} is not in the checkout`, 'missing-commit');
+
+    const result = await withKeyFile(keyDir, keyFile, input.privateKey, () =>
+      runGit(ctx, ['push', '--porcelain', '--no-verify', '--', input.pushUrl, `${input.commitId}:${ref}`]),
+    );
+    // --porcelain: one line per ref on stdout, `<flag>\t<from>:<to>\t<summary>`; `=` means up
+    // to date, `!` rejected (the reason in the summary, e.g. `[rejected] (non-fast-forward)`).
+    const line = result.stdout.split('\n').find((l) => l.includes(`:${ref}\t`));
+    if (result.ok) return { upToDate: line?.startsWith('=') ?? false, ref };
+    if (result.interrupted === 'timeout') throw new GitPushError(`${what}: git timed out after ${ctx.timeoutMs} ms`, 'unreachable');
+    if (result.interrupted === 'aborted') throw new GitPushError(`${what}: aborted`, 'aborted');
+    if (line?.startsWith('!')) {
+      const why = scrubSecrets(line.split('\t').slice(2).join(' ').trim(), ctx.secrets) || 'rejected';
+      const hint = /non-fast-forward|fetch first/.test(why)
+        ? `; the CI server's ${input.branch} has commits the tested commit does not contain (Sluice never force-pushes)`
+        : '';
+      const remote = summarizeGitStderr(
+        scrubSecrets(result.stderr, ctx.secrets)
+          .split('\n')
+          .filter((l) => l.startsWith('remote:'))
+          .join('\n'),
+      );
+      throw new GitPushError(`${what}: ${ref} ${why}${hint}${remote ? ` (${remote})` : ''}`, 'rejected');
+    }
+    const stderr = scrubSecrets(result.stderr, ctx.secrets);
+    throw new GitPushError(`${what}: ${summarizeGitStderr(stderr) || 'git failed'}`, classifyPush(stderr));
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+function classifyPush(stderr: string): GitPushFailure {
+  if (isRejection(stderr)) return 'rejected';
+  const kind = classifyGitFailure(stderr);
+  return kind === 'missing-ref' ? 'failed' : kind;
+}

@@ -1,0 +1,230 @@
+/**
+ * pushToCiServer against real parts: the repository checked out over SSH (fetchRepository),
+ * then the tested commit pushed with the repository's key (loaded from PostgreSQL and
+ * unsealed) to a second bare repository that the SSH test server serves (git-receive-pack).
+ */
+import { createServer, type AddressInfo } from 'node:net';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fetchRepository } from '../../src/activities/build/git';
+import { createPostActivities } from '../../src/activities/post/activities';
+import type { Config } from '../../src/config';
+import { generateRepoKeyPair, type RepoKeyPair } from '../../src/ssh/keys';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createBareRepo, git, pushCommit, revParse } from '../support/gitRepo';
+import { insertPostSession, postBuildSteps, postTestConfig, type PostSession } from '../support/postSession';
+import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
+
+let db: TestDatabase;
+let config: Config;
+let server: SshGitServer;
+let key: RepoKeyPair;
+let tmp: string;
+let source: string;
+let count = 0;
+
+const activities = () => createPostActivities({ config, pool: db.pool, retryDelaysMs: { push: [50, 50] } });
+
+/** Our push scratch directories (the key file lives in one) present in the system temp dir. */
+const pushDirs = async () => (await readdir(tmpdir())).filter((n) => n.startsWith('sluice-push-'));
+
+/** An empty bare repository for the CI server. */
+async function ciRepo(): Promise<string> {
+  const dir = join(tmp, `ci-${++count}.git`);
+  await git(dir, ['init', '--quiet', '--bare', '--initial-branch=master']);
+  return dir;
+}
+
+/** The source checked out into a fresh workdir, as checkout does. */
+async function checkout(head = 'HEAD'): Promise<{ workdir: string; commitId: string }> {
+  const workdir = join(tmp, `work-${++count}`);
+  const got = await fetchRepository({ pullUrl: server.url(source), privateKey: key.privateKey, workdir, branch: 'master', head });
+  return { workdir, commitId: got.commitId };
+}
+
+async function session(ciPushUrl: string | null, opts: { scm?: 'git' | 'hg' } = {}): Promise<PostSession> {
+  return insertPostSession(db.pool, config.secretKey, { key, ciPushUrl, scm: opts.scm });
+}
+
+async function refOf(bare: string, ref: string): Promise<string | null> {
+  return revParse(bare, ref).catch(() => null);
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  config = postTestConfig(db.url);
+  tmp = await mkdtemp(join(tmpdir(), 'sluice-post-push-'));
+  key = generateRepoKeyPair('sluice:test/push');
+  server = await startSshGitServer({ authorizedKeys: [key.publicKey] });
+  source = join(tmp, 'source.git');
+  await createBareRepo(source, { 'test/a_test.sh': { content: '#!/bin/sh\nexit 0\n', mode: 0o755 } }, 'first');
+});
+
+afterAll(async () => {
+  await server.close();
+  await db.drop();
+  await rm(tmp, { recursive: true, force: true });
+});
+
+describe('pushToCiServer', () => {
+  it('pushes the tested commit to refs/heads/<branch> of the CI server, and records it', async () => {
+    const ci = await ciRepo();
+    const s = await session(server.url(ci));
+    const { workdir, commitId } = await checkout();
+    const before = await pushDirs();
+
+    const result = await activities().pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId, branch: 'master' });
+
+    expect(result).toEqual({ pushed: true, detail: `refs/heads/master pushed ${commitId} on ${server.url(ci)}` });
+    expect(await refOf(ci, 'refs/heads/master')).toBe(commitId);
+    expect(server.commands).toContain(`git-receive-pack '${ci}'`);
+    expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([{ step: 'push', ok: true, detail: result.detail }]);
+    // The key's scratch directory is gone.
+    expect(await pushDirs()).toEqual(before);
+  });
+
+  it('pushes a later commit as a fast-forward, to any branch name, and says when it is already there', async () => {
+    const ci = await ciRepo();
+    const s = await session(server.url(ci));
+    const first = await checkout();
+    const a = activities();
+    expect((await a.pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, ...first, branch: 'release/1.x' })).pushed).toBe(true);
+
+    const next = await pushCommit(source, { 'test/b_test.sh': { content: '#!/bin/sh\nexit 0\n', mode: 0o755 } }, 'second');
+    const second = await checkout();
+    expect(second.commitId).toBe(next);
+    const r2 = await a.pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, ...second, branch: 'release/1.x' });
+    expect(r2).toEqual({ pushed: true, detail: `refs/heads/release/1.x pushed ${next} on ${server.url(ci)}` });
+    expect(await refOf(ci, 'refs/heads/release/1.x')).toBe(next);
+
+    const r3 = await a.pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, ...second, branch: 'release/1.x' });
+    expect(r3).toEqual({ pushed: true, detail: `refs/heads/release/1.x already at ${next} on ${server.url(ci)}` });
+    expect((await postBuildSteps(db.pool, s.sessionId)).map((r) => r.ok)).toEqual([true, true, true]);
+  });
+
+  it('never force-pushes: a CI branch with other commits is left alone, and the step says why', async () => {
+    const ci = join(tmp, `ci-diverged-${++count}.git`);
+    const theirs = await createBareRepo(ci, { 'other.txt': { content: 'not ours\n' } }, 'someone else');
+    const s = await session(server.url(ci));
+    const { workdir, commitId } = await checkout();
+
+    const result = await activities().pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId, branch: 'master' });
+
+    expect(result.pushed).toBe(false);
+    expect(result.detail).toMatch(/^could not push to ssh:\/\/.*: refs\/heads\/master \[rejected\] \((non-fast-forward|fetch first)\)/);
+    expect(result.detail).toContain('Sluice never force-pushes');
+    expect(await refOf(ci, 'refs/heads/master')).toBe(theirs);
+    expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([{ step: 'push', ok: false, detail: result.detail }]);
+  });
+
+  it('a key the CI server does not know fails clearly, and never shows the key', async () => {
+    const ci = await ciRepo();
+    const stranger = generateRepoKeyPair('stranger');
+    // The repository's key is `stranger`'s, which the server does not authorize.
+    const s = await insertPostSession(db.pool, config.secretKey, { key: stranger, ciPushUrl: server.url(ci) });
+    const { workdir, commitId } = await checkout();
+    const before = await pushDirs();
+
+    const result = await activities().pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId, branch: 'master' });
+
+    expect(result.pushed).toBe(false);
+    expect(result.detail).toMatch(/^could not push to ssh:\/\/git@127\.0\.0\.1:\d+\/.*\.git: .*Permission denied \(publickey\)/);
+    expect(result.detail).not.toMatch(/attempts\)$/); // not worth retrying
+    const [row] = await postBuildSteps(db.pool, s.sessionId);
+    for (const text of [result.detail, row!.detail]) {
+      expect(text).not.toContain('PRIVATE KEY');
+      expect(text).not.toContain('sluice-push-');
+      for (const line of stranger.privateKey.split('\n').filter((l) => l && !l.startsWith('-----'))) {
+        expect(text).not.toContain(line);
+        expect(text).not.toContain(line.slice(0, 16));
+      }
+    }
+    expect(row!.ok).toBe(false);
+    expect(await refOf(ci, 'refs/heads/master')).toBeNull();
+    expect(await pushDirs()).toEqual(before);
+  });
+
+  it("ignores configuration the build's tests planted in the checkout (pushInsteadOf)", async () => {
+    const ci = await ciRepo();
+    const decoy = await ciRepo();
+    const s = await session(server.url(ci));
+    const { workdir, commitId } = await checkout();
+    // A test rewrote where pushes to the CI server go.
+    await git(join(workdir, '.git'), ['config', `url.${server.url(decoy)}.pushInsteadOf`, server.url(ci)]);
+    await git(join(workdir, '.git'), ['config', 'remote.pushDefault', 'nowhere']);
+
+    const result = await activities().pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId, branch: 'master' });
+
+    expect(result.pushed).toBe(true);
+    expect(await refOf(ci, 'refs/heads/master')).toBe(commitId);
+    expect(await refOf(decoy, 'refs/heads/master')).toBeNull();
+    expect(server.commands).not.toContain(`git-receive-pack '${decoy}'`);
+  });
+
+  it('retries an unreachable CI server a few times, then records the failure', async () => {
+    const port = await closedPort();
+    const s = await session(`ssh://git@127.0.0.1:${port}/nowhere.git`);
+    const { workdir, commitId } = await checkout();
+
+    const result = await activities().pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId, branch: 'master' });
+
+    expect(result.pushed).toBe(false);
+    expect(result.detail).toMatch(/^could not push to ssh:\/\/git@127\.0\.0\.1:\d+\/nowhere\.git: .*Connection refused.*\(3 attempts\)$/);
+    expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([{ step: 'push', ok: false, detail: result.detail }]);
+  });
+
+  it('a commit that is not in the checkout', async () => {
+    const ci = await ciRepo();
+    const s = await session(server.url(ci));
+    const { workdir } = await checkout();
+    const missing = 'f'.repeat(40);
+    const result = await activities().pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId: missing, branch: 'master' });
+    expect(result).toEqual({ pushed: false, detail: `could not push to ${server.url(ci)}: commit ${missing} is not in the checkout` });
+  });
+
+  it('refuses what is not a commit id or a branch name, before connecting', async () => {
+    const s = await session('ssh://git@127.0.0.1:1/x.git');
+    const { workdir, commitId } = await checkout();
+    const a = activities();
+    expect((await a.pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId: 'HEAD', branch: 'master' })).detail).toBe(
+      'could not push to ssh://git@127.0.0.1:1/x.git: "HEAD" is not a full commit id',
+    );
+    expect((await a.pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId, branch: '--force' })).detail).toBe(
+      'could not push to ssh://git@127.0.0.1:1/x.git: invalid branch name "--force"',
+    );
+    const local = await session('/srv/git/x.git');
+    expect((await a.pushToCiServer({ sessionId: local.sessionId, repoId: local.repoId, workdir, commitId, branch: 'master' })).detail).toBe(
+      'could not push to /srv/git/x.git: not an SSH URL (ssh://host/path or user@host:path)',
+    );
+  });
+
+  it('does nothing, and records nothing, without a CI push URL', async () => {
+    const s = await session(null);
+    const { workdir, commitId } = await checkout();
+    expect(await activities().pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId, branch: 'master' })).toEqual({
+      pushed: false,
+      detail: 'no CI push URL configured',
+    });
+    expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([]);
+  });
+
+  it('Mercurial repositories: not supported, and recorded as such', async () => {
+    const s = await session('ssh://hg@127.0.0.1:1//srv/hg/x', { scm: 'hg' });
+    const result = await activities().pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir: tmp, commitId: 'a'.repeat(40), branch: 'default' });
+    expect(result).toEqual({
+      pushed: false,
+      detail: 'could not push to ssh://hg@127.0.0.1:1//srv/hg/x: pushing to a CI server is supported for git repositories only',
+    });
+    expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([{ step: 'push', ok: false, detail: result.detail }]);
+  });
+});
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}

@@ -1,0 +1,128 @@
+/**
+ * readRepoConfig: sluice.yml read from a real checkout (pulled over SSH), and what an
+ * untrusted tree could do instead of a plain file: a link to a secret, a FIFO, a huge file.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fetchRepository } from '../../src/activities/build/git';
+import { createPostActivities } from '../../src/activities/post/activities';
+import { MAX_REPO_CONFIG_BYTES } from '../../src/activities/post/repoConfig';
+import type { Config } from '../../src/config';
+import { resolveProfiles } from '../../src/core/profiles';
+import { parseSluiceYml } from '../../src/core/sluiceYml';
+import { generateRepoKeyPair } from '../../src/ssh/keys';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createBareRepo } from '../support/gitRepo';
+import { postTestConfig } from '../support/postSession';
+import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
+
+let db: TestDatabase;
+let config: Config;
+let workspace: string;
+let server: SshGitServer;
+let count = 0;
+
+const read = (workdir: string) => createPostActivities({ config, pool: db.pool }).readRepoConfig({ workdir });
+
+async function workdirWith(files: Record<string, string | Buffer>): Promise<string> {
+  const dir = join(workspace, `session-${++count}`);
+  await mkdir(dir);
+  for (const [name, content] of Object.entries(files)) await writeFile(join(dir, name), content);
+  return dir;
+}
+
+const SLUICE_YML = `plan: [unit, lint]
+profiles:
+  unit:
+    test_pattern: "test/*_test.sh"
+  lint:
+    test_pattern: "lint/*.sh"
+    workers: 2
+`;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  workspace = await mkdtemp(join(tmpdir(), 'sluice-post-config-'));
+  config = postTestConfig(db.url, { workspaceDir: workspace });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await db.drop();
+  await rm(workspace, { recursive: true, force: true });
+});
+
+describe('readRepoConfig', () => {
+  it('reads sluice.yml from a real checkout, ready for parseSluiceYml and resolveProfiles', async () => {
+    const key = generateRepoKeyPair('sluice:test/config');
+    server = await startSshGitServer({ authorizedKeys: [key.publicKey] });
+    const bare = join(workspace, 'repo.git');
+    await createBareRepo(bare, { 'sluice.yml': { content: SLUICE_YML }, 'test/a_test.sh': { content: 'exit 0\n', mode: 0o755 } }, 'with config');
+    const workdir = join(workspace, `session-${++count}`);
+    await fetchRepository({ pullUrl: server.url(bare), privateKey: key.privateKey, workdir, branch: 'master', head: 'HEAD' });
+
+    const { text } = await read(workdir);
+    expect(text).toBe(SLUICE_YML);
+    const parsed = parseSluiceYml(text!);
+    if (!parsed.ok) throw new Error(parsed.error);
+    const resolved = resolveProfiles({ suiteDefault: { name: 'default', test_pattern: '**/*_test.sh' }, fileConfig: parsed.config });
+    expect(resolved).toEqual({
+      isPlan: true,
+      profiles: [
+        { name: 'unit', test_pattern: 'test/*_test.sh', test_command: null, env: {}, workers: 1, junit_pattern: null },
+        { name: 'lint', test_pattern: 'lint/*.sh', test_command: null, env: {}, workers: 2, junit_pattern: null },
+      ],
+    });
+  });
+
+  it('no sluice.yml: null, and no error', async () => {
+    expect(await read(await workdirWith({ 'README.md': 'hi\n' }))).toEqual({ text: null });
+  });
+
+  it('drops a byte order mark', async () => {
+    expect(await read(await workdirWith({ 'sluice.yml': '\ufeffplan: [a]\n' }))).toEqual({ text: 'plan: [a]\n' });
+  });
+
+  it('does not follow a symbolic link (to a secret of the worker, say)', async () => {
+    const secret = join(workspace, 'secret.key');
+    await writeFile(secret, 'TOP-SECRET\n');
+    const dir = await workdirWith({});
+    await symlink(secret, join(dir, 'sluice.yml'));
+    const result = await read(dir);
+    expect(result).toEqual({ text: null, error: 'sluice.yml is a symbolic link; Sluice reads only a regular file' });
+    expect(JSON.stringify(result)).not.toContain('TOP-SECRET');
+  });
+
+  it('a FIFO or a directory is not read (and does not hang)', async () => {
+    const fifoDir = await workdirWith({});
+    execFileSync('mkfifo', [join(fifoDir, 'sluice.yml')]);
+    expect(await read(fifoDir)).toEqual({ text: null, error: 'sluice.yml is not a regular file' });
+    const dirDir = await workdirWith({});
+    await mkdir(join(dirDir, 'sluice.yml'));
+    expect(await read(dirDir)).toEqual({ text: null, error: 'sluice.yml is not a regular file' });
+  });
+
+  it('caps the size', async () => {
+    const atCap = `# ${'x'.repeat(MAX_REPO_CONFIG_BYTES - 3)}\n`;
+    expect((await read(await workdirWith({ 'sluice.yml': atCap }))).text).toHaveLength(MAX_REPO_CONFIG_BYTES);
+    const over = atCap + 'y';
+    expect(await read(await workdirWith({ 'sluice.yml': over }))).toEqual({
+      text: null,
+      error: `sluice.yml is larger than 64 KiB (${MAX_REPO_CONFIG_BYTES + 1} bytes)`,
+    });
+  });
+
+  it('refuses what is not UTF-8', async () => {
+    expect(await read(await workdirWith({ 'sluice.yml': Buffer.from([0x70, 0x6c, 0x61, 0x6e, 0x3a, 0xff, 0xfe, 0x0a]) }))).toEqual({
+      text: null,
+      error: 'sluice.yml is not UTF-8 text',
+    });
+  });
+
+  it('reads only inside the workspace directory', async () => {
+    await expect(read('/etc')).rejects.toThrow('not a workspace');
+    await expect(read(join(workspace, 'a', 'b'))).rejects.toThrow('not a workspace');
+  });
+});
