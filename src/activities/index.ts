@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import type { Config } from '../config';
 import { createBuildActivities } from './build/activities';
 import { createDeliverActivity } from './delivery/deliver';
+import { createPostActivities } from './post/activities';
 import { createSessionRecords } from './session/records';
 import type { Activities } from './types';
 
@@ -16,6 +17,7 @@ export function createActivities(deps: ActivityDeps): Activities {
   return {
     ...createSessionRecords(deps.pool, deps.config),
     ...createBuildActivities(deps),
+    ...createPostActivities({ config: deps.config, pool: deps.pool }),
     deliverWebhook: createDeliverActivity({
       pool: deps.pool,
       secretKey: deps.config.secretKey,

@@ -4,6 +4,7 @@
  * passwords from PostgreSQL themselves, so Temporal's history never holds one.
  */
 import type { WebhookRetry } from '../config';
+import type { Profile } from '../core/profiles';
 import type { Counts, OutgoingPayload, Scm, SessionStatus, TestStatus, Timing } from '../core/types';
 
 /** Everything the session workflow needs to know about its session, loaded once. */
@@ -32,6 +33,15 @@ export interface SessionContext {
   receivedAt: number;
   /** The worker's settings, read once per session so the workflow stays deterministic. */
   settings: { webhookRetry: WebhookRetry; testTimeoutMs: number };
+  /** The trigger's `refspec`. */
+  refspecs?: string[];
+  /** The suite's JUnit XML glob, if any (its default profile's). */
+  junitPattern: string | null;
+  /** Named profiles and the build plan configured on the suite (sluice.yml may add or override). */
+  suiteProfiles: Profile[];
+  suitePlan: string[] | undefined;
+  /** The trigger's `profile_name`, when it named one. */
+  requestedProfile: string | null;
 }
 
 export interface CheckoutInput {
@@ -39,6 +49,8 @@ export interface CheckoutInput {
   repoId: number;
   branch: string;
   head: string;
+  /** The trigger's `refspec`: extra git refspecs to fetch. git only; ignored for hg. */
+  refspecs?: string[];
 }
 
 export interface CheckoutResult {
@@ -47,6 +59,8 @@ export interface CheckoutResult {
   workdir: string;
   commitId: string;
   committers: string[];
+  /** Full message of the checked-out commit (changeset description for hg). */
+  message: string;
 }
 
 export interface DiscoverInput {
@@ -56,6 +70,11 @@ export interface DiscoverInput {
 
 export interface RunTestInput {
   sessionId: number;
+  /**
+   * The session's repository, whose build secrets the activity loads itself and adds to
+   * `env` (secrets win over the trigger's env). Optional: when absent, found from sessionId.
+   */
+  repoId?: number;
   workdir: string;
   /** Test file, relative to the repository root. */
   path: string;
@@ -69,6 +88,24 @@ export interface RunTestResult {
   status: TestStatus;
   exitCode: number | null;
   durationMs: number;
+}
+
+export interface CollectResultsInput {
+  sessionId: number;
+  /** The checkout's working tree (CheckoutResult.workdir); run on CheckoutResult.workerQueue. */
+  workdir: string;
+  /**
+   * Glob of the JUnit XML files, relative to the repository root. Absent: the suite's
+   * `junit_pattern` (read by the activity); null or empty: nothing is collected.
+   */
+  pattern?: string | null;
+}
+
+export interface CollectResultsResult {
+  /** Test cases stored. */
+  cases: number;
+  /** Of those, how many failed or errored. */
+  failed: number;
 }
 
 export interface DeliverInput {
@@ -100,6 +137,85 @@ export interface FinishInput {
   stoppedBy: string | null;
   /** Set when tests ran: becomes the suite's last built commit. */
   builtCommit: string | null;
+  /** The profile that ran (sluice.yml's default_profile may name another than the trigger did). */
+  profileName: string;
+  workers: number;
+}
+
+export interface PlanSessionsInput {
+  parentId: number;
+  commitId: string;
+  profiles: Array<{ name: string; workers: number }>;
+}
+
+// --- after the tests (spec §1 steps 4-6) and the repository's sluice.yml ----------------------
+// These never throw for a failed push, post or e-mail: they record the outcome in
+// post_build_steps and return it, so a failing step never changes the build's status.
+
+/** What push, chat and e-mail say about a finished build; built by the workflow from its snapshot. */
+export interface BuildSummary {
+  session: number;
+  repo: { orgName: string; name: string };
+  branch: string;
+  commitId: string | null;
+  status: SessionStatus;
+  reason: string | null;
+  counts: Counts;
+  /** Report page, `{base_url}/1/reports/<session>`. */
+  url: string;
+  profileName?: string;
+}
+
+export interface PushInput {
+  sessionId: number;
+  repoId: number;
+  /** The checkout (CheckoutResult.workdir): run on the checkout's worker queue. */
+  workdir: string;
+  /** The tested commit (CheckoutResult.commitId). */
+  commitId: string;
+  /** Pushed to `refs/heads/<branch>` at the repository's ci_push_url. */
+  branch: string;
+}
+
+export interface PushResult {
+  pushed: boolean;
+  detail: string;
+}
+
+export interface ChatInput {
+  sessionId: number;
+  /** Default: the repository's chat_url. */
+  chatUrl?: string;
+  summary: BuildSummary;
+}
+
+export interface ChatResult {
+  posted: boolean;
+  detail: string;
+}
+
+export interface EmailInput {
+  sessionId: number;
+  /** Default: the organization's email. */
+  to?: string[];
+  summary: BuildSummary;
+}
+
+export interface EmailResult {
+  sent: boolean;
+  detail: string;
+}
+
+export interface RepoConfigInput {
+  /** The checkout (CheckoutResult.workdir): run on the checkout's worker queue. */
+  workdir: string;
+}
+
+export interface RepoConfigResult {
+  /** The text of `sluice.yml` at the repository root, or null when there is none. */
+  text: string | null;
+  /** Set when the file exists but cannot be used (too large, not UTF-8, not a regular file). */
+  error?: string;
 }
 
 export interface Activities {
@@ -108,9 +224,17 @@ export interface Activities {
   recordFinish(input: FinishInput): Promise<void>;
   /** The repository settings the suite's queue obeys, read when it picks the next session. */
   suiteSettings(suiteId: number): Promise<{ ciSquash: boolean }>;
+  /** One session row per profile of a plan, children of the parent session; their ids, in order. */
+  createPlanSessions(input: PlanSessionsInput): Promise<number[]>;
   checkout(input: CheckoutInput): Promise<CheckoutResult>;
   discoverTests(input: DiscoverInput): Promise<string[]>;
   runTest(input: RunTestInput): Promise<RunTestResult>;
+  /** After the tests: reads the JUnit XML files they left and stores their test cases. */
+  collectResults(input: CollectResultsInput): Promise<CollectResultsResult>;
   cleanupWorkspace(workdir: string): Promise<void>;
   deliverWebhook(input: DeliverInput): Promise<DeliverResult>;
+  pushToCiServer(input: PushInput): Promise<PushResult>;
+  postChat(input: ChatInput): Promise<ChatResult>;
+  sendEmail(input: EmailInput): Promise<EmailResult>;
+  readRepoConfig(input: RepoConfigInput): Promise<RepoConfigResult>;
 }

@@ -13,6 +13,7 @@ import { loggerOptions, type ApiLogOptions } from './logging';
 import { registerDeliveryRoutes } from './routes/admin/deliveries';
 import { registerOrgRoutes } from './routes/admin/orgs';
 import { registerRepoRoutes } from './routes/admin/repos';
+import { registerSecretRoutes } from './routes/admin/secrets';
 import { registerSessionRoutes } from './routes/admin/sessions';
 import { registerSuiteRoutes } from './routes/admin/suites';
 import { registerWebhookRoutes } from './routes/admin/webhooks';
@@ -71,6 +72,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
       registerOrgRoutes(admin, deps);
       registerRepoRoutes(admin, deps);
       registerSuiteRoutes(admin, deps);
+      registerSecretRoutes(admin, deps);
       registerWebhookRoutes(admin, deps);
       registerDeliveryRoutes(admin, deps);
       registerSessionRoutes(admin, deps);

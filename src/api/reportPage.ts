@@ -19,7 +19,7 @@ body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; pa
 table { border-collapse: collapse; margin: 1em 0; }
 th, td { text-align: left; padding: .25em .75em; border-bottom: 1px solid #ddd; vertical-align: top; }
 pre { background: #f6f6f6; padding: .75em; overflow-x: auto; white-space: pre-wrap; }
-.passed { color: #11772d; } .failed, .error { color: #b00020; } .skipped, .queued, .running { color: #666; }
+.passed, .ok { color: #11772d; } .failed, .error { color: #b00020; } .skipped, .queued, .running { color: #666; }
 `;
 
 function row(label: string, value: unknown): string {
@@ -43,6 +43,41 @@ function safeHref(url: string | undefined): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Push, chat and e-mail: what became of each (a failed one never changed the build's status). */
+function renderPostBuild(v: SessionView): string {
+  if (!v.post_build_steps || v.post_build_steps.length === 0) return '';
+  const rows = v.post_build_steps
+    .map((s) => `<tr><th>${escapeHtml(s.step)}</th><td class="${s.ok ? 'ok' : 'failed'}">${s.ok ? 'ok' : 'failed'}</td><td>${escapeHtml(s.detail)}</td></tr>`)
+    .join('\n');
+  return `<h2>After the tests</h2>\n<table>\n${rows}\n</table>\n`;
+}
+
+/** JUnit test cases: counts, the failing ones (name, classname, message), and unreadable reports. */
+function renderCases(v: SessionView): string {
+  if (v.junit_files.length === 0 && v.cases.total === 0) return '';
+  const c = v.cases;
+  const summary = `<p>${c.total} test case${c.total === 1 ? '' : 's'} from ${v.junit_files.length} JUnit report${v.junit_files.length === 1 ? '' : 's'}: ${c.passed} passed, ${c.failed} failed, ${c.error} error, ${c.skipped} skipped.</p>`;
+  const failing =
+    v.failing_cases.length === 0
+      ? ''
+      : `<table>
+<tr><th>status</th><th>name</th><th>classname</th><th>message</th></tr>
+${v.failing_cases
+  .map(
+    (f) =>
+      `<tr><td>${statusSpan(f.status)}</td><td>${escapeHtml(f.name)}</td><td>${escapeHtml(f.classname)}</td><td>${escapeHtml(f.message ?? '')}${
+        f.output ? `<details><summary>output</summary><pre>${escapeHtml(f.output)}</pre></details>` : ''
+      }</td></tr>`,
+  )
+  .join('\n')}
+</table>`;
+  const more = c.failed + c.error > v.failing_cases.length ? `<p>Only the first ${v.failing_cases.length} failing cases are listed.</p>` : '';
+  const notes = v.junit_files.filter((f) => f.note);
+  const noteList =
+    notes.length === 0 ? '' : `<ul>\n${notes.map((f) => `<li>${escapeHtml(f.file)}: ${escapeHtml(f.note)}</li>`).join('\n')}\n</ul>`;
+  return `<h2>Test cases</h2>\n${summary}\n${failing}\n${more}${noteList}\n`;
 }
 
 export function renderReport(v: SessionView): string {
@@ -108,7 +143,7 @@ ${timing}
 </table>
 <h2>Tests</h2>
 ${tests}
-</body>
+${renderCases(v)}${renderPostBuild(v)}</body>
 </html>
 `;
 }

@@ -8,6 +8,8 @@ import { emptyCounts } from '../core/counts';
 import type { Counts, TriggerEvent } from '../core/types';
 import type { Db } from './store/db';
 import { findCiEvent, findSession, listEventSessions, listTests, type TestRow } from './store/sessions';
+import { countCases, listFailingCases, listJUnitFiles, type CaseCounts, type FailingCaseRow, type JUnitFileRow } from './store/testCases';
+import { listPostBuildSteps, type PostBuildStepRow } from './store/postBuildSteps';
 
 export interface SessionView {
   session: number;
@@ -32,6 +34,14 @@ export interface SessionView {
   created_at: string;
   updated_at: string;
   tests: TestRow[];
+  /** Test cases read from JUnit XML reports (none unless the suite sets junit_pattern). */
+  cases: CaseCounts;
+  /** The failed and erroring cases, at most MAX_LISTED_CASES (store/testCases.ts). */
+  failing_cases: FailingCaseRow[];
+  /** The JUnit XML files read, with what was wrong with each, if anything. */
+  junit_files: JUnitFileRow[];
+  /** Push, chat and e-mail after the tests, in order; present once one was attempted. */
+  post_build_steps?: PostBuildStepRow[];
 }
 
 export const reportUrl = (config: Config, session: number): string => `${config.baseUrl}/1/reports/${session}`;
@@ -43,6 +53,9 @@ export async function loadSessionView(db: Db, config: Config, id: number, withOu
   const row = await findSession(db, id);
   if (!row) return undefined;
   const tests = await listTests(db, id, withOutput);
+  const cases = await countCases(db, id);
+  const failingCases = cases.failed + cases.error > 0 ? await listFailingCases(db, id, withOutput) : [];
+  const junitFiles = await listJUnitFiles(db, id);
   const view: SessionView = {
     session: row.id,
     guid: row.guid,
@@ -64,10 +77,15 @@ export async function loadSessionView(db: Db, config: Config, id: number, withOu
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
     tests,
+    cases,
+    failing_cases: failingCases,
+    junit_files: junitFiles,
   };
   if (row.parent_id !== null) view.parent_session = row.parent_id;
   if (row.stopped_by !== null) view.stopped_by = row.stopped_by;
   if (row.changeset) view.changeset = row.changeset;
+  const postBuild = await listPostBuildSteps(db, id);
+  if (postBuild.length > 0) view.post_build_steps = postBuild;
   return view;
 }
 

@@ -31,3 +31,21 @@ export function finalStatus(done: readonly TestStatus[]): SessionStatus {
 export function isFailure(status: TestStatus): boolean {
   return status === 'failed' || status === 'error';
 }
+
+/** Counts of a plan: the sum of its sessions' counts. */
+export function sumCounts(all: readonly Counts[]): Counts {
+  const sum = emptyCounts();
+  for (const c of all) for (const k of Object.keys(sum) as (keyof Counts)[]) sum[k] += c[k];
+  return sum;
+}
+
+/**
+ * The status of a plan from its sessions': stopped if it was stopped, else failed if any
+ * failed, else error if any erred (or none ran), else passed.
+ */
+export function planStatus(statuses: readonly SessionStatus[]): SessionStatus {
+  if (statuses.includes('stopped')) return 'stopped';
+  if (statuses.includes('failed')) return 'failed';
+  if (statuses.length === 0 || statuses.some((s) => s !== 'passed' && s !== 'skipped')) return 'error';
+  return 'passed';
+}

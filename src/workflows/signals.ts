@@ -3,6 +3,7 @@
  * scheme. Safe to import outside workflow code (the API uses them to signal-with-start).
  */
 import { defineSignal } from '@temporalio/workflow';
+import type { ResolvedProfile } from '../core/profiles';
 
 export interface EnqueueRequest {
   sessionId: number;
@@ -24,6 +25,13 @@ export interface SuiteWorkflowInput {
 export interface SessionWorkflowInput {
   sessionId: number;
   suiteId: number;
+  /** Set for one profile's session of a plan: it builds at once, that commit, that profile. */
+  part?: PlanPart;
+}
+
+export interface PlanPart {
+  commitId: string;
+  profile: ResolvedProfile;
 }
 
 /** API → suite: a new session joins the suite's queue. */

@@ -241,6 +241,33 @@ describe('repositories', () => {
       expect(res.statusCode).toBe(400);
       expect(res.json()).toEqual({ error: 'invalid request', field, message });
     });
+
+    it('keeps named profiles and a plan, and changes them with PATCH', async () => {
+      const unit = { name: 'unit', test_pattern: 'test/unit/*.sh', env: { KIND: 'unit' }, workers: 2 };
+      const res = await admin('POST', `/api/v1/repos/${repo.id}/suites`, {
+        branch: 'plans',
+        test_pattern: '*.sh',
+        profiles: [unit, { name: 'lint', test_pattern: 'lint/*.sh', test_command: 'sh' }],
+        plan: ['unit', 'lint'],
+      });
+      expect(res.statusCode).toBe(201);
+      const suite = res.json();
+      expect(suite).toMatchObject({ profiles: [unit, { name: 'lint', test_command: 'sh' }], plan: ['unit', 'lint'] });
+      const patched = await admin('PATCH', `/api/v1/repos/${repo.id}/suites/${suite.id}`, { plan: null, profiles: [unit] });
+      expect(patched.json()).toMatchObject({ profiles: [unit], plan: null, test_pattern: '*.sh' });
+    });
+
+    it.each<[string, Record<string, unknown>, string]>([
+      ['a profile named default', { profiles: [{ name: 'default', test_pattern: '*' }] }, 'profiles.0.name'],
+      ['two profiles of one name', { profiles: [{ name: 'a', test_pattern: '*' }, { name: 'a', test_pattern: '*' }] }, 'profiles'],
+      ['a profile without a pattern', { profiles: [{ name: 'a' }] }, 'profiles.0.test_pattern'],
+      ['an empty plan', { plan: [] }, 'plan'],
+      ['a bad env name', { profiles: [{ name: 'a', test_pattern: '*', env: { 'A-B': 'x' } }] }, 'profiles.0.env.A-B'],
+    ])('400 for %s', async (_name, extra, field) => {
+      const res = await admin('POST', `/api/v1/repos/${repo.id}/suites`, { branch: 'bad-plans', test_pattern: '*', ...extra });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toMatchObject({ error: 'invalid request', field });
+    });
   });
 
   it('never shows the SSH private key or any sealed value', async () => {

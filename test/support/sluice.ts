@@ -44,7 +44,7 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startSluice(
-  opts: { webhookRetry?: Partial<WebhookRetry>; testTimeoutMs?: number; suiteHistoryLimit?: number } = {},
+  opts: { webhookRetry?: Partial<WebhookRetry>; testTimeoutMs?: number; suiteHistoryLimit?: number; smtpUrl?: string } = {},
 ): Promise<Sluice> {
   const port = await freePort();
   const tag = randomBytes(4).toString('hex');
@@ -56,7 +56,7 @@ export async function startSluice(
     baseUrl: `http://127.0.0.1:${port}`,
     adminToken: `admin-${randomBytes(16).toString('hex')}`,
     secretKey: randomBytes(32),
-    smtpUrl: undefined,
+    smtpUrl: opts.smtpUrl,
     host: '127.0.0.1',
     port,
     taskQueue: `sluice-${tag}`,

@@ -1,4 +1,4 @@
-import { countTests, emptyCounts, finalStatus, isFailure } from '../../src/core/counts';
+import { countTests, emptyCounts, finalStatus, isFailure, planStatus, sumCounts } from '../../src/core/counts';
 import { COUNT_KEYS } from '../../src/core/types';
 
 describe('countTests', () => {
@@ -41,5 +41,28 @@ describe('finalStatus', () => {
 describe('isFailure', () => {
   it('treats failed and error as failures, passed and skipped not', () => {
     expect(['passed', 'failed', 'error', 'skipped'].map((s) => isFailure(s as never))).toEqual([false, true, true, false]);
+  });
+});
+
+describe('sumCounts', () => {
+  it('adds every key', () => {
+    const a = { ...emptyCounts(), passed: 2, failed: 1 };
+    const b = { ...emptyCounts(), passed: 1, error: 3, notstarted: 1 };
+    expect(sumCounts([a, b])).toEqual({ ...emptyCounts(), passed: 3, failed: 1, error: 3, notstarted: 1 });
+    expect(sumCounts([])).toEqual(emptyCounts());
+  });
+});
+
+describe('planStatus', () => {
+  it('is passed only when every session passed', () => {
+    expect(planStatus(['passed', 'passed'])).toBe('passed');
+  });
+  it('is failed when one failed, error when one erred and none failed', () => {
+    expect(planStatus(['passed', 'failed', 'error'])).toBe('failed');
+    expect(planStatus(['passed', 'error'])).toBe('error');
+  });
+  it('is stopped when it was stopped, and error when nothing ran', () => {
+    expect(planStatus(['stopped', 'failed'])).toBe('stopped');
+    expect(planStatus([])).toBe('error');
   });
 });

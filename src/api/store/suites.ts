@@ -1,4 +1,5 @@
 /** SQL for suites (one repository + one branch). */
+import type { Profile } from '../../core/profiles';
 import type { Db } from './db';
 
 export interface SuiteRow {
@@ -8,21 +9,63 @@ export interface SuiteRow {
   test_pattern: string;
   test_command: string | null;
   workers: number;
+  /** Glob of the JUnit XML files the tests leave; null: none are collected. */
+  junit_pattern: string | null;
+  /** Named profiles besides the suite's own (`default`), and the plan; see core/profiles.ts. */
+  profiles: Profile[];
+  plan: string[] | null;
   last_built_commit: string | null;
   created_at: Date;
 }
 
-const COLUMNS = 'id, repo_id, branch, test_pattern, test_command, workers, last_built_commit, created_at';
+const COLUMNS = 'id, repo_id, branch, test_pattern, test_command, workers, junit_pattern, profiles, plan, last_built_commit, created_at';
 
 export async function insertSuite(
   db: Db,
-  suite: { repo_id: number; branch: string; test_pattern: string; test_command: string | null; workers: number },
+  suite: {
+    repo_id: number;
+    branch: string;
+    test_pattern: string;
+    test_command: string | null;
+    workers: number;
+    junit_pattern?: string | null;
+    profiles?: Profile[];
+    plan?: string[] | null;
+  },
 ): Promise<SuiteRow> {
   const { rows } = await db.query<SuiteRow>(
-    `INSERT INTO suites (repo_id, branch, test_pattern, test_command, workers) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
-    [suite.repo_id, suite.branch, suite.test_pattern, suite.test_command, suite.workers],
+    `INSERT INTO suites (repo_id, branch, test_pattern, test_command, workers, junit_pattern, profiles, plan)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
+    [suite.repo_id, suite.branch, suite.test_pattern, suite.test_command, suite.workers, suite.junit_pattern ?? null,
+      JSON.stringify(suite.profiles ?? []), suite.plan ?? null],
   );
   return rows[0]!;
+}
+
+export interface SuiteSettings {
+  test_pattern: string;
+  test_command: string | null;
+  workers: number;
+  junit_pattern: string | null;
+  profiles: Profile[];
+  plan: string[] | null;
+}
+
+const SETTINGS: readonly (keyof SuiteSettings)[] = ['test_pattern', 'test_command', 'workers', 'junit_pattern', 'profiles', 'plan'];
+
+/** Sets the given settings of a repository's suite; undefined when there is no such suite. */
+export async function updateSuiteSettings(db: Db, repoId: number, id: number, patch: Partial<SuiteSettings>): Promise<SuiteRow | undefined> {
+  // Column names come from the fixed list above, never from input.
+  const columns = SETTINGS.filter((c) => patch[c] !== undefined);
+  const sets = columns.map((c, i) => `${c} = $${i + 3}`);
+  const { rows } = await db.query<SuiteRow>(
+    sets.length === 0
+      ? `SELECT ${COLUMNS} FROM suites WHERE repo_id = $1 AND id = $2`
+      : `UPDATE suites SET ${sets.join(', ')} WHERE repo_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+    // jsonb wants JSON text; pg would send a JavaScript array as a PostgreSQL array.
+    [repoId, id, ...columns.map((c) => (c === 'profiles' ? JSON.stringify(patch[c]) : patch[c]))],
+  );
+  return rows[0];
 }
 
 export async function listSuites(db: Db, repoId: number): Promise<SuiteRow[]> {

@@ -2,17 +2,51 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../../app';
-import { conflict, validate } from '../../http';
+import { conflict, notFound, parseId, validate } from '../../http';
 import { uniqueViolation } from '../../store/db';
-import { insertSuite, listSuites, type SuiteRow } from '../../store/suites';
+import { insertSuite, listSuites, updateSuiteSettings, type SuiteRow } from '../../store/suites';
+import { MAX_PLAN_PROFILES, MAX_WORKERS, PROFILE_NAME } from '../../../core/profiles';
 import { branchName, plainText, testPattern } from './fields';
 import { loadRepo } from './repos';
+
+const envMap = z
+  .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,99}$/, 'environment variable names are letters, digits and _'), z.string().max(32 * 1024))
+  .refine((env) => Object.keys(env).length <= 256, 'at most 256 variables');
+
+/** A named profile besides the suite's own settings (which are the profile named `default`). */
+const SuiteProfile = z.strictObject({
+  name: z.string().regex(PROFILE_NAME, 'profile names are letters, digits, ., _ and -').refine((n) => n !== 'default', 'default is the suite itself'),
+  test_pattern: testPattern,
+  test_command: plainText(4000).nullish(),
+  env: envMap.optional(),
+  workers: z.number().int().min(1).max(MAX_WORKERS).optional(),
+  junit_pattern: testPattern.nullish(),
+});
+const profiles = z
+  .array(SuiteProfile)
+  .max(MAX_PLAN_PROFILES)
+  .refine((ps) => new Set(ps.map((p) => p.name)).size === ps.length, 'profile names must differ');
+// Names of profiles the suite or the repository's sluice.yml defines; checked when a build uses it.
+const plan = z.array(z.string().regex(PROFILE_NAME)).min(1).max(MAX_PLAN_PROFILES).nullable();
 
 const CreateSuite = z.strictObject({
   branch: branchName,
   test_pattern: testPattern,
   test_command: plainText(4000).nullish(),
   workers: z.number().int().min(1).max(64).optional(),
+  // Where the tests leave JUnit XML reports (a glob like test_pattern); null: none collected.
+  junit_pattern: testPattern.nullish(),
+  profiles: profiles.optional(),
+  plan: plan.optional(),
+});
+
+const PatchSuite = z.strictObject({
+  test_pattern: testPattern.optional(),
+  test_command: plainText(4000).nullable().optional(),
+  workers: z.number().int().min(1).max(64).optional(),
+  junit_pattern: testPattern.nullable().optional(),
+  profiles: profiles.optional(),
+  plan: plan.optional(),
 });
 
 export const suiteView = (s: SuiteRow) => ({
@@ -22,6 +56,9 @@ export const suiteView = (s: SuiteRow) => ({
   test_pattern: s.test_pattern,
   test_command: s.test_command,
   workers: s.workers,
+  junit_pattern: s.junit_pattern,
+  profiles: s.profiles,
+  plan: s.plan,
   last_built_commit: s.last_built_commit,
   created_at: s.created_at,
 });
@@ -39,6 +76,9 @@ export function registerSuiteRoutes(app: FastifyInstance, deps: ApiDeps): void {
         test_pattern: body.test_pattern,
         test_command: body.test_command ?? null,
         workers: body.workers ?? 1,
+        junit_pattern: body.junit_pattern ?? null,
+        profiles: body.profiles ?? [],
+        plan: body.plan ?? null,
       });
       return reply.code(201).send(suiteView(suite));
     } catch (err) {
@@ -50,5 +90,15 @@ export function registerSuiteRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get<{ Params: { repo: string } }>('/repos/:repo/suites', async (request) => {
     const repo = await loadRepo(pool, request.params.repo);
     return (await listSuites(pool, repo.id)).map(suiteView);
+  });
+
+  // `:suite` is the suite's id. Settings apply from the next session on.
+  app.patch<{ Params: { repo: string; suite: string } }>('/repos/:repo/suites/:suite', async (request) => {
+    const repo = await loadRepo(pool, request.params.repo);
+    const id = parseId(request.params.suite, 'suite');
+    const body = validate(PatchSuite, request.body ?? {});
+    const suite = await updateSuiteSettings(pool, repo.id, id, body);
+    if (!suite) throw notFound('suite');
+    return suiteView(suite);
   });
 }

@@ -1,0 +1,180 @@
+/**
+ * The build part of a session (workflow code), run in a scope that a `stop` cancels:
+ * checkout; decide whether there is anything to build; pick the profile(s) (suite settings,
+ * the repository's sluice.yml, the trigger's profile_name); then run one profile's tests here,
+ * or a plan's profiles as child sessions.
+ */
+import {
+  CancellationScope,
+  ChildWorkflowCancellationType,
+  getExternalWorkflowHandle,
+  isCancellation,
+  ParentClosePolicy,
+  startChild,
+} from '@temporalio/workflow';
+import type { CheckoutResult, SessionContext } from '../activities/types';
+import { planStatus, sumCounts } from '../core/counts';
+import type { SessionSnapshot } from '../core/payload';
+import { resolveProfiles, type ResolvedProfile } from '../core/profiles';
+import { skipTagReason } from '../core/skipTags';
+import { parseSluiceYml } from '../core/sluiceYml';
+import type { Counts, EventName, SessionStatus } from '../core/types';
+import { local, records, remote } from './proxies';
+import { sessionWorkflowId, stopSignal, type PlanPart } from './signals';
+import { failureMessage, now, setStatus } from './status';
+import { runProfile } from './tests';
+
+export interface Outcome {
+  reason: string | null;
+  /** Set when tests ran: becomes the suite's last built commit. */
+  builtCommit: string | null;
+  checkout: CheckoutResult | null;
+}
+
+export interface SessionResult {
+  status: SessionStatus;
+  counts: Counts;
+}
+
+export async function build(
+  ctx: SessionContext,
+  snap: SessionSnapshot,
+  emit: (event: EventName) => void,
+  part: PlanPart | undefined,
+): Promise<Outcome> {
+  const outcome: Outcome = { reason: null, builtCommit: null, checkout: null };
+  setStatus(snap, 'running');
+  const { lastBuiltCommit } = await records.recordStart(ctx.sessionId, snap.timing);
+  try {
+    snap.timing.workers_assigned_at = now();
+    emit('start');
+    const checkout = await remote(ctx).checkout({
+      sessionId: ctx.sessionId,
+      repoId: ctx.repoId,
+      branch: ctx.branch,
+      // A plan's sessions build exactly the commit their parent checked out.
+      head: part?.commitId ?? ctx.head,
+      refspecs: ctx.refspecs,
+    });
+    outcome.checkout = checkout;
+    snap.commitId = checkout.commitId;
+    snap.committers = checkout.committers;
+    snap.timing.setup = now();
+    const on = local(ctx, checkout.workerQueue);
+
+    let profile: ResolvedProfile;
+    if (part) {
+      profile = part.profile;
+    } else {
+      const skip = nothingToBuild(ctx, checkout, lastBuiltCommit);
+      if (skip) {
+        setStatus(snap, 'skipped');
+        outcome.reason = skip;
+        return outcome;
+      }
+      const { text, error } = await on.readRepoConfig({ workdir: checkout.workdir });
+      const chosen = chooseProfiles(ctx, text, error);
+      if ('error' in chosen) {
+        setStatus(snap, 'error');
+        outcome.reason = chosen.error;
+        return outcome;
+      }
+      if (chosen.isPlan) {
+        await runPlan(ctx, snap, emit, checkout, chosen.profiles);
+        outcome.builtCommit = checkout.commitId;
+        return outcome;
+      }
+      profile = chosen.profiles[0]!;
+    }
+    ctx.profileName = profile.name;
+    ctx.workers = profile.workers;
+    const run = await runProfile(ctx, snap, on, checkout, profile, emit);
+    outcome.reason = run.reason;
+    outcome.builtCommit = checkout.commitId;
+  } catch (err) {
+    if (isCancellation(err)) return outcome; // stopped: the caller says so
+    setStatus(snap, 'error');
+    outcome.reason = failureMessage(err);
+  }
+  return outcome;
+}
+
+/** Why this checkout needs no build, if it does not: already built, or a skip tag. */
+function nothingToBuild(ctx: SessionContext, checkout: CheckoutResult, lastBuiltCommit: string | null): string | null {
+  if (ctx.force) return null;
+  if (lastBuiltCommit === checkout.commitId) {
+    return `no new commits since the last build (${checkout.commitId.slice(0, 12)}); trigger with force to build anyway`;
+  }
+  // Provider hooks are checked on arrival; a generic trigger names no message, so look here.
+  const tag = skipTagReason(checkout.message);
+  return tag ? `${tag}; trigger with force to build anyway` : null;
+}
+
+function chooseProfiles(ctx: SessionContext, text: string | null, readError: string | undefined) {
+  if (readError) return { error: `sluice.yml: ${readError}` };
+  let fileConfig = null;
+  if (text !== null) {
+    const parsed = parseSluiceYml(text);
+    if (!parsed.ok) return { error: `sluice.yml: ${parsed.error}` };
+    fileConfig = parsed.config;
+  }
+  return resolveProfiles({
+    suiteDefault: { name: 'default', test_pattern: ctx.testPattern, test_command: ctx.testCommand, workers: ctx.workers, junit_pattern: ctx.junitPattern },
+    suiteProfiles: ctx.suiteProfiles,
+    suitePlan: ctx.suitePlan,
+    fileConfig,
+    requestedProfile: ctx.requestedProfile,
+  });
+}
+
+/**
+ * A plan: one child session per profile, each with its own checkout of the same commit (so
+ * they spread over workers), its own events (carrying parent_session) and report. This
+ * session's counts and status are theirs, summed.
+ */
+async function runPlan(
+  ctx: SessionContext,
+  snap: SessionSnapshot,
+  emit: (event: EventName) => void,
+  checkout: CheckoutResult,
+  profiles: ResolvedProfile[],
+): Promise<void> {
+  const ids = await records.createPlanSessions({
+    parentId: ctx.sessionId,
+    commitId: checkout.commitId,
+    profiles: profiles.map((p) => ({ name: p.name, workers: p.workers })),
+  });
+  snap.timing.exec = now();
+  emit('test');
+  const children = await Promise.all(
+    ids.map((id, i) =>
+      startChild('sessionWorkflow', {
+        workflowId: sessionWorkflowId(id),
+        args: [{ sessionId: id, suiteId: ctx.suiteId, part: { commitId: checkout.commitId, profile: profiles[i]! } }],
+        // A stop reaches the parts as a stop signal (below), not as a cancellation they could
+        // not record; and they finish whatever happens to this workflow.
+        cancellationType: ChildWorkflowCancellationType.ABANDON,
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        staticSummary: `${ctx.repo.orgName}/${ctx.repo.name} @ ${ctx.branch} #${id} (${profiles[i]!.name}, part of #${ctx.sessionId})`,
+      }),
+    ),
+  );
+  let results: SessionResult[];
+  try {
+    results = await Promise.all(children.map((c) => c.result() as Promise<SessionResult>));
+  } catch (err) {
+    if (!isCancellation(err)) throw err;
+    await CancellationScope.nonCancellable(async () => {
+      const stoppedBy = snap.stoppedBy ?? 'sluice';
+      await Promise.all(
+        ids.map((id) => getExternalWorkflowHandle(sessionWorkflowId(id)).signal(stopSignal, { stoppedBy }).catch(() => undefined)),
+      );
+      const ended = await Promise.all(children.map((c) => (c.result() as Promise<SessionResult>).catch(() => null)));
+      snap.counts = sumCounts(ended.filter((r): r is SessionResult => r !== null).map((r) => r.counts));
+    });
+    throw err;
+  }
+  snap.timing.post_build = now();
+  snap.counts = sumCounts(results.map((r) => r.counts));
+  setStatus(snap, planStatus(results.map((r) => r.status)));
+}

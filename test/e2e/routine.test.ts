@@ -1,0 +1,168 @@
+/**
+ * The whole build routine of spec §1, end to end on real parts: tests, JUnit results, push to
+ * a CI server over SSH, a chat post, an e-mail through a real SMTP server; profiles and plans
+ * from the suite and from the repository's sluice.yml.
+ */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { revParse } from '../support/gitRepo';
+import { freePort } from '../support/sluice';
+import { startReceiver, type Receiver } from '../support/receiver';
+import { startSmtpSink, type SmtpSink } from '../support/smtpSink';
+import { script, World, type Payload } from '../support/world';
+
+let w: World;
+let smtp: SmtpSink;
+let chat: Receiver;
+beforeAll(async () => {
+  smtp = await startSmtpSink();
+  w = await World.start({ smtpUrl: smtp.url });
+  chat = await startReceiver();
+});
+afterAll(async () => {
+  await w?.stop();
+  await smtp?.close();
+  await chat?.close();
+});
+
+const JUNIT = `<?xml version="1.0"?>
+<testsuites><testsuite name="math" tests="2" failures="1">
+  <testcase classname="math.add" name="adds" time="0.01"/>
+  <testcase classname="math.sub" name="subtracts" time="0.02"><failure message="expected 1, got 2">trace</failure></testcase>
+</testsuite></testsuites>`;
+
+describe('after the tests', () => {
+  it('collects JUnit cases, pushes the passed commit, posts to chat and e-mails, in that order', async () => {
+    const repo = await w.makeRepo(
+      { 'unit_test.sh': script(`mkdir -p reports && cat > reports/junit.xml <<'XML'\n${JUNIT}\nXML`) },
+      { suite: { branch: 'master', test_pattern: '*_test.sh', junit_pattern: 'reports/*.xml' } },
+    );
+    const ciBare = path.join(w.tmp, `${repo.name}-ci.git`);
+    await promisify(execFile)('git', ['init', '--quiet', '--bare', ciBare]); // an empty CI server
+    await w.sluice.admin('PATCH', `/api/v1/repos/${repo.id}`, { ci_push_url: w.ssh.url(ciBare), chat_url: chat.url });
+
+    const { session } = await w.build(repo);
+    const stop = (await w.eventsOf(session)).at(-1)!;
+    expect(stop.status).toBe('passed');
+
+    // Push: the tested commit is master on the CI server now.
+    expect(await revParse(ciBare, 'refs/heads/master')).toBe(stop.commit_id);
+    // Chat: one Slack-style post with the outcome and the report link.
+    const posts = chat.requests.filter((r) => JSON.stringify(r.json).includes(`/1/reports/${session}`));
+    expect(posts).toHaveLength(1);
+    expect((posts[0]!.json as { text: string }).text).toMatch(/passed/);
+    // E-mail: to the organization's address, saying what happened.
+    const [mail] = await smtp.waitForMessages(1);
+    expect(mail!.to).toEqual(['builds@acme.test']);
+    expect(mail!.subject).toContain(`#${session} passed`);
+    expect(mail!.text).toContain(`/1/reports/${session}`);
+
+    // The report shows the failing JUnit case and the post-build steps.
+    const html = await (await fetch(`${w.sluice.url}/1/reports/${session}`)).text();
+    expect(html).toContain('subtracts');
+    expect(html).toContain('expected 1, got 2');
+    const view = await w.session(session);
+    expect((view.post_build_steps as Array<{ step: string; ok: boolean }>).map((s) => [s.step, s.ok])).toEqual([
+      ['push', true],
+      ['chat', true],
+      ['email', true],
+    ]);
+    // Timing: the post-build keys of spec §6 in lifecycle order.
+    const t = stop.timing as Record<string, number>;
+    const order = ['exec', 'post_build', 'artifact_collect', 'done', 'post_build_hook'];
+    for (let i = 1; i < order.length; i++) expect(t[order[i]!]).toBeGreaterThanOrEqual(t[order[i - 1]!]!);
+  });
+
+  it('keeps the build status when chat fails, and shows the failure on the report', async () => {
+    const deadPort = await freePort();
+    const repo = await w.makeRepo({ 'ok_test.sh': script('true') }, { suite: { branch: 'master', test_pattern: '*_test.sh' } });
+    await w.sluice.admin('PATCH', `/api/v1/repos/${repo.id}`, { chat_url: `http://127.0.0.1:${deadPort}/chat` });
+    const { session } = await w.build(repo);
+    expect((await w.eventsOf(session)).at(-1)).toMatchObject({ status: 'passed' });
+    const steps = (await w.session(session)).post_build_steps as Array<{ step: string; ok: boolean; detail: string }>;
+    expect(steps.find((s) => s.step === 'chat')).toMatchObject({ ok: false });
+    const html = await (await fetch(`${w.sluice.url}/1/reports/${session}`)).text();
+    expect(html).toMatch(/chat/i);
+  });
+});
+
+describe('profiles and plans', () => {
+  const files = {
+    'unit/a_test.sh': script('echo unit; test "$KIND" = unit'),
+    'lint/l_test.sh': script('echo lint; exit 1'),
+    'sluice.yml': {
+      content: [
+        'profiles:',
+        '  unit:',
+        '    test_pattern: "unit/*_test.sh"',
+        '    env: { KIND: unit }',
+        '  lint:',
+        '    test_pattern: "lint/*_test.sh"',
+        'plan: [unit, lint]',
+        '',
+      ].join('\n'),
+    },
+  };
+
+  it('runs sluice.yml’s plan as a parent session with one child per profile', async () => {
+    const repo = await w.makeRepo(files, { suite: { branch: 'master', test_pattern: 'nothing/*' } });
+    const { session } = await w.build(repo);
+    const parent = await w.eventsOf(session);
+    expect(parent.at(-1)).toMatchObject({ status: 'failed', counts: expect.objectContaining({ passed: 1, failed: 1 }) });
+
+    const { rows } = await w.sluice.pool.query('SELECT id, profile_name FROM sessions WHERE parent_id = $1 ORDER BY id', [session]);
+    expect(rows.map((r) => r.profile_name)).toEqual(['unit', 'lint']);
+    const children: Payload[][] = [];
+    for (const r of rows) children.push(await w.eventsOf(r.id));
+    for (const [i, events] of children.entries()) {
+      expect(events.every((e) => e.parent_session === session && e.profile_name === rows[i].profile_name)).toBe(true);
+      expect(events.at(-1)!.commit_id).toBe(parent.at(-1)!.commit_id);
+    }
+    expect(children.map((e) => e.at(-1)!.status)).toEqual(['passed', 'failed']);
+    expect(parent.every((e) => !('parent_session' in e))).toBe(true);
+  });
+
+  it('runs a plan configured on the suite, without a sluice.yml', async () => {
+    const repo = await w.makeRepo(
+      { 'unit/a_test.sh': files['unit/a_test.sh'], 'lint/l_test.sh': script('echo lint ok') },
+      {
+        suite: {
+          branch: 'master',
+          test_pattern: 'nothing/*',
+          profiles: [
+            { name: 'unit', test_pattern: 'unit/*_test.sh', env: { KIND: 'unit' } },
+            { name: 'lint', test_pattern: 'lint/*_test.sh' },
+          ],
+          plan: ['lint', 'unit'],
+        },
+      },
+    );
+    const { session } = await w.build(repo);
+    expect((await w.eventsOf(session)).at(-1)).toMatchObject({ status: 'passed', counts: expect.objectContaining({ passed: 2 }) });
+    const { rows } = await w.sluice.pool.query('SELECT profile_name, status FROM sessions WHERE parent_id = $1 ORDER BY id', [session]);
+    expect(rows).toEqual([
+      { profile_name: 'lint', status: 'passed' },
+      { profile_name: 'unit', status: 'passed' },
+    ]);
+  });
+
+  it('runs only the profile a trigger names', async () => {
+    const repo = await w.makeRepo(files, { suite: { branch: 'master', test_pattern: 'nothing/*' } });
+    const { session } = await w.build(repo, { profile_name: 'unit' });
+    const stop = (await w.eventsOf(session)).at(-1)!;
+    expect(stop).toMatchObject({ status: 'passed', profile_name: 'unit', counts: expect.objectContaining({ passed: 1 }) });
+    const { rows } = await w.sluice.pool.query('SELECT count(*)::int AS n FROM sessions WHERE parent_id = $1', [session]);
+    expect(rows[0].n).toBe(0);
+  });
+
+  it('ends in error, saying why, when sluice.yml is broken', async () => {
+    const repo = await w.makeRepo(
+      { 'a_test.sh': script('true'), 'sluice.yml': { content: 'profiles:\n  unit:\n    test_patern: "x"\n' } },
+      { suite: { branch: 'master', test_pattern: '*_test.sh' } },
+    );
+    const { session } = await w.build(repo);
+    expect((await w.eventsOf(session)).at(-1)).toMatchObject({ status: 'error' });
+    expect((await w.session(session)).reason).toMatch(/sluice\.yml.*test_patern/);
+  });
+});
