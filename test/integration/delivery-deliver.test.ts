@@ -156,7 +156,9 @@ describe('deliverAttempt', () => {
 
     expect(f.nonRetryable).toBe(false);
     expect(f.type).toBe(FAILURE_TYPES.retrying);
-    expect(f.nextRetryDelay).toBeUndefined();
+    // Attempt 2 under Temporal's default policy: 2 s, with ±25% jitter.
+    expect(f.nextRetryDelay).toBeGreaterThanOrEqual(1_500);
+    expect(f.nextRetryDelay).toBeLessThanOrEqual(2_500);
     expect(f.message).toContain('HTTP 500: try later');
     expect(await deliveriesOf(id)).toMatchObject([
       { attempt: 2, status_code: 500, outcome: 'retrying', error: 'HTTP 500: try later' },

@@ -283,12 +283,16 @@ describe('the log row of an attempt', () => {
     rx.respondWith(() => ({ status: 500 }));
     for (const attempt of [1, 2, 3, 4]) {
       const before = Date.now();
-      await attemptThatThrows(deliverAttempt(deps, input(id), attempt, retry));
+      const f = await attemptThatThrows(deliverAttempt(deps, input(id), attempt, retry));
       const row = (await rawRows(id)).at(-1);
       const due = new Date(row.next_attempt_at).getTime() - before;
+      // The policy's backoff, spread ±25% (jitter); the log says the delay Temporal was given.
       const expected = Math.min(5_000, 1_000 * 2 ** (attempt - 1));
-      expect(due).toBeGreaterThanOrEqual(expected - 5);
-      expect(due).toBeLessThan(expected + 1_000);
+      const delay = Number(f.nextRetryDelay);
+      expect(delay).toBeGreaterThanOrEqual(expected * 0.75);
+      expect(delay).toBeLessThanOrEqual(expected * 1.25);
+      expect(due).toBeGreaterThanOrEqual(delay - 5);
+      expect(due).toBeLessThan(delay + 1_000);
     }
     rx.respondWith(() => ({ status: 429, headers: { 'Retry-After': '120' } }));
     const before = Date.now();

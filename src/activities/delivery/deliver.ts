@@ -120,7 +120,7 @@ export async function deliverAttempt(deps: DeliverDeps, input: DeliverInput, att
         message,
         type: FAILURE_TYPES.retrying,
         nonRetryable: false,
-        nextRetryDelay: done.retryAfterMs,
+        nextRetryDelay: done.nextDelayMs,
       });
     case 'gave_up':
       // Non-retryable, not merely retryable: the log says "gave up", so Temporal must stop
@@ -150,8 +150,8 @@ export interface AttemptDone {
   id: number;
   outcome: DeliveryOutcome;
   result: AttemptResult;
-  /** The receiver's Retry-After (capped), for Temporal's next retry delay; undefined leaves the policy in charge. */
-  retryAfterMs?: number;
+  /** Outcome `retrying`: the wait before the next attempt (Retry-After, or jittered backoff). */
+  nextDelayMs?: number;
   /** When the next attempt is due (outcome `retrying` only). */
   nextAttemptAt: Date | null;
 }
@@ -223,10 +223,12 @@ export async function attemptOnce(deps: DeliverDeps, spec: AttemptSpec): Promise
   }
 
   const outcome = outcomeOf(result, spec.attempt, spec.maxAttempts);
+  // The receiver's Retry-After when it gave one, else the policy's backoff with jitter (so the
+  // receivers of a burst of failed events are not all retried in the same instant).
   const retryAfterMs = outcome === 'retrying' ? retryDelay(result, deps.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS) : undefined;
-  const nextDelayMs = outcome === 'retrying' ? (retryAfterMs ?? backoffDelay(spec.attempt, spec.retry ?? {})) : null;
+  const nextDelayMs = outcome === 'retrying' ? (retryAfterMs ?? jittered(backoffDelay(spec.attempt, spec.retry ?? {}))) : null;
   const { id, nextAttemptAt } = await record(deps.pool, spec, outcome, result, log, nextDelayMs);
-  return { id, outcome, result, retryAfterMs, nextAttemptAt };
+  return { id, outcome, result, nextDelayMs: nextDelayMs ?? undefined, nextAttemptAt };
 }
 
 export interface ComposedRequest {
@@ -284,6 +286,14 @@ export function outcomeOf(result: AttemptResult, attempt: number, maxAttempts: n
 function retryDelay(result: AttemptResult, maxMs: number): number | undefined {
   if (result.retryAfterMs === undefined || result.retryAfterMs <= 0) return undefined;
   return Math.min(result.retryAfterMs, maxMs);
+}
+
+/**
+ * `delayMs` spread evenly over ±25%: Temporal's retry policy has no jitter of its own, so the
+ * activity sets each next delay itself.
+ */
+export function jittered(delayMs: number, random: () => number = Math.random): number {
+  return Math.round(delayMs * (0.75 + 0.5 * random()));
 }
 
 /**
