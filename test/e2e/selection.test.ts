@@ -4,7 +4,7 @@
  * API, Temporal, worker and SSH git server.
  */
 import examples from '@octokit/webhooks-examples';
-import { pushCommit } from '../support/gitRepo';
+import { git, pushCommit } from '../support/gitRepo';
 import { eventually } from '../support/sluice';
 import { script, World, type Repo } from '../support/world';
 
@@ -140,5 +140,61 @@ describe('branch hiding', () => {
     expect(built.decision).toBe('build');
     const events = await w.eventsOf(built.sessions[0]!.session);
     expect(events.at(-1)).toMatchObject({ event: 'stop', status: 'passed', branch: 'feature', commit_id: head });
+  });
+});
+
+describe('branch toggles and locks', () => {
+  it('drops a switched-off branch with 422 DROPPED, builds it again once switched on', async () => {
+    const repo = await w.makeRepo(files, { suite: suite('master') });
+    const head = await pushCommit(repo.bare, { 'tests/ok_test.sh': script('echo on') }, 'Switch me', 'master');
+    await w.sluice.admin('PUT', `/api/v1/repos/${repo.id}/branches/master`, { enabled: false });
+    expect(await github(repo, 'push', pushHook('master', head, 'Switch me'))).toEqual({ status: 422, text: 'DROPPED' });
+    expect(await sessionsOf(repo)).toBe(0);
+
+    await w.sluice.admin('PUT', `/api/v1/repos/${repo.id}/branches/master`, { enabled: true });
+    const { status_uri } = accepted(await github(repo, 'push', pushHook('master', head, 'Switch me')));
+    expect((await status(status_uri)).decision).toBe('build');
+  });
+
+  it('keeps a branch locked visible when it is deleted', async () => {
+    const repo = await w.makeRepo(files, { suite: suite('master') });
+    await w.sluice.admin('POST', `/api/v1/repos/${repo.id}/suites`, suite('release'));
+    await w.sluice.admin('PUT', `/api/v1/repos/${repo.id}/branches/release`, { locked_visible: true });
+    const deleted = accepted(await github(repo, 'delete', deleteHook('release')));
+    expect((await status(deleted.status_uri)).decision).toBe('skip');
+    expect(await branch(repo, 'release')).toMatchObject({ hidden: false, locked_visible: true });
+  });
+});
+
+describe('pull-request-only', () => {
+  it('skips plain pushes and builds the pull request’s own head', async () => {
+    const repo = await w.makeRepo(files, { suite: suite('feature') });
+    await w.sluice.admin('PATCH', `/api/v1/repos/${repo.id}`, { pull_request_only: true });
+    const head = await pushCommit(repo.bare, { 'tests/ok_test.sh': script('echo pr') }, 'PR work', 'feature');
+    const pushed = accepted(await github(repo, 'push', pushHook('feature', head, 'PR work')));
+    expect(await status(pushed.status_uri)).toMatchObject({ decision: 'skip', sessions: [] });
+    expect(await sessionsOf(repo)).toBe(0);
+
+    // GitHub keeps the pull request's head at refs/pull/<n>/head in the base repository.
+    await git(repo.bare, ['update-ref', 'refs/pull/7/head', head]);
+    const pr = example('pull_request', (e) => e.action === 'opened');
+    const prBody = {
+      ...pr,
+      number: 7,
+      pull_request: {
+        ...(pr.pull_request as Record<string, unknown>),
+        number: 7,
+        merged: false,
+        head: { ...((pr.pull_request as Record<string, Record<string, unknown>>).head), ref: 'feature', sha: head },
+        base: { ...((pr.pull_request as Record<string, Record<string, unknown>>).base), ref: 'master' },
+      },
+    };
+    const opened = accepted(await github(repo, 'pull_request', prBody));
+    const built = await eventually('the pull request build to finish', async () => {
+      const s = await status(opened.status_uri);
+      return s.sessions[0]?.status === 'passed' ? s : undefined;
+    });
+    expect(built.decision).toBe('build');
+    expect((await w.eventsOf(built.sessions[0]!.session)).at(-1)).toMatchObject({ status: 'passed', commit_id: head, branch: 'feature' });
   });
 });
