@@ -116,9 +116,15 @@ describe('PUT branches/:branch', () => {
     expect((await h.admin('PUT', '/api/v1/repos/99999/branches/master', { enabled: true })).statusCode).toBe(404);
   });
 
-  it('a name longer than the router takes in a path segment (100 characters) is a 414', async () => {
-    const res = await h.admin('PUT', `/api/v1/repos/${repoId}/branches/${'x'.repeat(101)}`, { enabled: true });
-    expect(res.statusCode).toBe(414);
-    expect(res.json()).toMatchObject({ message: expect.any(String) });
+  it("takes branch names up to git's 255 bytes in the path, and refuses longer ones", async () => {
+    const long = `feature/${'x'.repeat(240)}`;
+    const res = await h.admin('PUT', `/api/v1/repos/${repoId}/branches/${encodeURIComponent(long)}`, { enabled: false });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ name: long, enabled: false });
+    const tooLong = await h.admin('PUT', `/api/v1/repos/${repoId}/branches/${'x'.repeat(256)}`, { enabled: true });
+    expect(tooLong.statusCode).toBe(400);
+    expect(tooLong.json()).toMatchObject({ field: 'branch' });
+    // Past what the router reads of a path segment at all.
+    expect((await h.admin('PUT', `/api/v1/repos/${repoId}/branches/${'x'.repeat(1100)}`, { enabled: true })).statusCode).toBe(414);
   });
 });
