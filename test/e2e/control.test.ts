@@ -97,6 +97,30 @@ describe('stop', () => {
     await w.eventsOf(first.session);
   });
 
+  it('stops a plan: every part is stopped, and so is the parent', async () => {
+    const plan = await w.makeRepo(
+      { 'a/slow_test.sh': script('sleep 300'), 'b/slow_test.sh': script('sleep 300') },
+      {
+        suite: {
+          ...suite,
+          profiles: [
+            { name: 'a', test_pattern: 'a/*_test.sh' },
+            { name: 'b', test_pattern: 'b/*_test.sh' },
+          ],
+          plan: ['a', 'b'],
+        },
+      },
+    );
+    const parent = await w.build(plan);
+    const parts = await eventually('both parts to run their tests', async () => {
+      const { rows } = await w.sluice.pool.query("SELECT id, status FROM sessions WHERE parent_id = $1 ORDER BY id", [parent.session]);
+      return rows.length === 2 && rows.every((r) => r.status === 'running') && rows.map((r) => r.id as number);
+    });
+    expect((await stop(parent.session, 'dave')).status).toBe(202);
+    expect((await w.eventsOf(parent.session)).at(-1)).toMatchObject({ status: 'stopped', stopped_by: 'dave' });
+    for (const id of parts) expect((await w.eventsOf(id)).at(-1)).toMatchObject({ status: 'stopped', stopped_by: 'dave', parent_session: parent.session });
+  });
+
   it('answers 404 for an unknown session and 400 without stopped_by', async () => {
     expect((await stop(999_999)).status).toBe(404);
     const res = await fetch(`${w.sluice.url}/api/v1/sessions/1/stop`, {
