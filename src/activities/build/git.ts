@@ -20,10 +20,10 @@
  * known-hosts file), so a network attacker could impersonate the SCM. It cannot obtain the
  * key (public-key auth does not reveal it) but could serve different code.
  */
-import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { runScmProcess, type ScmContext, type ScmOutcome } from './scmProcess';
 
 export interface FetchRepositoryInput {
   /** `ssh://[user@]host[:port]/path` or scp-like `[user@]host:path`. */
@@ -192,72 +192,15 @@ export function classifyGitFailure(stderr: string): GitPullFailure {
 
 // --- running git ------------------------------------------------------------------------------
 
-export interface GitContext {
-  workdir: string;
-  env: NodeJS.ProcessEnv;
-  timeoutMs: number;
-  signal?: AbortSignal;
-  secrets: { privateKey: string; paths: string[] };
-}
-
-export interface GitOutcome {
-  ok: boolean;
-  stdout: string;
-  stderr: string;
-  /** Why git did not get to finish on its own, if it didn't. */
-  interrupted: 'timeout' | 'aborted' | null;
-}
+export type GitContext = ScmContext;
+export type GitOutcome = ScmOutcome;
 
 /** Settings forced on every git call; see the module comment for why. */
 const FORCED_CONFIG = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'gc.auto=0'];
-const MAX_STDERR = 64 * 1024;
 
-/**
- * Runs git without a shell. git gets its own process group so that a timeout or an abort
- * also kills the ssh it started (otherwise ssh could linger until its own timeouts). The
- * promise settles once git and ssh have both let go of our pipes, i.e. have exited, so the
- * caller may remove the key file right after.
- */
+/** Runs git with the settings every call gets (see runScmProcess for how). */
 export function runGit(ctx: GitContext, args: string[]): Promise<GitOutcome> {
-  return new Promise((resolve) => {
-    if (ctx.signal?.aborted) return resolve({ ok: false, stdout: '', stderr: '', interrupted: 'aborted' });
-    const child = spawn('git', [...FORCED_CONFIG, ...args], {
-      cwd: ctx.workdir,
-      env: ctx.env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const stdout: Buffer[] = [];
-    let stderr = '';
-    let interrupted: GitOutcome['interrupted'] = null;
-    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => {
-      if (stderr.length < MAX_STDERR) stderr += chunk.toString('utf8');
-    });
-    const interrupt = (why: 'timeout' | 'aborted') => {
-      interrupted ??= why;
-      try {
-        if (child.pid) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    };
-    const timer = setTimeout(() => interrupt('timeout'), ctx.timeoutMs);
-    const onAbort = () => interrupt('aborted');
-    ctx.signal?.addEventListener('abort', onAbort, { once: true });
-    const done = (outcome: GitOutcome) => {
-      clearTimeout(timer);
-      ctx.signal?.removeEventListener('abort', onAbort);
-      resolve(outcome);
-    };
-    child.once('error', (error: NodeJS.ErrnoException) => {
-      const why = error.code === 'ENOENT' ? 'git is not installed on this worker' : error.message;
-      done({ ok: false, stdout: '', stderr: why, interrupted });
-    });
-    child.once('close', (code) => {
-      done({ ok: code === 0 && interrupted === null, stdout: Buffer.concat(stdout).toString('utf8'), stderr, interrupted });
-    });
-  });
+  return runScmProcess('git', [...FORCED_CONFIG, ...args], ctx, 'git is not installed on this worker');
 }
 
 async function gitOrThrow(ctx: GitContext, args: string[], what: string): Promise<string> {

@@ -28,7 +28,6 @@
  *
  * Known limitation, as for git: host keys are not pinned yet (StrictHostKeyChecking=no).
  */
-import { spawn } from 'node:child_process';
 import { lstat, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -43,6 +42,7 @@ import {
   type FetchRepositoryResult,
   type GitPullFailure,
 } from './git';
+import { runScmProcess, type ScmContext, type ScmOutcome } from './scmProcess';
 
 export interface FetchHgRepositoryInput {
   /** `ssh://[user@]host[:port]/path` (relative to the remote home) or `ssh://host//abs/path`. */
@@ -65,7 +65,6 @@ export interface FetchHgRepositoryInput {
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;
 const FALLBACK_PATH = '/usr/local/bin:/usr/bin:/bin';
 const MAX_COMMITTER_COMMITS = 500;
-const MAX_STDERR = 64 * 1024;
 const NULL_NODE = '0'.repeat(40);
 
 /** Settings forced on every hg call; see the module comment for why. */
@@ -124,20 +123,8 @@ export function classifyHgFailure(stderr: string): GitPullFailure {
 
 // --- running hg -------------------------------------------------------------------------------
 
-interface HgContext {
-  workdir: string;
-  env: NodeJS.ProcessEnv;
-  timeoutMs: number;
-  signal?: AbortSignal;
-  secrets: { privateKey: string; paths: string[] };
-}
-
-interface HgOutcome {
-  ok: boolean;
-  stdout: string;
-  stderr: string;
-  interrupted: 'timeout' | 'aborted' | null;
-}
+type HgContext = ScmContext;
+type HgOutcome = ScmOutcome;
 
 /**
  * Runs hg without a shell on the working copy (`-R`, never whatever repository encloses the
@@ -145,46 +132,8 @@ interface HgOutcome {
  * pipes, so the key file can go right after.
  */
 function runHg(ctx: HgContext, args: string[], options: { repository?: boolean } = {}): Promise<HgOutcome> {
-  return new Promise((done) => {
-    if (ctx.signal?.aborted) return done({ ok: false, stdout: '', stderr: '', interrupted: 'aborted' });
-    const repository = options.repository === false ? [] : ['--repository', ctx.workdir];
-    const child = spawn('hg', [...repository, ...FORCED_CONFIG, ...args], {
-      cwd: ctx.workdir,
-      env: ctx.env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const stdout: Buffer[] = [];
-    let stderr = '';
-    let interrupted: HgOutcome['interrupted'] = null;
-    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => {
-      if (stderr.length < MAX_STDERR) stderr += chunk.toString('utf8');
-    });
-    const interrupt = (why: 'timeout' | 'aborted') => {
-      interrupted ??= why;
-      try {
-        if (child.pid) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    };
-    const timer = setTimeout(() => interrupt('timeout'), ctx.timeoutMs);
-    const onAbort = () => interrupt('aborted');
-    ctx.signal?.addEventListener('abort', onAbort, { once: true });
-    const finish = (outcome: HgOutcome) => {
-      clearTimeout(timer);
-      ctx.signal?.removeEventListener('abort', onAbort);
-      done(outcome);
-    };
-    child.once('error', (error: NodeJS.ErrnoException) => {
-      const why = error.code === 'ENOENT' ? 'hg (Mercurial) is not installed on this worker' : error.message;
-      finish({ ok: false, stdout: '', stderr: why, interrupted });
-    });
-    child.once('close', (code) => {
-      finish({ ok: code === 0 && interrupted === null, stdout: Buffer.concat(stdout).toString('utf8'), stderr, interrupted });
-    });
-  });
+  const repository = options.repository === false ? [] : ['--repository', ctx.workdir];
+  return runScmProcess('hg', [...repository, ...FORCED_CONFIG, ...args], ctx, 'hg (Mercurial) is not installed on this worker');
 }
 
 async function hgOrThrow(ctx: HgContext, args: string[], what: string, options: { repository?: boolean } = {}): Promise<string> {
