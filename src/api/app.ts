@@ -56,7 +56,7 @@ export const BODY_LIMIT = 1024 * 1024;
 
 export function buildApp(deps: ApiDeps): FastifyInstance {
   // Branch names may be 255 bytes (URL-encoded, more): Fastify's default cap on a path parameter is 100.
-  const app = Fastify({ logger: loggerOptions(deps.log), bodyLimit: BODY_LIMIT, maxParamLength: 1024 });
+  const app = Fastify({ logger: loggerOptions(deps.log), bodyLimit: BODY_LIMIT, routerOptions: { maxParamLength: 1024 } });
   // Before any register(): child scopes inherit the error handler.
   installErrorHandlers(app);
 

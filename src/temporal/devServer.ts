@@ -45,6 +45,25 @@ export interface DevServer {
 }
 
 export async function startDevServer(opts: DevServerOptions = {}): Promise<DevServer> {
+  // The dev server picks free ports for its internal services itself, and another process may
+  // take one between its pick and its bind (seen in parallel test runs: it panics and exits at
+  // once). Such an early exit is tried again, with fresh ports where we chose them.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(opts);
+    } catch (err) {
+      if (!(err instanceof ExitedEarly) || attempt >= START_ATTEMPTS) throw err;
+      process.stderr.write(`Temporal dev server exited while starting; trying again (${attempt}/${START_ATTEMPTS - 1})\n`);
+    }
+  }
+}
+
+const START_ATTEMPTS = 3;
+
+/** The server process ended before it answered (as opposed to never answering). */
+class ExitedEarly extends Error {}
+
+async function startOnce(opts: DevServerOptions): Promise<DevServer> {
   const namespace = opts.namespace ?? 'default';
   const cli = opts.cli ?? (await findTemporalCli());
   const port = opts.port ?? (await freePort());
@@ -87,7 +106,8 @@ export async function startDevServer(opts: DevServerOptions = {}): Promise<DevSe
     await waitUntilServing(address, namespace, opts.startTimeoutMs ?? 60_000, exited);
   } catch (err) {
     await kill(child);
-    throw new Error(
+    const Failure = err instanceof ExitedEarly ? ExitedEarly : Error;
+    throw new Failure(
       `Temporal dev server (${cli} ${args.join(' ')}) did not come up: ${(err as Error).message}\n` +
         `--- its output (tail) ---\n${output.text() || '(none)'}`,
       { cause: err },
@@ -113,7 +133,7 @@ async function waitUntilServing(address: string, namespace: string, timeoutMs: n
   void exited.then((why) => (processGone = why));
   let lastError = 'no answer yet';
   while (Date.now() < deadline) {
-    if (processGone) throw new Error(processGone);
+    if (processGone) throw processGone.startsWith('exited early') ? new ExitedEarly(processGone) : new Error(processGone);
     let connection: Connection | undefined;
     try {
       connection = await Connection.connect({ address, connectTimeout: 2_000 });
