@@ -4,7 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fetchRepository, GitPullError, type FetchRepositoryInput } from '../../src/activities/build/git';
@@ -33,8 +33,9 @@ const pull = (overrides: Partial<FetchRepositoryInput> = {}) =>
     ...overrides,
   });
 
-/** Our temp dirs (key files live in them) currently present in the system temp dir. */
+/** Our temp dirs (key files live in them), in this file's own TMPDIR (see beforeAll). */
 const keyDirs = async () => (await readdir(tmpdir())).filter((n) => n.startsWith('sluice-git-'));
+const savedTmpdir = process.env.TMPDIR;
 
 /** Live ssh processes whose command line mentions `port` (zombies don't count). */
 async function sshProcessesTo(port: number): Promise<string[]> {
@@ -57,6 +58,10 @@ async function expectPullError(promise: Promise<unknown>): Promise<GitPullError>
 
 beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), 'sluice-build-git-'));
+  // fetchRepository makes its key directories in os.tmpdir(): a directory of this file's own,
+  // so other test runs on the machine can't come and go in it while we count.
+  await mkdir(join(tmp, 'tmp'));
+  process.env.TMPDIR = join(tmp, 'tmp');
   key = generateRepoKeyPair('sluice:test/repo');
   server = await startSshGitServer({ authorizedKeys: [key.publicKey] });
   bare = join(tmp, 'repo.git');
@@ -72,6 +77,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  if (savedTmpdir === undefined) delete process.env.TMPDIR;
+  else process.env.TMPDIR = savedTmpdir;
   await server.close();
   await rm(tmp, { recursive: true, force: true });
 });
