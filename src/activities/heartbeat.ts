@@ -1,17 +1,27 @@
 import { Context } from '@temporalio/activity';
 
 /**
- * Runs `fn` while heartbeating every few seconds, so a long clone or test keeps its activity
- * alive, a dead worker is noticed within the heartbeat timeout, and a stop request (delivered
- * through heartbeats) reaches `fn` as an aborted signal.
+ * Runs `fn` while heartbeating every few seconds, so a long clone, test or push keeps its
+ * activity alive, a dead worker is noticed within the heartbeat timeout, and a stop request
+ * (delivered through heartbeats) reaches `fn` as an aborted signal. Outside an activity (tests
+ * that call an activity function directly) it just runs `fn`, with no signal.
  */
-export async function withHeartbeat<T>(fn: (signal: AbortSignal) => Promise<T>, everyMs = 2_000): Promise<T> {
-  const ctx = Context.current();
+export async function withHeartbeat<T>(fn: (signal: AbortSignal | undefined) => Promise<T>, everyMs = 2_000): Promise<T> {
+  const ctx = currentContext();
+  if (!ctx) return fn(undefined);
   ctx.heartbeat();
   const timer = setInterval(() => ctx.heartbeat(), everyMs);
   try {
     return await fn(ctx.cancellationSignal);
   } finally {
     clearInterval(timer);
+  }
+}
+
+function currentContext(): Context | undefined {
+  try {
+    return Context.current();
+  } catch {
+    return undefined;
   }
 }

@@ -13,7 +13,6 @@
  * themselves, so it never enters Temporal's history.
  */
 import path from 'node:path';
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from 'pg';
 import type { ConnectionOptions } from 'node:tls';
@@ -27,6 +26,7 @@ import { GitPushError, pushCommit } from './push';
 import { loadFailingTests, loadPushTarget, loadSessionTargets, recordStep } from './record';
 import { readRepoConfigFile } from './repoConfig';
 import { chatMessage, emailSubject, emailText } from './summary';
+import { withHeartbeat } from '../heartbeat';
 
 export interface PostDeps {
   config: Config;
@@ -43,29 +43,7 @@ export interface PostDeps {
 
 const DEFAULT_PUSH_RETRY_DELAYS_MS = [2_000, 5_000] as const;
 
-/** The activity's context when running as one (integration tests call these directly). */
-function activityContext(): Context | undefined {
-  try {
-    return Context.current();
-  } catch {
-    return undefined;
-  }
-}
-
-/** Keeps the activity alive while `fn` runs, when there is an activity. */
-async function heartbeating<T>(fn: (signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
-  const ctx = activityContext();
-  if (!ctx) return fn(undefined);
-  ctx.heartbeat();
-  const timer = setInterval(() => ctx.heartbeat(), 2_000);
-  try {
-    return await fn(ctx.cancellationSignal);
-  } finally {
-    clearInterval(timer);
-  }
-}
-
-const sleep = (ms: number) => heartbeating(() => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+const sleep = (ms: number) => withHeartbeat(() => new Promise<void>((resolve) => setTimeout(resolve, ms)));
 
 export function createPostActivities(deps: PostDeps) {
   const { config, pool } = deps;
@@ -81,7 +59,7 @@ export function createPostActivities(deps: PostDeps) {
       if (repo.scm !== 'git') {
         result = { pushed: false, detail: `could not push to ${target}: pushing to a CI server is supported for git repositories only` };
       } else {
-        result = await heartbeating((signal) =>
+        result = await withHeartbeat((signal) =>
           retrying(deps.retryDelaysMs?.push ?? DEFAULT_PUSH_RETRY_DELAYS_MS, async () => {
             try {
               const pushed = await pushCommit({
@@ -113,7 +91,7 @@ export function createPostActivities(deps: PostDeps) {
       const chatUrl = input.chatUrl ?? (await loadSessionTargets(pool, input.sessionId))?.chatUrl ?? null;
       if (!chatUrl) return { posted: false, detail: 'no chat URL configured' };
       const failing = await loadFailingTests(pool, input.sessionId, 500);
-      const result = await heartbeating(() =>
+      const result = await withHeartbeat(() =>
         postChatMessage({
           url: chatUrl,
           message: chatMessage(input.summary, failing),
@@ -139,7 +117,7 @@ export function createPostActivities(deps: PostDeps) {
         result = { sent: false, detail: 'no recipient: the organization has no email address' };
       } else {
         const failing = await loadFailingTests(pool, input.sessionId, 500);
-        result = await heartbeating(() =>
+        result = await withHeartbeat(() =>
           sendMail({
             smtp,
             mail: {
