@@ -61,9 +61,14 @@ describe('stop', () => {
   it('stops a running build, kills the test and its children, and lets the suite go on', async () => {
     const pids = await mkdtemp(path.join(tmp, 'pids-'));
     const running = await w.build(repo, { env: { PIDS: pids } });
-    const [testPid, childPid] = await eventually('the test to start', async () => {
-      const read = async (f: string) => Number(await readFile(path.join(pids, f), 'utf8'));
-      return [await read('test'), await read('child')];
+    const [testPid, childPid] = await eventually('the test to record both pids', async () => {
+      // `echo $! > file` creates the file before it writes: wait for a whole line, not a file.
+      const read = async (f: string) => {
+        const text = await readFile(path.join(pids, f), 'utf8');
+        return /^\d+\n$/.test(text) ? Number(text) : undefined;
+      };
+      const [test, child] = [await read('test'), await read('child')];
+      return test && child ? [test, child] : undefined;
     });
     expect(alive(testPid!) && alive(childPid!)).toBe(true);
 
@@ -87,6 +92,8 @@ describe('stop', () => {
   it('stops a queued build before it starts', async () => {
     const pids = await mkdtemp(path.join(tmp, 'pids-'));
     const first = await w.build(repo, { force: true, env: { PIDS: pids } });
+    // The suite lets one build through at a time: once the first is running, the second is queued.
+    await eventually('the first build to run', async () => (await status(first.session)) === 'running');
     const queued = await w.build(repo, { force: true, env: { PIDS: pids } });
     expect((await stop(queued.session, 'carol')).status).toBe(202);
     const events = await w.eventsOf(queued.session);
