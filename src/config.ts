@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseAllowList, type Cidr } from './activities/delivery/ssrf';
+import { parseAllowList, type Cidr } from './delivery/ssrf';
 
 /**
  * Everything Sluice reads from its environment, validated once at start. Processes get a

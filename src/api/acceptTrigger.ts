@@ -22,11 +22,11 @@ import type { Pool } from 'pg';
 import { addressesBranch, combineSelections, selectTrigger, triggerKind, type Selection } from '../core/selection';
 import type { TriggerEvent } from '../core/types';
 import type { EnqueueRequest } from './app';
-import { findBranch, setBranchHidden } from './store/branches';
-import { withTransaction } from './store/db';
-import type { RepoRow } from './store/repos';
-import { insertCiEvent, insertSession } from './store/sessions';
-import { findSuiteForBranch, type SuiteRow } from './store/suites';
+import { findBranch, setBranchHidden } from '../db/branches';
+import { withTransaction } from '../db/transaction';
+import type { RepoRow } from '../db/repos';
+import { insertCiEvent, insertSession } from '../db/sessions';
+import { findSuiteForBranch, type SuiteRow } from '../db/suites';
 
 export class EnqueueFailed extends Error {
   constructor(cause: unknown) {

@@ -6,10 +6,10 @@
 import type { Config } from '../config';
 import { emptyCounts } from '../core/counts';
 import type { Counts, TriggerEvent } from '../core/types';
-import type { Db } from './store/db';
-import { findCiEvent, findSession, listEventSessions, listTests, type TestRow } from './store/sessions';
-import { countCases, listFailingCases, listJUnitFiles, type CaseCounts, type FailingCaseRow, type JUnitFileRow } from './store/testCases';
-import { listPostBuildSteps, type PostBuildStepRow } from './store/postBuildSteps';
+import type { Db } from '../db/transaction';
+import { findCiEvent, findSession, listEventSessions, listTests, type TestRow } from '../db/sessions';
+import { countCases, listFailingCases, listJUnitFiles, type CaseCounts, type FailingCaseRow, type JUnitFileRow } from '../db/testCases';
+import { listPostBuildSteps, type PostBuildStepRow } from '../db/postBuildSteps';
 
 export interface SessionView {
   session: number;

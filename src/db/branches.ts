@@ -3,8 +3,8 @@
  * branch has a row once a trigger named it or someone set its toggles; without a row it is
  * enabled, shown and not locked.
  */
-import type { BranchState } from '../../core/selection';
-import type { Db } from './db';
+import type { BranchState } from '../core/selection';
+import type { Db } from './transaction';
 
 export interface BranchRow {
   name: string;

@@ -1,5 +1,5 @@
 /** SQL for organizations. */
-import type { Db } from './db';
+import type { Db } from './transaction';
 
 export interface OrgRow {
   id: number;

@@ -1,5 +1,5 @@
 /** What became of a session's push, chat and e-mail steps (post_build_steps, written by activities/post). */
-import type { Db } from './db';
+import type { Db } from './transaction';
 
 export interface PostBuildStepRow {
   step: 'push' | 'chat' | 'email';

@@ -1,6 +1,6 @@
 /** SQL for repositories. Sealed secrets are read only where they are needed. */
-import type { Scm } from '../../core/types';
-import type { Db } from './db';
+import type { Scm } from '../core/types';
+import type { Db } from './transaction';
 
 export interface RepoSettings {
   pull_url: string;

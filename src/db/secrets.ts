@@ -1,5 +1,5 @@
 /** SQL for build secrets. Values are stored sealed and read back only by the worker's activities. */
-import type { Db } from './db';
+import type { Db } from './transaction';
 
 export interface SecretRow {
   name: string;

@@ -2,8 +2,8 @@
  * SQL for what arrived and what ran: ci_events, sessions and their test results, read back as
  * the views the status, report and admin endpoints show.
  */
-import type { TriggerEvent } from '../../core/types';
-import type { Db } from './db';
+import type { TriggerEvent } from '../core/types';
+import type { Db } from './transaction';
 
 export async function insertCiEvent(
   db: Db,

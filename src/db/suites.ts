@@ -1,6 +1,6 @@
 /** SQL for suites (one repository + one branch). */
-import type { Profile } from '../../core/profiles';
-import type { Db } from './db';
+import type { Profile } from '../core/profiles';
+import type { Db } from './transaction';
 
 export interface SuiteRow {
   id: number;

@@ -1,5 +1,5 @@
 /** SQL for the JUnit test cases of a session (collected by the collectResults activity). */
-import type { Db } from './db';
+import type { Db } from './transaction';
 
 export interface CaseCounts {
   total: number;

@@ -1,5 +1,5 @@
 /** SQL for outgoing webhooks and their delivery log. The sealed password and secret are never selected. */
-import type { Db } from './db';
+import type { Db } from './transaction';
 
 export interface WebhookRow {
   id: number;

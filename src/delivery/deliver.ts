@@ -10,10 +10,10 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, type RetryPolicy } from '@temporalio/common';
 import type { Dispatcher } from 'undici';
-import type { DeliverInput, DeliverResult } from '../types';
-import type { Pool, PoolClient } from '../../db/pool';
-import type { OutgoingPayload } from '../../core/types';
-import { unseal } from '../../crypto/sealed';
+import type { DeliverInput, DeliverResult } from '../activities/types';
+import type { Pool, PoolClient } from '../db/pool';
+import type { OutgoingPayload } from '../core/types';
+import { unseal } from '../crypto/sealed';
 import { runClosure, type ClosureLimits, type ClosureResult } from './closure';
 import { redact, sendWebhook, USER_AGENT, type AttemptResult } from './send';
 import { signatureHeaders } from './signature';

@@ -4,9 +4,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
-import { deliverAttempt, FAILURE_TYPES, type DeliverDeps } from '../../src/activities/delivery/deliver';
-import { closeDefaultAgent } from '../../src/activities/delivery/send';
-import { parseAllowList } from '../../src/activities/delivery/ssrf';
+import { deliverAttempt, FAILURE_TYPES, type DeliverDeps } from '../../src/delivery/deliver';
+import { closeDefaultAgent } from '../../src/delivery/send';
+import { parseAllowList } from '../../src/delivery/ssrf';
 import type { DeliverInput } from '../../src/activities/types';
 import type { OutgoingPayload } from '../../src/core/types';
 import { keyHash, seal } from '../../src/crypto/sealed';

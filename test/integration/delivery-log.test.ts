@@ -8,10 +8,10 @@
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { Webhook } from 'standardwebhooks';
-import { backoffDelay, deliverAttempt, type DeliverDeps } from '../../src/activities/delivery/deliver';
-import { closeDefaultAgent, USER_AGENT } from '../../src/activities/delivery/send';
-import { newSigningSecret, signatureOf } from '../../src/activities/delivery/signature';
-import { parseAllowList } from '../../src/activities/delivery/ssrf';
+import { backoffDelay, deliverAttempt, type DeliverDeps } from '../../src/delivery/deliver';
+import { closeDefaultAgent, USER_AGENT } from '../../src/delivery/send';
+import { newSigningSecret, signatureOf } from '../../src/delivery/signature';
+import { parseAllowList } from '../../src/delivery/ssrf';
 import type { DeliverInput } from '../../src/activities/types';
 import type { OutgoingPayload } from '../../src/core/types';
 import { seal } from '../../src/crypto/sealed';

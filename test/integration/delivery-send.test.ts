@@ -3,8 +3,8 @@
  * how each kind of answer (or silence) is classified.
  */
 import { Agent } from 'undici';
-import { closeDefaultAgent, sendWebhook as guardedSend, USER_AGENT } from '../../src/activities/delivery/send';
-import { parseAllowList } from '../../src/activities/delivery/ssrf';
+import { closeDefaultAgent, sendWebhook as guardedSend, USER_AGENT } from '../../src/delivery/send';
+import { parseAllowList } from '../../src/delivery/ssrf';
 import { hasOpenssl, startHttpsReceiver, startReceiver, type Receiver } from '../support/receiver';
 
 const BODY = JSON.stringify({ event: 'start', xid: 'xid-1' });

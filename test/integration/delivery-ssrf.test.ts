@@ -3,8 +3,8 @@
  * literal in any spelling, and by name), reached once allowed, and a redirect is never a way
  * around it.
  */
-import { closeDefaultAgent, newWebhookAgent, sendWebhook } from '../../src/activities/delivery/send';
-import { parseAllowList } from '../../src/activities/delivery/ssrf';
+import { closeDefaultAgent, newWebhookAgent, sendWebhook } from '../../src/delivery/send';
+import { parseAllowList } from '../../src/delivery/ssrf';
 import { hasOpenssl, startHttpsReceiver, startReceiver, type Receiver } from '../support/receiver';
 
 const BODY = JSON.stringify({ event: 'start', xid: 'xid-ssrf' });

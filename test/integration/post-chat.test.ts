@@ -4,8 +4,8 @@
  * returned (never thrown), with the URL's secret path kept out of it.
  */
 import { createPostActivities } from '../../src/activities/post/activities';
-import { closeDefaultAgent } from '../../src/activities/delivery/send';
-import { parseAllowList } from '../../src/activities/delivery/ssrf';
+import { closeDefaultAgent } from '../../src/delivery/send';
+import { parseAllowList } from '../../src/delivery/ssrf';
 import type { BuildSummary } from '../../src/activities/types';
 import type { Config } from '../../src/config';
 import { emptyCounts } from '../../src/core/counts';

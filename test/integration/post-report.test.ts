@@ -3,7 +3,7 @@
  * build's status), in HTML and in its JSON twin; escaped like everything else on the page.
  */
 import { createPostActivities } from '../../src/activities/post/activities';
-import { closeDefaultAgent } from '../../src/activities/delivery/send';
+import { closeDefaultAgent } from '../../src/delivery/send';
 import { emptyCounts } from '../../src/core/counts';
 import { startApiHarness, type ApiHarness } from '../support/apiApp';
 import { insertPostSession } from '../support/postSession';

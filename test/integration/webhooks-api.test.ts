@@ -5,9 +5,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { deliverAttempt, type DeliverDeps } from '../../src/activities/delivery/deliver';
-import { closeDefaultAgent } from '../../src/activities/delivery/send';
-import { parseAllowList } from '../../src/activities/delivery/ssrf';
+import { deliverAttempt, type DeliverDeps } from '../../src/delivery/deliver';
+import { closeDefaultAgent } from '../../src/delivery/send';
+import { parseAllowList } from '../../src/delivery/ssrf';
 import type { OutgoingPayload } from '../../src/core/types';
 import { keyHash, unseal } from '../../src/crypto/sealed';
 import { seedRepo, startApiHarness, type ApiHarness } from '../support/apiApp';

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
-import { parseAllowList } from '../../src/activities/delivery/ssrf';
+import { parseAllowList } from '../../src/delivery/ssrf';
 import { buildApp } from '../../src/api/app';
 import type { Config, WebhookRetry } from '../../src/config';
 import { createPool, type Pool } from '../../src/db/pool';

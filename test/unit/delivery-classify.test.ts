@@ -1,6 +1,6 @@
-import { basicAuth, classify, parseRetryAfter, redact } from '../../src/activities/delivery/send';
-import { outcomeOf } from '../../src/activities/delivery/deliver';
-import { BlockedAddressError } from '../../src/activities/delivery/ssrf';
+import { basicAuth, classify, parseRetryAfter, redact } from '../../src/delivery/send';
+import { outcomeOf } from '../../src/delivery/deliver';
+import { BlockedAddressError } from '../../src/delivery/ssrf';
 
 const NOW = Date.parse('2025-01-01T00:00:00Z');
 

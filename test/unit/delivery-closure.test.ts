@@ -10,7 +10,7 @@ import {
   interpretResult,
   runClosure,
   type ClosureResult,
-} from '../../src/activities/delivery/closure';
+} from '../../src/delivery/closure';
 
 const PAYLOAD = {
   event: 'stop',

@@ -3,9 +3,9 @@
  * the delivery log hides of the headers it records.
  */
 import { Webhook } from 'standardwebhooks';
-import { errorClassOf, redactHeaders } from '../../src/activities/delivery/send';
-import { newSigningSecret, signatureHeaders, signatureOf } from '../../src/activities/delivery/signature';
-import { BlockedAddressError } from '../../src/activities/delivery/ssrf';
+import { errorClassOf, redactHeaders } from '../../src/delivery/send';
+import { newSigningSecret, signatureHeaders, signatureOf } from '../../src/delivery/signature';
+import { BlockedAddressError } from '../../src/delivery/ssrf';
 
 describe('signatures', () => {
   it('make secrets of 32 random bytes, each different', () => {

@@ -13,7 +13,7 @@ import {
   isForbiddenAddress,
   parseAllowList,
   parseCidr,
-} from '../../src/activities/delivery/ssrf';
+} from '../../src/delivery/ssrf';
 
 describe('isForbiddenAddress / forbiddenReason: IPv4', () => {
   it.each([

@@ -14,8 +14,8 @@
  * up or fail the build.
  */
 import type { Dispatcher } from 'undici';
-import { sendWebhook } from '../delivery/send';
-import type { Cidr } from '../delivery/ssrf';
+import { sendWebhook } from '../../delivery/send';
+import type { Cidr } from '../../delivery/ssrf';
 import type { ChatMessage } from './summary';
 
 export interface PostChatOptions {

@@ -30,7 +30,7 @@ import type { ProviderAdapter } from '../../providers/types';
 import { acceptTrigger, EnqueueFailed } from '../acceptTrigger';
 import type { ApiDeps } from '../app';
 import { HttpError } from '../http';
-import { findRepoByKeyHash, type RepoRow } from '../store/repos';
+import { findRepoByKeyHash, type RepoRow } from '../../db/repos';
 
 const GENERIC = 'builds';
 

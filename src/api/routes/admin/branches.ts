@@ -12,7 +12,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../../app';
 import { validate } from '../../http';
-import { findBranchView, listBranches, updateBranch, type BranchListRow } from '../../store/branches';
+import { findBranchView, listBranches, updateBranch, type BranchListRow } from '../../../db/branches';
 import { branchName } from './fields';
 import { loadRepo } from './repos';
 

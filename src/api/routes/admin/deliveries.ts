@@ -5,11 +5,11 @@
  * machinery (deliver.ts: closure, signature, SSRF guard, log) and answered with its log row.
  */
 import type { FastifyInstance } from 'fastify';
-import { attemptOnce, type AttemptSpec, type DeliverDeps, type EventPayload } from '../../../activities/delivery/deliver';
+import { attemptOnce, type AttemptSpec, type DeliverDeps, type EventPayload } from '../../../delivery/deliver';
 import type { ApiDeps } from '../../app';
 import { HttpError, notFound, parseId } from '../../http';
-import { withTransaction } from '../../store/db';
-import { findDelivery, lastAttempt, type DeliveryDetail } from '../../store/webhooks';
+import { withTransaction } from '../../../db/transaction';
+import { findDelivery, lastAttempt, type DeliveryDetail } from '../../../db/webhooks';
 
 export const deliveryDetailView = (d: DeliveryDetail) => ({
   id: d.id,

@@ -3,9 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../../app';
 import { conflict, notFound, validate } from '../../http';
-import type { Db } from '../../store/db';
-import { uniqueViolation } from '../../store/db';
-import { findOrg, insertOrg, listOrgs, type OrgRow } from '../../store/orgs';
+import type { Db } from '../../../db/transaction';
+import { uniqueViolation } from '../../../db/transaction';
+import { findOrg, insertOrg, listOrgs, type OrgRow } from '../../../db/orgs';
 import { resourceName } from './fields';
 
 const CreateOrg = z.strictObject({

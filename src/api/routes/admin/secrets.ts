@@ -14,8 +14,8 @@ import { isMaskable } from '../../../core/mask';
 import { seal, unseal } from '../../../crypto/sealed';
 import type { ApiDeps } from '../../app';
 import { HttpError, notFound, validate } from '../../http';
-import { withTransaction } from '../../store/db';
-import { countSecrets, deleteSecret, listSecrets, upsertSecret, type SecretRow } from '../../store/secrets';
+import { withTransaction } from '../../../db/transaction';
+import { countSecrets, deleteSecret, listSecrets, upsertSecret, type SecretRow } from '../../../db/secrets';
 import { loadRepo } from './repos';
 
 /**

@@ -11,18 +11,18 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { compileClosure } from '../../../activities/delivery/closure';
-import { composeRequest, type PingPayload } from '../../../activities/delivery/deliver';
-import { REDACTED, redactHeaders } from '../../../activities/delivery/send';
-import { newSigningSecret } from '../../../activities/delivery/signature';
+import { compileClosure } from '../../../delivery/closure';
+import { composeRequest, type PingPayload } from '../../../delivery/deliver';
+import { REDACTED, redactHeaders } from '../../../delivery/send';
+import { newSigningSecret } from '../../../delivery/signature';
 import type { Config } from '../../../config';
 import { buildPayload, type PayloadContext, type SessionSnapshot } from '../../../core/payload';
 import { COUNT_KEYS, EVENTS, type Counts, type EventName } from '../../../core/types';
 import { seal } from '../../../crypto/sealed';
 import type { ApiDeps } from '../../app';
 import { HttpError, notFound, parseId, validate } from '../../http';
-import type { Db } from '../../store/db';
-import { findOrg } from '../../store/orgs';
+import type { Db } from '../../../db/transaction';
+import { findOrg } from '../../../db/orgs';
 import {
   deleteWebhook,
   findWebhook,
@@ -32,7 +32,7 @@ import {
   updateWebhook,
   type WebhookFields,
   type WebhookRow,
-} from '../../store/webhooks';
+} from '../../../db/webhooks';
 import { deliveryDetailView, manualAttempt } from './deliveries';
 import { httpUrl, plainText } from './fields';
 import { loadOrg } from './orgs';
