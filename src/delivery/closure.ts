@@ -40,6 +40,7 @@ import {
   type QuickJSSyncVariant,
   type QuickJSWASMModule,
 } from 'quickjs-emscripten-core';
+import { FRAMING_HEADERS } from './headers';
 
 /**
  * The `@jitl/quickjs-wasmfile-release-sync` variant, assembled from its parts. The package's
@@ -86,19 +87,6 @@ export type ClosureResult =
 
 export type CompileResult = { ok: true } | { ok: false; error: string };
 
-/** Headers a closure may not set: they frame the connection or the body, which are ours. */
-const RESERVED_HEADERS = new Set([
-  'host',
-  'content-length',
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'expect',
-]);
 const MAX_HEADERS = 64;
 const MAX_HEADER_VALUE_CHARS = 8 * 1024;
 /** RFC 9110 token: what a header name may be made of. */
@@ -267,7 +255,7 @@ export function interpretResult(result: unknown): ClosureResult {
       seen.add(lower);
       // Framing and hop-by-hop headers are ours; dropping them (rather than failing) keeps a
       // closure that copies headers from elsewhere working.
-      if (!RESERVED_HEADERS.has(lower)) headers[name] = value;
+      if (!FRAMING_HEADERS.has(lower)) headers[name] = value;
     }
   }
   const body = typeof result.body === 'string' ? result.body : JSON.stringify(result.body);

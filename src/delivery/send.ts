@@ -5,6 +5,7 @@
  */
 import type { ConnectionOptions } from 'node:tls';
 import { Agent, request, type Dispatcher } from 'undici';
+import { FRAMING_HEADERS } from './headers';
 import { BLOCKED_CODE, guardedConnector, type Cidr } from './ssrf';
 
 export type AttemptKind = 'delivered' | 'retryable' | 'fatal';
@@ -64,14 +65,6 @@ const EXCERPT_BYTES = 4 * 1024;
 const DRAIN_BYTES = 64 * 1024;
 /** How much of the response excerpt goes into an error string. */
 const ERROR_EXCERPT_CHARS = 200;
-
-/**
- * Headers a closure or caller may not set: they describe the connection or the body framing,
- * which undici owns (and some of which it rejects outright).
- */
-const RESERVED_HEADERS = new Set([
-  'host', 'content-length', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'expect',
-]);
 
 /** Shared Agents, one per allow-list (in practice one per process), keyed by its ranges. */
 const sharedAgents = new Map<string, Agent>();
@@ -220,7 +213,7 @@ function buildHeaders(opts: SendOptions, target: Target, secrets: string[]): Rec
   const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': USER_AGENT };
   for (const [name, value] of Object.entries(opts.headers)) {
     const lower = name.toLowerCase();
-    if (!RESERVED_HEADERS.has(lower)) headers[lower] = value;
+    if (!FRAMING_HEADERS.has(lower)) headers[lower] = value;
   }
   // The configured credentials win over both the URL's and any Authorization header a caller set.
   const username = opts.username ?? (target.username || null);

@@ -4,7 +4,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
-import { deliverAttempt, FAILURE_TYPES, type DeliverDeps } from '../../src/delivery/deliver';
+import { deliverAttempt, FAILURE_TYPES } from '../../src/activities/delivery';
+import type { DeliverDeps } from '../../src/delivery/attempt';
 import { closeDefaultAgent } from '../../src/delivery/send';
 import { parseAllowList } from '../../src/delivery/ssrf';
 import type { DeliverInput } from '../../src/activities/types';

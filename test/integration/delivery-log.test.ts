@@ -8,7 +8,9 @@
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { Webhook } from 'standardwebhooks';
-import { backoffDelay, deliverAttempt, type DeliverDeps } from '../../src/delivery/deliver';
+import { deliverAttempt } from '../../src/activities/delivery';
+import type { DeliverDeps } from '../../src/delivery/attempt';
+import { backoffDelay } from '../../src/delivery/backoff';
 import { closeDefaultAgent, USER_AGENT } from '../../src/delivery/send';
 import { newSigningSecret, signatureOf } from '../../src/delivery/signature';
 import { parseAllowList } from '../../src/delivery/ssrf';

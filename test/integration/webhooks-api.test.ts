@@ -5,7 +5,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { deliverAttempt, type DeliverDeps } from '../../src/delivery/deliver';
+import { deliverAttempt } from '../../src/activities/delivery';
+import type { DeliverDeps } from '../../src/delivery/attempt';
 import { closeDefaultAgent } from '../../src/delivery/send';
 import { parseAllowList } from '../../src/delivery/ssrf';
 import type { OutgoingPayload } from '../../src/core/types';

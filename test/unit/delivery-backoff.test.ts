@@ -1,4 +1,4 @@
-import { backoffDelay, jittered } from '../../src/delivery/deliver';
+import { backoffDelay, jittered } from '../../src/delivery/backoff';
 
 describe('backoffDelay', () => {
   const policy = { initialIntervalMs: 1_000, backoffCoefficient: 2, maximumIntervalMs: 3_600_000 };

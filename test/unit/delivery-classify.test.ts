@@ -1,5 +1,5 @@
 import { basicAuth, classify, parseRetryAfter, redact } from '../../src/delivery/send';
-import { outcomeOf } from '../../src/delivery/deliver';
+import { outcomeOf } from '../../src/delivery/backoff';
 import { BlockedAddressError } from '../../src/delivery/ssrf';
 
 const NOW = Date.parse('2025-01-01T00:00:00Z');

@@ -5,7 +5,8 @@
  * machinery (deliver.ts: closure, signature, SSRF guard, log) and answered with its log row.
  */
 import type { FastifyInstance } from 'fastify';
-import { attemptOnce, type AttemptSpec, type DeliverDeps, type EventPayload } from '../../../delivery/deliver';
+import { attemptOnce, type AttemptSpec, type DeliverDeps } from '../../../delivery/attempt';
+import type { EventPayload } from '../../../delivery/compose';
 import type { ApiDeps } from '../../app';
 import { HttpError, notFound, parseId } from '../../http';
 import { withTransaction } from '../../../db/transaction';

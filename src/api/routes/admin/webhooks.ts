@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { compileClosure } from '../../../delivery/closure';
-import { composeRequest, type PingPayload } from '../../../delivery/deliver';
+import { composeRequest, type PingPayload } from '../../../delivery/compose';
 import { REDACTED, redactHeaders } from '../../../delivery/send';
 import { newSigningSecret } from '../../../delivery/signature';
 import type { Config } from '../../../config';

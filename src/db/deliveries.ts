@@ -1,0 +1,82 @@
+/**
+ * SQL of a delivery attempt: the webhook as an attempt needs it (sealed credentials included,
+ * for the delivery code to unseal) and the log row each attempt writes. The log's readers are
+ * in webhooks.ts beside the other webhook queries.
+ */
+import type { Db } from './transaction';
+import type { WebhookFields } from './webhooks';
+
+/** The webhook with its sealed password and signing secret: for sending, never for showing. */
+export async function findWebhookForDelivery(db: Db, id: number): Promise<WebhookFields | undefined> {
+  const { rows } = await db.query<WebhookFields>(
+    'SELECT url, username, password_sealed, secret_sealed, closure, active FROM webhooks WHERE id = $1',
+    [id],
+  );
+  return rows[0];
+}
+
+/** One attempt as the delivery log keeps it (the `deliveries` table). */
+export interface DeliveryAttempt {
+  webhookId: number;
+  sessionId: number | null;
+  event: string;
+  xid: string;
+  attempt: number;
+  statusCode: number | null;
+  outcome: 'delivered' | 'retrying' | 'gave_up' | 'dropped';
+  error: string | null;
+  durationMs: number;
+  /** The event as Sluice made it, before any closure. */
+  payload: unknown;
+  requestBody: string | null;
+  origin: 'event' | 'redeliver' | 'ping';
+  url: string;
+  requestHeaders: Record<string, string> | null;
+  responseHeaders: Record<string, string | string[]> | null;
+  responseBody: string | null;
+  errorClass: string | null;
+  /** The wait before the next attempt; null when there is none. */
+  nextDelayMs: number | null;
+  closureOutcome: string | null;
+  closureDetail: string | null;
+}
+
+/** PostgreSQL text cannot hold NUL; a closure's string body or a receiver's answer may. */
+function noNul(text: string | null): string | null {
+  return text === null ? null : text.replace(/\0/g, '\uFFFD');
+}
+
+/** Writes the attempt's log row; the next attempt is due `nextDelayMs` after it, by the database's clock. */
+export async function insertDeliveryAttempt(db: Db, a: DeliveryAttempt): Promise<{ id: number; nextAttemptAt: Date | null }> {
+  const { rows } = await db.query<{ id: number; next_attempt_at: Date | null }>(
+    `INSERT INTO deliveries
+       (webhook_id, session_id, event, xid, attempt, status_code, outcome, error, duration_ms, payload, request_body,
+        origin, url, request_headers, response_headers, response_body, error_class, next_attempt_at, closure_outcome, closure_detail)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13, $14::jsonb, $15::jsonb, $16, $17,
+             now() + $18::bigint * interval '1 millisecond', $19, $20)
+     RETURNING id, next_attempt_at`,
+    [
+      a.webhookId,
+      a.sessionId,
+      a.event,
+      a.xid,
+      a.attempt,
+      a.statusCode,
+      a.outcome,
+      a.error,
+      Math.round(a.durationMs),
+      JSON.stringify(a.payload),
+      noNul(a.requestBody),
+      a.origin,
+      a.url,
+      a.requestHeaders ? JSON.stringify(a.requestHeaders) : null,
+      a.responseHeaders ? JSON.stringify(a.responseHeaders) : null,
+      noNul(a.responseBody),
+      a.errorClass,
+      a.nextDelayMs,
+      a.closureOutcome,
+      a.closureDetail,
+    ],
+  );
+  return { id: rows[0]!.id, nextAttemptAt: rows[0]!.next_attempt_at };
+}
