@@ -1,8 +1,8 @@
 import type { z } from 'zod';
 import { firstProblem } from '../core/issues';
 import { branchNameProblem, isHttpUrl } from '../core/trigger';
-import type { Scm } from '../core/types';
-import type { ProviderAdapter, ProviderInput, ProviderPullRequest, ProviderResult, ProviderTrigger, ProviderTriggerKind } from './types';
+import type { Scm, TriggerKind } from '../core/types';
+import type { ProviderAdapter, ProviderInput, ProviderPullRequest, ProviderResult, ProviderTrigger } from './types';
 
 /**
  * The plumbing every adapter shares: turning "this input is wrong" into a 400/422 result,
@@ -142,7 +142,7 @@ export type TriggerFields = Partial<Pick<ProviderTrigger, 'branch' | 'head' | 'r
 };
 
 /** A ProviderTrigger with every field present (null or [] where the payload says nothing). */
-export function makeTrigger(event: string, kind: ProviderTriggerKind, fields: TriggerFields, scm: Scm = 'git'): ProviderTrigger {
+export function makeTrigger(event: string, kind: TriggerKind, fields: TriggerFields, scm: Scm = 'git'): ProviderTrigger {
   const t: ProviderTrigger = {
     event,
     kind,

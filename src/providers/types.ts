@@ -1,21 +1,10 @@
-import type { ChangesetKind, Scm } from '../core/types';
+import type { ChangesetKind, Scm, TriggerKind } from '../core/types';
 
 /**
  * The one shape every hosting provider's hook is turned into (`POST /1/<provider>/<KEY>`).
  * Pure data: the route maps it onto a TriggerEvent and the commit-selection rules read it.
  */
 
-/**
- * - `push`: new commits on an existing branch.
- * - `branch-create`: a branch appeared (a push that created it, or a bare "branch created"
- *   event); builds like a push and shows a hidden branch again.
- * - `branch-delete`: a branch went away; hides the branch (spec §1 "Branch hiding"), never builds.
- * - `tag`: a tag was pushed or created.
- * - `tag-delete`: a tag went away; nothing to build, but recorded (spec §4: GitHub's `delete`
- *   covers tags too, so the event is acted on rather than refused).
- * - `pull-request`: a pull/merge request or a code review (Gerrit patch set) changed.
- */
-export type ProviderTriggerKind = 'push' | 'branch-create' | 'branch-delete' | 'tag' | 'tag-delete' | 'pull-request';
 
 /**
  * Pull-request actions in one vocabulary, whatever the provider calls them, so the rules never
@@ -51,7 +40,7 @@ export interface ProviderPullRequest {
 export interface ProviderTrigger {
   /** The provider's own name of the event (`push`, `Merge Request Hook`, `repo:push`, ...). */
   event: string;
-  kind: ProviderTriggerKind;
+  kind: TriggerKind;
   /**
    * Branch the commits live on: for a pull request its source branch, for a tag the branch the
    * provider says it was cut from. When the payload names none, `?branch=` (spec §4); else null.
