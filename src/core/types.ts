@@ -62,6 +62,21 @@ export interface TriggerEvent {
   commits?: TriggerCommit[];
 }
 
+/**
+ * What the API asks of the orchestrator for one accepted build (temporal/enqueue.ts): the one
+ * enqueue request. The suite workflow's `enqueue` signal carries only its `sessionId` and
+ * `queuePosition` (workflows/signals.ts); workflow histories record that payload, so it keeps
+ * its shape.
+ */
+export interface EnqueueRequest {
+  suiteId: number;
+  sessionId: number;
+  queuePosition: 'tail' | 'head';
+  /** `org/repo`, for the Temporal UI. */
+  repoLabel: string;
+  branch: string;
+}
+
 export const TEST_STATUSES = ['passed', 'failed', 'error', 'skipped'] as const;
 export type TestStatus = (typeof TEST_STATUSES)[number];
 
