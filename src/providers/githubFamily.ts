@@ -45,29 +45,20 @@ export const GITEA_ACTIONS: Readonly<Record<string, PullRequestAction>> = {
   label_updated: 'labeled',
 };
 
-/** A pull request that names its head commit and both branches as `head`/`base` objects (GitHub, Gitea). */
-export const PullRequestWithHead = z.object({
-  action: z.string(),
-  number: z.number().int().nonnegative(),
-  pull_request: z.object({
-    html_url: z.string().nullish(),
-    merged: z.boolean().nullish(),
-    head: z.object({ ref: z.string(), sha: zSha }),
-    base: z.object({ ref: z.string() }),
-  }),
-});
+/** A `pull_request` payload; the family differs only in how it names the branches and head. */
+function pullRequestPayload<B extends z.ZodRawShape>(branches: B) {
+  return z.object({
+    action: z.string(),
+    number: z.number().int().nonnegative(),
+    pull_request: z.object({ html_url: z.string().nullish(), merged: z.boolean().nullish(), ...branches }),
+  });
+}
+
+/** GitHub, Gitea: the head commit and both branches as `head`/`base` objects. */
+export const PullRequestWithHead = pullRequestPayload({ head: z.object({ ref: z.string(), sha: zSha }), base: z.object({ ref: z.string() }) });
 
 /** Gogs: the branches as `head_branch`/`base_branch`, no commit (the build takes the tip of `refs/pull/<n>/head`). */
-export const PullRequestWithBranches = z.object({
-  action: z.string(),
-  number: z.number().int().nonnegative(),
-  pull_request: z.object({
-    html_url: z.string().nullish(),
-    merged: z.boolean().nullish(),
-    head_branch: z.string(),
-    base_branch: z.string(),
-  }),
-});
+export const PullRequestWithBranches = pullRequestPayload({ head_branch: z.string(), base_branch: z.string() });
 
 export interface GithubFamilyProvider {
   /** The path segment. */
