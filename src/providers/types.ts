@@ -1,10 +1,10 @@
 import type { ChangesetKind, Scm, TriggerKind } from '../core/types';
 
 /**
- * The one shape every hosting provider's hook is turned into (`POST /1/<provider>/<KEY>`).
- * Pure data: the route maps it onto a TriggerEvent and the commit-selection rules read it.
+ * The one shape every trigger format is turned into (`POST /1/<provider>/<KEY>`: the generic
+ * formats of `builds` and every hosting provider's hook). Pure data: event.ts maps it onto a
+ * TriggerEvent and the commit-selection rules read it.
  */
-
 
 /**
  * Pull-request actions in one vocabulary, whatever the provider calls them, so the rules never
