@@ -20,8 +20,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { addressesBranch, combineSelections, selectTrigger, triggerKind, type Selection } from '../core/selection';
-import type { TriggerEvent } from '../core/types';
-import type { EnqueueRequest } from './app';
+import type { EnqueueRequest, TriggerEvent } from '../core/types';
 import { findBranch, setBranchHidden } from '../db/branches';
 import { withTransaction } from '../db/transaction';
 import type { RepoRow } from '../db/repos';

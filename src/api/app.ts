@@ -7,6 +7,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Config } from '../config';
+import type { EnqueueRequest } from '../core/types';
 import { requireAdmin } from './auth';
 import { installErrorHandlers } from './http';
 import { loggerOptions, type ApiLogOptions } from './logging';
@@ -21,16 +22,6 @@ import { registerCiEventRoutes } from './routes/ciEvents';
 import { registerHealthRoutes } from './routes/health';
 import { registerReportRoutes } from './routes/reports';
 import { registerTriggerRoutes } from './routes/triggers';
-
-/** What the API asks of the orchestrator for one accepted build (see temporal/enqueue.ts). */
-export interface EnqueueRequest {
-  suiteId: number;
-  sessionId: number;
-  queuePosition: 'tail' | 'head';
-  /** `org/repo`, for the Temporal UI. */
-  repoLabel: string;
-  branch: string;
-}
 
 export interface HealthReport {
   ok: boolean;
@@ -64,7 +55,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   registerCiEventRoutes(app, deps);
   registerReportRoutes(app, deps);
 
-  // Triggers parse their own bodies (src/core/trigger.ts), so they get a scope of their own.
+  // Triggers parse their own bodies (src/providers/delivery.ts), so they get a scope of their own.
   void app.register(async (scope) => registerTriggerRoutes(scope, deps));
 
   void app.register(

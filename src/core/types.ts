@@ -8,12 +8,17 @@ export type Scm = 'git' | 'hg';
 export type ChangesetKind = 'github' | 'gerrit' | 'review' | 'generic';
 
 /**
- * What a trigger announces (spec §1 commit selection reads it):
- * - `push`: new commits on a branch (every generic trigger without a `changeset`);
- * - `branch-create`: a branch appeared; builds like a push;
- * - `branch-delete`: a branch went away; hides it, never builds;
- * - `tag`, `tag-delete`: a tag was pushed or removed;
- * - `pull-request`: a pull/merge request or review changed (a generic trigger with a `changeset`).
+ * What a trigger announces (spec §1 commit selection reads it), for generic triggers and
+ * provider hooks alike:
+ * - `push`: new commits on an existing branch (every generic trigger without a `changeset`);
+ * - `branch-create`: a branch appeared (a push that created it, or a bare "branch created"
+ *   event); builds like a push and shows a hidden branch again;
+ * - `branch-delete`: a branch went away; hides the branch (spec §1 "Branch hiding"), never builds;
+ * - `tag`: a tag was pushed or created;
+ * - `tag-delete`: a tag went away; nothing to build, but recorded (spec §4: GitHub's `delete`
+ *   covers tags too, so the event is acted on rather than refused);
+ * - `pull-request`: a pull/merge request or a code review (Gerrit patch set) changed (a
+ *   generic trigger with a `changeset`).
  */
 export const TRIGGER_KINDS = ['push', 'branch-create', 'branch-delete', 'tag', 'tag-delete', 'pull-request'] as const;
 export type TriggerKind = (typeof TRIGGER_KINDS)[number];
@@ -55,6 +60,21 @@ export interface TriggerEvent {
   action?: string;
   /** Commits the trigger announced, oldest first, head last; capped (see acceptTrigger). */
   commits?: TriggerCommit[];
+}
+
+/**
+ * What the API asks of the orchestrator for one accepted build (temporal/enqueue.ts): the one
+ * enqueue request. The suite workflow's `enqueue` signal carries only its `sessionId` and
+ * `queuePosition` (workflows/signals.ts); workflow histories record that payload, so it keeps
+ * its shape.
+ */
+export interface EnqueueRequest {
+  suiteId: number;
+  sessionId: number;
+  queuePosition: 'tail' | 'head';
+  /** `org/repo`, for the Temporal UI. */
+  repoLabel: string;
+  branch: string;
 }
 
 export const TEST_STATUSES = ['passed', 'failed', 'error', 'skipped'] as const;

@@ -1,8 +1,8 @@
 import type { z } from 'zod';
 import { firstProblem } from '../core/issues';
-import { branchNameProblem, isHttpUrl } from '../core/trigger';
-import type { Scm } from '../core/types';
-import type { ProviderAdapter, ProviderInput, ProviderPullRequest, ProviderResult, ProviderTrigger, ProviderTriggerKind } from './types';
+import { branchNameProblem, isHttpUrl } from '../core/names';
+import type { Scm, TriggerKind } from '../core/types';
+import type { ProviderAdapter, ProviderInput, ProviderPullRequest, ProviderResult, ProviderTrigger } from './types';
 
 /**
  * The plumbing every adapter shares: turning "this input is wrong" into a 400/422 result,
@@ -41,17 +41,13 @@ export interface ParseContext {
   queryBranch: string | undefined;
 }
 
-export function defineProvider(name: string, parse: (ctx: ParseContext) => Outcome): ProviderAdapter {
+/** An adapter from its parser: problems thrown anywhere in it become the 400/422 result. */
+export function defineAdapter(name: string, parse: (input: ProviderInput) => Outcome): ProviderAdapter {
   return {
     name,
     parse(input: ProviderInput): ProviderResult {
       try {
-        const ctx: ParseContext = {
-          headers: input.headers,
-          body: bodyObject(input.body),
-          queryBranch: queryBranch(input.query),
-        };
-        const out = parse(ctx);
+        const out = parse(input);
         if ('ignore' in out) return { ok: true, ignore: out.ignore };
         const triggers = Array.isArray(out) ? out : [out];
         const [first, ...rest] = triggers;
@@ -66,12 +62,28 @@ export function defineProvider(name: string, parse: (ctx: ParseContext) => Outco
   };
 }
 
+/** A hosting provider's adapter: its body is one JSON object (or `payload=<json>`), `?branch=` a checked branch name. */
+export function defineProvider(name: string, parse: (ctx: ParseContext) => Outcome): ProviderAdapter {
+  return defineAdapter(name, (input) =>
+    parse({
+      headers: input.headers,
+      body: bodyObject(input),
+      queryBranch: queryBranch(input.query),
+    }),
+  );
+}
+
 /**
  * GitHub, Gitea and Gogs hooks set to `application/x-www-form-urlencoded` post the JSON as
  * the one form field `payload`; read that as the body.
  */
-function bodyObject(body: unknown): Record<string, unknown> {
-  let value = body;
+function bodyObject(input: ProviderInput): Record<string, unknown> {
+  let value = input.body;
+  if (input.format === 'form' && isPlainObject(value)) {
+    for (const [name, field] of Object.entries(value)) {
+      if (Array.isArray(field)) malformed(name.slice(0, 100), 'given more than once');
+    }
+  }
   if (isPlainObject(value) && typeof value.payload === 'string' && Object.keys(value).length === 1) {
     try {
       value = JSON.parse(value.payload);
@@ -142,7 +154,7 @@ export type TriggerFields = Partial<Pick<ProviderTrigger, 'branch' | 'head' | 'r
 };
 
 /** A ProviderTrigger with every field present (null or [] where the payload says nothing). */
-export function makeTrigger(event: string, kind: ProviderTriggerKind, fields: TriggerFields, scm: Scm = 'git'): ProviderTrigger {
+export function makeTrigger(event: string, kind: TriggerKind, fields: TriggerFields, scm: Scm = 'git'): ProviderTrigger {
   const t: ProviderTrigger = {
     event,
     kind,

@@ -1,5 +1,6 @@
 import { bitbucket } from './bitbucket';
 import { gerrit } from './gerrit';
+import { generic } from './generic';
 import { gitea } from './gitea';
 import { github } from './github';
 import { gitlab } from './gitlab';
@@ -8,11 +9,12 @@ import { stash } from './stash';
 import type { ProviderAdapter } from './types';
 
 /**
- * The hosting providers of `POST /1/<provider>/<KEY>` (spec §4), by path segment. Adding one
- * is a folder beside these and a line here. The generic formats of `/1/builds/<KEY>` are not
- * here: they live in core/trigger.
+ * The adapters of `POST /1/<provider>/<KEY>` (spec §4), by path segment: `builds` for the
+ * generic formats (JSON, form-encoded, Mercurial changegroup), then the hosting providers.
+ * Adding one is a folder beside these and a line here.
  */
 export const providers: Readonly<Record<string, ProviderAdapter>> = Object.freeze({
+  builds: generic,
   bitbucket,
   gerrit,
   gitea,
@@ -27,4 +29,5 @@ export function getProvider(name: string): ProviderAdapter | undefined {
   return Object.hasOwn(providers, name) ? providers[name] : undefined;
 }
 
+export { parseDelivery, type Delivery, type DeliveryResult } from './delivery';
 export type * from './types';

@@ -1,7 +1,8 @@
 import { makeTrigger, quote, type Outcome, type ParseContext } from './common';
 import { oldestFirst } from './commits';
 import { checkSha, classifyRef, isNullSha } from './refs';
-import type { ProviderCommit, ProviderTriggerKind } from './types';
+import type { TriggerKind } from '../core/types';
+import type { ProviderCommit } from './types';
 
 /**
  * One ref moved from `before` to `after`: the push event of GitHub, GitLab, Gitea and Gogs.
@@ -44,6 +45,6 @@ export function refUpdateTrigger(ctx: ParseContext, event: string, u: RefUpdate)
     const head = u.peeled ? checkSha(u.peeled, 'checkout_sha') : after;
     return makeTrigger(event, 'tag', { branch: tagBranch(), head, ref: target.ref, commits: oldestFirst(u.commits, head) });
   }
-  const kind: ProviderTriggerKind = u.created === true || isNullSha(u.before) ? 'branch-create' : 'push';
+  const kind: TriggerKind = u.created === true || isNullSha(u.before) ? 'branch-create' : 'push';
   return makeTrigger(event, kind, { branch: target.name, head: after, ref: target.ref, commits: oldestFirst(u.commits, after) });
 }

@@ -1,21 +1,10 @@
-import type { ChangesetKind, Scm } from '../core/types';
+import type { ChangesetKind, Scm, TriggerKind } from '../core/types';
 
 /**
- * The one shape every hosting provider's hook is turned into (`POST /1/<provider>/<KEY>`).
- * Pure data: the route maps it onto a TriggerEvent and the commit-selection rules read it.
+ * The one shape every trigger format is turned into (`POST /1/<provider>/<KEY>`: the generic
+ * formats of `builds` and every hosting provider's hook). Pure data: event.ts maps it onto a
+ * TriggerEvent and the commit-selection rules read it.
  */
-
-/**
- * - `push`: new commits on an existing branch.
- * - `branch-create`: a branch appeared (a push that created it, or a bare "branch created"
- *   event); builds like a push and shows a hidden branch again.
- * - `branch-delete`: a branch went away; hides the branch (spec §1 "Branch hiding"), never builds.
- * - `tag`: a tag was pushed or created.
- * - `tag-delete`: a tag went away; nothing to build, but recorded (spec §4: GitHub's `delete`
- *   covers tags too, so the event is acted on rather than refused).
- * - `pull-request`: a pull/merge request or a code review (Gerrit patch set) changed.
- */
-export type ProviderTriggerKind = 'push' | 'branch-create' | 'branch-delete' | 'tag' | 'tag-delete' | 'pull-request';
 
 /**
  * Pull-request actions in one vocabulary, whatever the provider calls them, so the rules never
@@ -48,10 +37,34 @@ export interface ProviderPullRequest {
   changesetKind: ChangesetKind;
 }
 
+/**
+ * What a trigger may ask of the build beyond the commit: the generic format's fields (spec §2).
+ * Provider hooks ask none of it; absent fields are the defaults (force false, the tail of the
+ * queue, no env, the `default` profile, the repository's queue).
+ */
+export interface BuildOptions {
+  force?: boolean;
+  queuePosition?: 'tail' | 'head';
+  profileName?: string;
+  /** Fetched besides `ref` (a pull request's private ref is added for providers). */
+  refspec?: string[];
+  env?: Record<string, string>;
+  queue?: string;
+  /** The changeset as the sender names it; provider hooks give `pullRequest` instead. */
+  changeset?: { kind: ChangesetKind; id?: string; url?: string };
+}
+
 export interface ProviderTrigger {
-  /** The provider's own name of the event (`push`, `Merge Request Hook`, `repo:push`, ...). */
-  event: string;
-  kind: ProviderTriggerKind;
+  /**
+   * The provider's own name of the event (`push`, `Merge Request Hook`, `repo:push`, ...);
+   * absent for the generic format, which has no events.
+   */
+  event?: string;
+  /**
+   * Absent when the format does not say (generic): then it is read as `pull-request` with a
+   * `changeset`, else `push` (core/selection `triggerKind`).
+   */
+  kind?: TriggerKind;
   /**
    * Branch the commits live on: for a pull request its source branch, for a tag the branch the
    * provider says it was cut from. When the payload names none, `?branch=` (spec §4); else null.
@@ -62,8 +75,8 @@ export interface ProviderTrigger {
   /**
    * Full ref a checkout can fetch: `refs/heads/x`, `refs/tags/v1`, a provider's private
    * pull-request ref (`refs/pull/7/head`, `refs/merge-requests/7/head`,
-   * `refs/pull-requests/7/from`, `refs/changes/34/1234/2`). Null when there is none (Mercurial,
-   * Bitbucket Cloud pull requests).
+   * `refs/pull-requests/7/from`, `refs/changes/34/1234/2`); for the generic format whatever
+   * the sender names. Null when there is none (Mercurial, Bitbucket Cloud pull requests).
    */
   ref: string | null;
   scm: Scm;
@@ -71,18 +84,28 @@ export interface ProviderTrigger {
   commits: ProviderCommit[];
   /** Present exactly when `kind` is `pull-request`. */
   pullRequest?: ProviderPullRequest;
+  /** The generic format only. */
+  options?: BuildOptions;
 }
 
 export interface ProviderInput {
   /** Request headers, names in lower case. */
   headers: Readonly<Record<string, string | undefined>>;
   /**
-   * The parsed body: JSON, or the form object of a form-encoded delivery (GitHub, Gitea and
-   * Gogs can send `payload=<json>`; it is unwrapped here).
+   * The parsed body (providers/delivery.ts): JSON, or the form object of a form-encoded
+   * delivery (GitHub, Gitea and Gogs can send `payload=<json>`; it is unwrapped here).
+   * Undefined when the request had none.
    */
   body: unknown;
-  /** `?branch=` (spec §4): the branch when the payload has none. */
-  query: { branch?: string };
+  /**
+   * How the body was sent: `json` (the default) or `form`, whose fields are strings and a field
+   * sent more than once the array of its values (for most formats a 400).
+   */
+  format?: 'json' | 'form';
+  /** `?branch=` (spec §4): the branch when the payload has none. As sent: an array when repeated. */
+  query: { branch?: unknown };
+  /** The addressed repository's SCM, for formats that leave it to the repository (generic). */
+  repoScm?: Scm;
 }
 
 /**

@@ -1,20 +1,14 @@
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
-import { enqueueSignal, suiteWorkflowId, type EnqueueRequest, type SuiteWorkflowInput } from '../workflows/signals';
+import type { EnqueueRequest } from '../core/types';
+import { enqueueSignal, suiteWorkflowId, type SuiteWorkflowInput } from '../workflows/signals';
 import { SluiceBranch, SluiceRepo } from './searchAttributes';
-
-export interface EnqueueSessionRequest extends EnqueueRequest {
-  suiteId: number;
-  /** `org/repo`, for the Temporal UI. */
-  repoLabel: string;
-  branch: string;
-}
 
 /**
  * Hands a session to its suite workflow, starting the suite if it is not running. Durable once
  * this returns: Temporal holds the signal even if every worker is down.
  */
-export async function enqueueSession(client: Client, config: Config, req: EnqueueSessionRequest): Promise<void> {
+export async function enqueueSession(client: Client, config: Config, req: EnqueueRequest): Promise<void> {
   const label = `${req.repoLabel} @ ${req.branch}`;
   const input: SuiteWorkflowInput = { suiteId: req.suiteId, label, historyLimit: config.suiteHistoryLimit };
   await client.workflow.signalWithStart('suiteWorkflow', {

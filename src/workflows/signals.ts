@@ -4,11 +4,10 @@
  */
 import { defineSignal } from '@temporalio/workflow';
 import type { ResolvedProfile } from '../core/profiles';
+import type { EnqueueRequest as BuildEnqueueRequest } from '../core/types';
 
-export interface EnqueueRequest {
-  sessionId: number;
-  queuePosition: 'tail' | 'head';
-}
+/** The `enqueue` signal's payload: the part of core's EnqueueRequest the suite needs (recorded in histories: keep its shape). */
+export type EnqueueRequest = Pick<BuildEnqueueRequest, 'sessionId' | 'queuePosition'>;
 
 export interface SuiteWorkflowInput {
   suiteId: number;

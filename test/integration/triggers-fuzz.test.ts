@@ -9,7 +9,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import examples from '@octokit/webhooks-examples';
-import { branchNameProblem } from '../../src/core/trigger';
+import { branchNameProblem } from '../../src/core/names';
 import { providers } from '../../src/providers';
 import { countRows, seedRepo, startApiHarness, type ApiHarness, type Response } from '../support/apiApp';
 

@@ -10,7 +10,8 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { buildApp, type EnqueueRequest, type HealthReport } from '../../src/api/app';
+import { buildApp, type HealthReport } from '../../src/api/app';
+import type { EnqueueRequest } from '../../src/core/types';
 import type { Config } from '../../src/config';
 import { createTestDatabase, type TestDatabase } from './db';
 

@@ -2,20 +2,17 @@
  * `POST /1/<provider>/<KEY>`: the keyed incoming webhook (spec §4, §5, §7).
  *
  * This scope drops Fastify's body parsers and keeps every body raw, whatever its content type:
- * the parser of the addressed path decides what the bytes mean, so a JSON syntax error or an
- * unexpected content type is its 400, in its words.
+ * a signature is checked over the bytes as sent, and providers/delivery reads them by content
+ * type the same way for every path, so a JSON syntax error or an unexpected content type is a
+ * 400 in the trigger's words.
  *
- * - `builds`: the generic formats (core/trigger `parseTrigger`).
- * - every provider of the registry (src/providers): the body is read as JSON
- *   (`application/json`, `*+json`) or as a form (`application/x-www-form-urlencoded`; GitHub,
- *   Gitea and Gogs can post `payload=<json>`), and handed to the adapter with the lower-cased
- *   headers and `?branch=`. Its triggers become TriggerEvents (core/trigger
- *   `fromProviderTrigger`); `ignore` (a GitHub ping, a pull-request action Sluice does not build
- *   on) answers 200 `{status: 0, ignored: <why>}` and records nothing; an event Sluice does not
- *   act on answers 422 `{error: "hook misconfigured", field, message}`; a malformed one 400.
- *
- * A repository with a webhook secret (optional beyond the spec) first needs the trigger signed
- * with it (core/hookSignature): else 401.
+ * Every path is an adapter of the registry (src/providers): `builds` for the generic formats,
+ * then the hosting providers. One way through for all: find the adapter (else 404) and the
+ * repository by key (else 404), check the signature when the repository has a webhook secret
+ * (optional beyond the spec: else 401), parse the delivery (providers `parseDelivery`). Its
+ * `ignore` (a GitHub ping, a pull-request action Sluice does not build on) answers 200
+ * `{status: 0, ignored: <why>}` and records nothing; an event Sluice does not act on answers
+ * 422 `{error: "hook misconfigured", field, message}`; a malformed one 400.
  *
  * Then the commit-selection rules decide (acceptTrigger): 200 `{status, guid, status_uri}` for
  * a build or a skip (both recorded), 422 `DROPPED` when nothing is left (nothing recorded).
@@ -23,16 +20,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { checkHookSignature } from '../../core/hookSignature';
 import { keyHash, sameDigest, unseal } from '../../crypto/sealed';
-import { fromProviderTrigger, mediaType, parseTrigger } from '../../core/trigger';
-import type { TriggerEvent } from '../../core/types';
-import { getProvider } from '../../providers';
-import type { ProviderAdapter } from '../../providers/types';
+import { getProvider, parseDelivery } from '../../providers';
 import { acceptTrigger, EnqueueFailed } from '../acceptTrigger';
 import type { ApiDeps } from '../app';
 import { HttpError } from '../http';
-import { findRepoByKeyHash, type RepoRow } from '../../db/repos';
-
-const GENERIC = 'builds';
+import { findRepoByKeyHash } from '../../db/repos';
 
 export function registerTriggerRoutes(scope: FastifyInstance, deps: ApiDeps): void {
   scope.removeAllContentTypeParsers();
@@ -40,8 +32,8 @@ export function registerTriggerRoutes(scope: FastifyInstance, deps: ApiDeps): vo
 
   scope.post<{ Params: { provider: string; key: string } }>('/1/:provider/:key', async (request, reply) => {
     const { provider, key } = request.params;
-    const adapter = provider === GENERIC ? undefined : getProvider(provider);
-    if (provider !== GENERIC && !adapter) throw new HttpError(404, 'unknown provider', 'no such provider');
+    const adapter = getProvider(provider);
+    if (!adapter) throw new HttpError(404, 'unknown provider', 'no such provider');
 
     // Look up by hash, then compare in constant time: neither step's timing depends on how
     // much of a guessed key was right. Stray whitespace (spec §5) is not part of a key.
@@ -55,8 +47,15 @@ export function registerTriggerRoutes(scope: FastifyInstance, deps: ApiDeps): vo
       if (!check.ok) throw new HttpError(401, 'unauthorized', check.message, check.field);
     }
 
-    const parsed = adapter ? parseProviderHook(adapter, request, repo) : parseGeneric(request, repo);
-    if ('ignored' in parsed) return reply.code(200).send({ status: 0, ignored: parsed.ignored });
+    const parsed = parseDelivery(adapter, {
+      contentType: request.headers['content-type'],
+      body: request.body as Buffer | undefined,
+      headers: lowerCaseHeaders(request),
+      query: request.query as Record<string, unknown>,
+      repoScm: repo.scm,
+    });
+    if (!parsed.ok) throw new HttpError(parsed.status, parsed.status === 422 ? 'hook misconfigured' : 'invalid trigger', parsed.message, parsed.field);
+    if ('ignore' in parsed) return reply.code(200).send({ status: 0, ignored: parsed.ignore });
 
     let accepted;
     try {
@@ -77,20 +76,6 @@ export function registerTriggerRoutes(scope: FastifyInstance, deps: ApiDeps): vo
   });
 }
 
-type Parsed = { events: [TriggerEvent, ...TriggerEvent[]] } | { ignored: string };
-
-function parseGeneric(request: FastifyRequest, repo: RepoRow): Parsed {
-  const parsed = parseTrigger({
-    provider: GENERIC,
-    contentType: request.headers['content-type'],
-    body: request.body as Buffer | undefined,
-    query: request.query as Record<string, unknown>,
-    repoScm: repo.scm,
-  });
-  if (!parsed.ok) throw new HttpError(parsed.status, 'invalid trigger', parsed.message, parsed.field);
-  return { events: [parsed.event] };
-}
-
 function lowerCaseHeaders(request: FastifyRequest): Record<string, string | undefined> {
   const headers: Record<string, string | undefined> = {};
   for (const [name, value] of Object.entries(request.headers)) {
@@ -101,68 +86,4 @@ function lowerCaseHeaders(request: FastifyRequest): Record<string, string | unde
 
 function rawBody(request: FastifyRequest): Buffer {
   return Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-}
-
-function parseProviderHook(adapter: ProviderAdapter, request: FastifyRequest, repo: RepoRow): Parsed {
-  const headers = lowerCaseHeaders(request);
-  const query = request.query as Record<string, unknown>;
-  const result = adapter.parse({
-    headers,
-    body: readProviderBody(request.headers['content-type'], request.body as Buffer | undefined),
-    // The adapter checks it: an array (`?branch=a&branch=b`) is its 400.
-    query: { branch: query.branch as string | undefined },
-  });
-  if (!result.ok) {
-    if (result.status === 422) throw new HttpError(422, 'hook misconfigured', result.message, result.field);
-    throw new HttpError(400, 'invalid trigger', result.message, result.field);
-  }
-  if ('ignore' in result) return { ignored: result.ignore };
-
-  const events: TriggerEvent[] = [];
-  const ignored: string[] = [];
-  for (const t of result.triggers) {
-    const converted = fromProviderTrigger(adapter.name, t, repo.scm);
-    if (!converted.ok) throw new HttpError(converted.status, 'invalid trigger', converted.message, converted.field);
-    if ('ignore' in converted) ignored.push(converted.ignore);
-    else events.push(converted.event);
-  }
-  const [first, ...rest] = events;
-  return first ? { events: [first, ...rest] } : { ignored: ignored.join('; ') };
-}
-
-/**
- * A provider's body as the adapter takes it: parsed JSON, a form as an object of strings
- * (each field once), or undefined when there is none. Anything else is a 400 naming it.
- */
-function readProviderBody(contentType: string | undefined, raw: Buffer | undefined): unknown {
-  if (!raw || raw.length === 0) return undefined;
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(raw);
-  } catch {
-    throw new HttpError(400, 'invalid trigger', 'not valid UTF-8', 'body');
-  }
-  if (text.trim() === '') return undefined;
-  const media = mediaType(contentType);
-  if (media === 'application/json' || media.endsWith('+json')) {
-    try {
-      return JSON.parse(text) as unknown;
-    } catch (err) {
-      throw new HttpError(400, 'invalid trigger', `invalid JSON: ${(err as Error).message}`, 'body');
-    }
-  }
-  if (media === 'application/x-www-form-urlencoded') {
-    const form = new URLSearchParams(text);
-    for (const name of new Set(form.keys())) {
-      if (form.getAll(name).length > 1) throw new HttpError(400, 'invalid trigger', 'given more than once', name.slice(0, 100));
-    }
-    // fromEntries defines own properties: a field named `__proto__` stays a field.
-    return Object.fromEntries(form);
-  }
-  throw new HttpError(
-    400,
-    'invalid trigger',
-    `unsupported content type ${media === '' ? '(none)' : JSON.stringify(media.slice(0, 100))}; send application/json or application/x-www-form-urlencoded`,
-    'content-type',
-  );
 }

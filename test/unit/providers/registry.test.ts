@@ -2,7 +2,7 @@ import { getProvider, providers } from '../../../src/providers';
 
 describe('provider registry', () => {
   it('has one adapter per provider path, each named by its key', () => {
-    expect(Object.keys(providers).sort()).toEqual(['bitbucket', 'gerrit', 'gitea', 'github', 'gitlab', 'gogs', 'stash']);
+    expect(Object.keys(providers).sort()).toEqual(['bitbucket', 'builds', 'gerrit', 'gitea', 'github', 'gitlab', 'gogs', 'stash']);
     for (const [name, adapter] of Object.entries(providers)) expect(adapter.name).toBe(name);
   });
 
@@ -10,7 +10,7 @@ describe('provider registry', () => {
     for (const name of Object.keys(providers)) expect(getProvider(name)).toBe(providers[name]);
   });
 
-  it.each(['builds', 'GitHub', 'svn', '', 'constructor', '__proto__', 'toString', 'hasOwnProperty'])('%j is no provider', (name) => {
+  it.each(['build', 'Builds', 'GitHub', 'svn', '', 'constructor', '__proto__', 'toString', 'hasOwnProperty'])('%j is no provider', (name) => {
     expect(getProvider(name)).toBeUndefined();
   });
 

@@ -3,7 +3,7 @@
  * never all digits, so `/orgs/:org` can take an id or a name without ambiguity.
  */
 import { z } from 'zod';
-import { branchNameProblem, isHttpUrl } from '../../../core/trigger';
+import { branchNameProblem, isHttpUrl } from '../../../core/names';
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;

@@ -1,5 +1,18 @@
-import { branchNameProblem, mediaType, parseTrigger, type TriggerRequest, type TriggerResult } from '../../src/core/trigger';
-import type { TriggerEvent } from '../../src/core/types';
+import { branchNameProblem } from '../../../src/core/names';
+import type { TriggerEvent } from '../../../src/core/types';
+import { mediaType, parseDelivery, type Delivery } from '../../../src/providers/delivery';
+import { generic } from '../../../src/providers/generic';
+
+/** A delivery to `/1/builds/<KEY>` (or, with `provider`, to the generic adapter under another name). */
+type TriggerRequest = Delivery & { provider?: string };
+type TriggerResult = { ok: true; event: TriggerEvent } | { ok: false; status: number; field: string; message: string };
+
+function parseTrigger({ provider, ...delivery }: TriggerRequest): TriggerResult {
+  const r = parseDelivery(provider === undefined ? generic : { ...generic, name: provider }, delivery);
+  if (!r.ok) return r;
+  if ('ignore' in r || r.events.length !== 1) throw new Error(`expected one event, got ${JSON.stringify(r)}`);
+  return { ok: true, event: r.events[0] };
+}
 
 const JSON_CT = 'application/json';
 const FORM_CT = 'application/x-www-form-urlencoded';

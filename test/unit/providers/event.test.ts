@@ -1,6 +1,9 @@
-import { branchNameProblem, eventProblem, fromProviderTrigger, MAX_TRIGGER_COMMITS, parseTrigger } from '../../src/core/trigger';
-import type { TriggerEvent } from '../../src/core/types';
-import type { ProviderTrigger } from '../../src/providers/types';
+import { branchNameProblem } from '../../../src/core/names';
+import type { TriggerEvent } from '../../../src/core/types';
+import { parseDelivery } from '../../../src/providers/delivery';
+import { eventProblem, fromProviderTrigger, MAX_TRIGGER_COMMITS } from '../../../src/providers/event';
+import { generic } from '../../../src/providers/generic';
+import type { ProviderTrigger } from '../../../src/providers/types';
 
 const SHA = '0123456789abcdef0123456789abcdef01234567';
 
@@ -177,7 +180,7 @@ describe('invalid Unicode never reaches the database', () => {
     [`{"changeset":{"id":${lone}}}`, 'changeset.id'],
     [`{"changeset":{"url":"https://x.example/\\udc00"}}`, 'changeset.url'],
   ])('%s: 400 naming %s', (body, field) => {
-    const r = parseTrigger({ contentType: JSON_CT, body });
+    const r = parseDelivery(generic, { contentType: JSON_CT, body });
     expect(r).toMatchObject({ ok: false, status: 400, field });
   });
 
