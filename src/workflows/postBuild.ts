@@ -21,7 +21,7 @@ export async function pushIfPassed(ctx: SessionContext, snap: SessionSnapshot, c
 }
 
 /** Chat, then e-mail; after the suite has moved on, so a slow server holds up no build. */
-export async function notify(ctx: SessionContext, snap: SessionSnapshot, reason: string | null): Promise<void> {
+export async function notify(ctx: SessionContext, snap: SessionSnapshot, reason: string | null, profileName: string): Promise<void> {
   const summary: BuildSummary = {
     session: ctx.sessionId,
     repo: { orgName: ctx.repo.orgName, name: ctx.repo.name },
@@ -31,7 +31,7 @@ export async function notify(ctx: SessionContext, snap: SessionSnapshot, reason:
     reason,
     counts: snap.counts,
     url: ctx.url,
-    profileName: ctx.profileName,
+    profileName,
   };
   await notifications.postChat({ sessionId: ctx.sessionId, summary }).catch(() => undefined);
   await notifications.sendEmail({ sessionId: ctx.sessionId, summary }).catch(() => undefined);

@@ -24,7 +24,7 @@ import { DEFAULT_CHAT_RETRY_DELAYS_MS, postChatMessage } from './chat';
 import { DEFAULT_EMAIL_RETRY_DELAYS_MS, parseSmtpUrl, sendMail } from './email';
 import { GitPushError, pushCommit } from './push';
 import { loadFailingTests, loadPushTarget, loadSessionTargets, recordStep } from './record';
-import { readRepoConfigFile } from './repoConfig';
+import { readRepoConfig } from './repoConfig';
 import { chatMessage, emailSubject, emailText } from './summary';
 import { withHeartbeat } from '../heartbeat';
 
@@ -135,13 +135,13 @@ export function createPostActivities(deps: PostDeps) {
       return result;
     },
 
-    /** The repository's sluice.yml, read from the checkout. Call on the checkout's worker queue. */
+    /** The repository's sluice.yml, read from the checkout and parsed. Call on the checkout's worker queue. */
     async readRepoConfig(input: RepoConfigInput): Promise<RepoConfigResult> {
       // Only ever read what checkout made.
       if (path.dirname(path.resolve(input.workdir)) !== path.resolve(config.workspaceDir)) {
         throw ApplicationFailure.nonRetryable('not a workspace', 'InvalidWorkspace');
       }
-      return readRepoConfigFile(input.workdir);
+      return readRepoConfig(input.workdir);
     },
   };
 }
