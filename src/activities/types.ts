@@ -5,6 +5,7 @@
  */
 import type { WebhookRetry } from '../config';
 import type { Profile, RepoConfig } from '../core/profiles';
+import type { PostRetry } from '../core/retry';
 import type { Counts, OutgoingPayload, Scm, SessionStatus, TestStatus, Timing } from '../core/types';
 
 /**
@@ -38,7 +39,12 @@ export interface SessionContext {
   /** ci_received_at, seconds since the epoch. */
   readonly receivedAt: number;
   /** The worker's settings, read once per session so the workflow stays deterministic. */
-  readonly settings: { webhookRetry: WebhookRetry; testTimeoutMs: number };
+  readonly settings: {
+    webhookRetry: WebhookRetry;
+    testTimeoutMs: number;
+    /** Retry policies of push, chat and e-mail. */
+    postRetry: PostRetry;
+  };
   /** The trigger's `refspec`. */
   readonly refspecs?: string[];
   /** The suite's JUnit XML glob, if any (its default profile's). */
@@ -155,8 +161,11 @@ export interface PlanSessionsInput {
 }
 
 // --- after the tests (spec §1 steps 4-6) and the repository's sluice.yml ----------------------
-// These never throw for a failed push, post or e-mail: they record the outcome in
-// post_build_steps and return it, so a failing step never changes the build's status.
+// Push, chat and e-mail run one attempt per activity task under Temporal's retry policy: an
+// attempt that may be mended by another throws a retryable failure (FAILURE_TYPES.*Retrying,
+// activities/failures.ts) and records nothing; the final outcome, success or failure, is
+// recorded once in post_build_steps and returned, never thrown, so a failing step never
+// changes the build's status.
 
 /** What push, chat and e-mail say about a finished build; built by the workflow from its snapshot. */
 export interface BuildSummary {
