@@ -102,6 +102,9 @@ export async function build(
     outcome.builtCommit = checkout.commitId;
   } catch (err) {
     if (isCancellation(err)) return outcome; // stopped: the caller says so
+    // A checkout or test step that failed for good ends the build in `error`, saying why; the
+    // session still records it, pushes nothing, tells its receivers.
+    log.warn('build failed', { sessionId: ctx.sessionId, error: failureMessage(err) });
     setStatus(snap, 'error');
     outcome.reason = failureMessage(err);
   }
