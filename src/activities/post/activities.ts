@@ -71,7 +71,8 @@ export function createPostActivities(deps: PostDeps) {
     if (result.retry && !isFinal(info)) {
       const of = info.maximumAttempts > 0 ? ` of ${info.maximumAttempts}` : '';
       const message = `${step} attempt ${info.attempt}${of} failed, to be retried: ${result.retry.error}`;
-      log.warn(message, { sessionId, step });
+      // Info, not warn: the worker itself warns of every failed activity attempt.
+      log.info(message, { sessionId, step });
       throw retryLater(info, RETRYING[step], message, result.retry.afterMs);
     }
     if (result.ok) log.info(`${step}: ${result.detail}`, { sessionId, step });
