@@ -7,6 +7,7 @@ import { condition, log, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities/types';
 import type { OutgoingPayload } from '../core/types';
 import type { WebhookRetry } from '../config';
+import { retryPolicy } from './proxies';
 import { failureMessage } from './status';
 
 export interface DeliveryLanes {
@@ -19,12 +20,7 @@ export function openDeliveryLanes(webhookIds: number[], sessionId: number, retry
   const { deliverWebhook } = proxyActivities<Activities>({
     startToCloseTimeout: '1 minute',
     summary: 'deliver webhook',
-    retry: {
-      initialInterval: retry.initialIntervalMs,
-      maximumInterval: retry.maximumIntervalMs,
-      backoffCoefficient: retry.backoffCoefficient,
-      maximumAttempts: retry.maximumAttempts,
-    },
+    retry: retryPolicy(retry),
   });
 
   const lanes = webhookIds.map((webhookId) => {
