@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { PostRetry, RetrySettings } from './core/retry';
 import { parseAllowList, type Cidr } from './delivery/ssrf';
 
 /**
@@ -27,18 +28,19 @@ export interface Config {
   /** Time limit of one test file. */
   testTimeoutMs: number;
   webhookRetry: WebhookRetry;
+  /**
+   * Retry policies of push, chat and e-mail; default DEFAULT_POST_RETRY (core/retry.ts: 3
+   * attempts, 2 s and 5 s apart, 10 s for e-mail). Tests shorten them.
+   */
+  postRetry?: PostRetry;
   /** Non-public ranges outgoing webhooks may reach anyway (SLUICE_WEBHOOK_ALLOW); none by default. */
   webhookAllow: Cidr[];
   /** History events after which a suite workflow continues-as-new (default in suite.ts). */
   suiteHistoryLimit?: number;
 }
 
-export interface WebhookRetry {
-  initialIntervalMs: number;
-  maximumIntervalMs: number;
-  backoffCoefficient: number;
-  maximumAttempts: number;
-}
+/** Outgoing webhook deliveries' retry policy (SLUICE_WEBHOOK_RETRY_*). */
+export type WebhookRetry = RetrySettings;
 
 const positiveInt = z.coerce.number().int().positive();
 

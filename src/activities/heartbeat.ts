@@ -18,7 +18,8 @@ export async function withHeartbeat<T>(fn: (signal: AbortSignal | undefined) => 
   }
 }
 
-function currentContext(): Context | undefined {
+/** The running activity's context; undefined outside an activity (a plain function call). */
+export function currentContext(): Context | undefined {
   try {
     return Context.current();
   } catch {

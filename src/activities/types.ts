@@ -4,44 +4,56 @@
  * passwords from PostgreSQL themselves, so Temporal's history never holds one.
  */
 import type { WebhookRetry } from '../config';
-import type { Profile } from '../core/profiles';
+import type { Profile, RepoConfig } from '../core/profiles';
+import type { PostRetry } from '../core/retry';
 import type { Counts, OutgoingPayload, Scm, SessionStatus, TestStatus, Timing } from '../core/types';
 
-/** Everything the session workflow needs to know about its session, loaded once. */
+/**
+ * Everything the session workflow needs to know about its session, loaded once. Read-only:
+ * the workflow passes what it decides (the profile it runs, ...) explicitly, never by
+ * writing it back here.
+ */
 export interface SessionContext {
-  sessionId: number;
-  guid: string;
-  parentSession: number | null;
-  suiteId: number;
-  repoId: number;
-  repo: { name: string; url: string; orgName: string; scm: Scm };
-  branch: string;
-  ref: string | null;
-  head: string;
-  force: boolean;
-  profileName: string;
-  testPattern: string;
-  testCommand: string | null;
-  workers: number;
-  env: Record<string, string>;
+  readonly sessionId: number;
+  readonly guid: string;
+  readonly parentSession: number | null;
+  readonly suiteId: number;
+  readonly repoId: number;
+  readonly repo: { name: string; url: string; orgName: string; scm: Scm };
+  readonly branch: string;
+  readonly ref: string | null;
+  readonly head: string;
+  readonly force: boolean;
+  /** The session's profile as queued (the trigger's `profile_name`, a plan part's, or `default`). */
+  readonly profileName: string;
+  readonly testPattern: string;
+  readonly testCommand: string | null;
+  /** Workers of the session as queued (the suite's setting, or a plan part's). */
+  readonly workers: number;
+  readonly env: Record<string, string>;
   /** Task queue of this session's build activities: the trigger's `queue`, or the default. */
-  buildQueue: string;
-  webhookIds: number[];
+  readonly buildQueue: string;
+  readonly webhookIds: number[];
   /** Report page, `{base_url}/1/reports/<session>`. */
-  url: string;
+  readonly url: string;
   /** ci_received_at, seconds since the epoch. */
-  receivedAt: number;
+  readonly receivedAt: number;
   /** The worker's settings, read once per session so the workflow stays deterministic. */
-  settings: { webhookRetry: WebhookRetry; testTimeoutMs: number };
+  readonly settings: {
+    webhookRetry: WebhookRetry;
+    testTimeoutMs: number;
+    /** Retry policies of push, chat and e-mail. */
+    postRetry: PostRetry;
+  };
   /** The trigger's `refspec`. */
-  refspecs?: string[];
+  readonly refspecs?: string[];
   /** The suite's JUnit XML glob, if any (its default profile's). */
-  junitPattern: string | null;
+  readonly junitPattern: string | null;
   /** Named profiles and the build plan configured on the suite (sluice.yml may add or override). */
-  suiteProfiles: Profile[];
-  suitePlan: string[] | undefined;
+  readonly suiteProfiles: Profile[];
+  readonly suitePlan: string[] | undefined;
   /** The trigger's `profile_name`, when it named one. */
-  requestedProfile: string | null;
+  readonly requestedProfile: string | null;
 }
 
 export interface CheckoutInput {
@@ -149,8 +161,11 @@ export interface PlanSessionsInput {
 }
 
 // --- after the tests (spec §1 steps 4-6) and the repository's sluice.yml ----------------------
-// These never throw for a failed push, post or e-mail: they record the outcome in
-// post_build_steps and return it, so a failing step never changes the build's status.
+// Push, chat and e-mail run one attempt per activity task under Temporal's retry policy: an
+// attempt that may be mended by another throws a retryable failure (FAILURE_TYPES.*Retrying,
+// activities/failures.ts) and records nothing; the final outcome, success or failure, is
+// recorded once in post_build_steps and returned, never thrown, so a failing step never
+// changes the build's status.
 
 /** What push, chat and e-mail say about a finished build; built by the workflow from its snapshot. */
 export interface BuildSummary {
@@ -211,12 +226,12 @@ export interface RepoConfigInput {
   workdir: string;
 }
 
-export interface RepoConfigResult {
-  /** The text of `sluice.yml` at the repository root, or null when there is none. */
-  text: string | null;
-  /** Set when the file exists but cannot be used (too large, not UTF-8, not a regular file). */
-  error?: string;
-}
+/**
+ * The repository's sluice.yml, read and parsed by the activity (the workflow never parses):
+ * `config` is null when the repository has none; `error` says why the file cannot be used
+ * (too large, not UTF-8, not a regular file, not valid settings, with the line).
+ */
+export type RepoConfigResult = { config: RepoConfig | null } | { error: string };
 
 export interface Activities {
   loadSession(sessionId: number): Promise<SessionContext>;

@@ -1,6 +1,7 @@
 /**
- * Profiles and build plans (spec §2 "Profile"), as pure functions: no I/O, no Node APIs, so
- * the workflow may call them too.
+ * Profiles and build plans (spec §2 "Profile"), as pure functions: no I/O, no Node APIs and
+ * no imports at all (no yaml, no zod), so the workflow may call them: they decide which
+ * profiles a build runs, from settings the readRepoConfig activity parsed.
  *
  * A profile names a configuration: which files are tests (`test_pattern`), how to run one
  * (`test_command`), extra environment (`env`), how many run at once (`workers`) and where the

@@ -1,8 +1,10 @@
 /**
  * `sluice.yml`, the repository's own build settings, read after checkout: profiles, a build
  * plan and the default profile. Pure (the `yaml` and `zod` libraries only), so errors are
- * tested exhaustively and the workflow may parse too. What the settings mean, and how they
- * combine with the suite's, is in core/profiles.ts.
+ * tested exhaustively. The readRepoConfig activity parses with it; workflow code must never
+ * import it (a yaml or zod upgrade would then change decisions on replay; the workflow gets
+ * the parsed settings as the activity's result). What the settings mean, and how they combine
+ * with the suite's, is in core/profiles.ts.
  *
  * ```yaml
  * default_profile: unit          # optional; default: the suite's own settings ("default")

@@ -9,23 +9,34 @@ import {
   ChildWorkflowCancellationType,
   getExternalWorkflowHandle,
   isCancellation,
+  log,
   ParentClosePolicy,
   startChild,
 } from '@temporalio/workflow';
-import type { CheckoutResult, SessionContext } from '../activities/types';
+import type { CheckoutResult, RepoConfigResult, SessionContext } from '../activities/types';
 import { planStatus, sumCounts } from '../core/counts';
 import type { SessionSnapshot } from '../core/payload';
 import { resolveProfiles, type ResolvedProfile } from '../core/profiles';
 import { skipTagReason } from '../core/skipTags';
-import { parseSluiceYml } from '../core/sluiceYml';
 import type { Counts, EventName, SessionStatus } from '../core/types';
 import { local, records, remote } from './proxies';
 import { sessionWorkflowId, stopSignal, type PlanPart } from './signals';
 import { failureMessage, now, setStatus } from './status';
 import { runProfile } from './tests';
 
+/** What a session's payloads and records name as its profile. */
+export interface SessionProfile {
+  name: string;
+  workers: number;
+}
+
+/** Emits a lifecycle event; `profile` is the one the session runs, once chosen (else the one it was queued with). */
+export type Emit = (event: EventName, profile?: SessionProfile) => void;
+
 export interface Outcome {
   reason: string | null;
+  /** The profile that ran, once chosen (a plan's parent runs none of its own: null). */
+  profile: SessionProfile | null;
   /** Set when tests ran: becomes the suite's last built commit. */
   builtCommit: string | null;
   checkout: CheckoutResult | null;
@@ -39,10 +50,10 @@ export interface SessionResult {
 export async function build(
   ctx: SessionContext,
   snap: SessionSnapshot,
-  emit: (event: EventName) => void,
+  emit: Emit,
   part: PlanPart | undefined,
 ): Promise<Outcome> {
-  const outcome: Outcome = { reason: null, builtCommit: null, checkout: null };
+  const outcome: Outcome = { reason: null, profile: null, builtCommit: null, checkout: null };
   setStatus(snap, 'running');
   const { lastBuiltCommit } = await records.recordStart(ctx.sessionId, snap.timing);
   try {
@@ -72,8 +83,7 @@ export async function build(
         outcome.reason = skip;
         return outcome;
       }
-      const { text, error } = await on.readRepoConfig({ workdir: checkout.workdir });
-      const chosen = chooseProfiles(ctx, text, error);
+      const chosen = chooseProfiles(ctx, await on.readRepoConfig({ workdir: checkout.workdir }));
       if ('error' in chosen) {
         setStatus(snap, 'error');
         outcome.reason = chosen.error;
@@ -86,13 +96,15 @@ export async function build(
       }
       profile = chosen.profiles[0]!;
     }
-    ctx.profileName = profile.name;
-    ctx.workers = profile.workers;
-    const run = await runProfile(ctx, snap, on, checkout, profile, emit);
+    outcome.profile = { name: profile.name, workers: profile.workers };
+    const run = await runProfile(ctx, snap, on, checkout, profile, (event) => emit(event, outcome.profile!));
     outcome.reason = run.reason;
     outcome.builtCommit = checkout.commitId;
   } catch (err) {
     if (isCancellation(err)) return outcome; // stopped: the caller says so
+    // A checkout or test step that failed for good ends the build in `error`, saying why; the
+    // session still records it, pushes nothing, tells its receivers.
+    log.warn('build failed', { sessionId: ctx.sessionId, error: failureMessage(err) });
     setStatus(snap, 'error');
     outcome.reason = failureMessage(err);
   }
@@ -110,19 +122,14 @@ function nothingToBuild(ctx: SessionContext, checkout: CheckoutResult, lastBuilt
   return tag ? `${tag}; trigger with force to build anyway` : null;
 }
 
-function chooseProfiles(ctx: SessionContext, text: string | null, readError: string | undefined) {
-  if (readError) return { error: `sluice.yml: ${readError}` };
-  let fileConfig = null;
-  if (text !== null) {
-    const parsed = parseSluiceYml(text);
-    if (!parsed.ok) return { error: `sluice.yml: ${parsed.error}` };
-    fileConfig = parsed.config;
-  }
+/** The profile(s) this build runs: the suite's settings, the repository's sluice.yml (parsed by the activity) and the trigger's profile_name. */
+function chooseProfiles(ctx: SessionContext, repoConfig: RepoConfigResult) {
+  if ('error' in repoConfig) return { error: `sluice.yml: ${repoConfig.error}` };
   return resolveProfiles({
     suiteDefault: { name: 'default', test_pattern: ctx.testPattern, test_command: ctx.testCommand, workers: ctx.workers, junit_pattern: ctx.junitPattern },
     suiteProfiles: ctx.suiteProfiles,
     suitePlan: ctx.suitePlan,
-    fileConfig,
+    fileConfig: repoConfig.config,
     requestedProfile: ctx.requestedProfile,
   });
 }
@@ -135,7 +142,7 @@ function chooseProfiles(ctx: SessionContext, text: string | null, readError: str
 async function runPlan(
   ctx: SessionContext,
   snap: SessionSnapshot,
-  emit: (event: EventName) => void,
+  emit: Emit,
   checkout: CheckoutResult,
   profiles: ResolvedProfile[],
 ): Promise<void> {
@@ -167,9 +174,22 @@ async function runPlan(
     await CancellationScope.nonCancellable(async () => {
       const stoppedBy = snap.stoppedBy ?? 'sluice';
       await Promise.all(
-        ids.map((id) => getExternalWorkflowHandle(sessionWorkflowId(id)).signal(stopSignal, { stoppedBy }).catch(() => undefined)),
+        ids.map((id) =>
+          getExternalWorkflowHandle(sessionWorkflowId(id))
+            .signal(stopSignal, { stoppedBy })
+            // A part that already ended has nothing to stop; the others still must be told.
+            .catch((err: unknown) => log.info('plan part not signalled to stop', { session: id, error: failureMessage(err) })),
+        ),
       );
-      const ended = await Promise.all(children.map((c) => (c.result() as Promise<SessionResult>).catch(() => null)));
+      const ended = await Promise.all(
+        children.map((c, i) =>
+          (c.result() as Promise<SessionResult>).catch((err: unknown) => {
+            // A part that failed (or was terminated) adds nothing to the counts; the stop goes on.
+            log.warn('plan part ended without a result', { session: ids[i], error: failureMessage(err) });
+            return null;
+          }),
+        ),
+      );
       snap.counts = sumCounts(ended.filter((r): r is SessionResult => r !== null).map((r) => r.counts));
     });
     throw err;

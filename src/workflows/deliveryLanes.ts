@@ -3,10 +3,12 @@
  * events go out in lifecycle order, the next one only after the previous was delivered or given
  * up, and a slow or dead receiver holds up neither the build nor the other receivers.
  */
-import { condition, proxyActivities } from '@temporalio/workflow';
+import { condition, log, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities/types';
 import type { OutgoingPayload } from '../core/types';
 import type { WebhookRetry } from '../config';
+import { retryPolicy } from './proxies';
+import { failureMessage } from './status';
 
 export interface DeliveryLanes {
   push(build: (webhookId: number) => OutgoingPayload): void;
@@ -18,12 +20,7 @@ export function openDeliveryLanes(webhookIds: number[], sessionId: number, retry
   const { deliverWebhook } = proxyActivities<Activities>({
     startToCloseTimeout: '1 minute',
     summary: 'deliver webhook',
-    retry: {
-      initialInterval: retry.initialIntervalMs,
-      maximumInterval: retry.maximumIntervalMs,
-      backoffCoefficient: retry.backoffCoefficient,
-      maximumAttempts: retry.maximumAttempts,
-    },
+    retry: retryPolicy(retry),
   });
 
   const lanes = webhookIds.map((webhookId) => {
@@ -36,9 +33,10 @@ export function openDeliveryLanes(webhookIds: number[], sessionId: number, retry
         if (!payload) return;
         try {
           await deliverWebhook({ webhookId, sessionId, payload, maxAttempts: retry.maximumAttempts });
-        } catch {
+        } catch (err) {
           // Given up or dropped: every attempt and the reason are in the delivery log. The
-          // receiver still gets the session's later events.
+          // receiver still gets the session's later events, so the lane goes on.
+          log.info('webhook event not delivered', { webhookId, sessionId, event: payload.event, xid: payload.xid, error: failureMessage(err) });
         }
       }
     })();

@@ -1,17 +1,19 @@
 /**
  * Spec §1 steps 4–6 after a build (workflow code): push the tested commit to the CI server
- * when it passed, then chat and e-mail. The activities record their own outcomes and never
- * throw for a failed step, so none of them changes the build's status.
+ * when it passed, then chat and e-mail. Each runs under its own retry policy (proxies.ts); the
+ * activities record the final outcome themselves and return it rather than throw for a failed
+ * step, so none of them changes the build's status.
  */
+import { log } from '@temporalio/workflow';
 import type { BuildSummary, CheckoutResult, SessionContext } from '../activities/types';
 import type { SessionSnapshot } from '../core/payload';
-import { local, notifications } from './proxies';
-import { now } from './status';
+import { notifications, pushing } from './proxies';
+import { failureMessage, now } from './status';
 
 /** On the checkout's worker, before the checkout is cleaned up. */
 export async function pushIfPassed(ctx: SessionContext, snap: SessionSnapshot, checkout: CheckoutResult): Promise<void> {
   if (snap.status !== 'passed') return;
-  await local(ctx, checkout.workerQueue).pushToCiServer({
+  await pushing(ctx, checkout.workerQueue).pushToCiServer({
     sessionId: ctx.sessionId,
     repoId: ctx.repoId,
     workdir: checkout.workdir,
@@ -21,7 +23,7 @@ export async function pushIfPassed(ctx: SessionContext, snap: SessionSnapshot, c
 }
 
 /** Chat, then e-mail; after the suite has moved on, so a slow server holds up no build. */
-export async function notify(ctx: SessionContext, snap: SessionSnapshot, reason: string | null): Promise<void> {
+export async function notify(ctx: SessionContext, snap: SessionSnapshot, reason: string | null, profileName: string): Promise<void> {
   const summary: BuildSummary = {
     session: ctx.sessionId,
     repo: { orgName: ctx.repo.orgName, name: ctx.repo.name },
@@ -31,9 +33,18 @@ export async function notify(ctx: SessionContext, snap: SessionSnapshot, reason:
     reason,
     counts: snap.counts,
     url: ctx.url,
-    profileName: ctx.profileName,
+    profileName,
   };
-  await notifications.postChat({ sessionId: ctx.sessionId, summary }).catch(() => undefined);
-  await notifications.sendEmail({ sessionId: ctx.sessionId, summary }).catch(() => undefined);
+  const { postChat, sendEmail } = notifications(ctx);
+  // A failed post or e-mail is recorded by the activity and returned, not thrown. What does
+  // throw is the activity itself failing on its last attempt (database unreachable, worker
+  // lost, time-out): then the step is not recorded, but the build is over and recorded, and
+  // the e-mail and the `stop` event must still go out, so the failure is logged, not raised.
+  await postChat({ sessionId: ctx.sessionId, summary }).catch((err: unknown) =>
+    log.warn('chat step failed without an outcome', { sessionId: ctx.sessionId, error: failureMessage(err) }),
+  );
+  await sendEmail({ sessionId: ctx.sessionId, summary }).catch((err: unknown) =>
+    log.warn('e-mail step failed without an outcome', { sessionId: ctx.sessionId, error: failureMessage(err) }),
+  );
   snap.timing.post_build_hook = now();
 }

@@ -2,8 +2,9 @@
  * Activity proxies of the session workflow, with the timeouts and retry policies each kind of
  * work needs. Workflow code only.
  */
-import { ActivityCancellationType, proxyActivities } from '@temporalio/workflow';
+import { ActivityCancellationType, proxyActivities, type RetryPolicy } from '@temporalio/workflow';
 import type { Activities, SessionContext } from '../activities/types';
+import type { RetrySettings } from '../core/retry';
 
 /** PostgreSQL recorders, on the orchestration queue. */
 export const records = proxyActivities<Activities>({
@@ -38,12 +39,51 @@ export function local(ctx: SessionContext, workerQueue: string) {
   });
 }
 
+/** A Temporal retry policy from the worker's settings. */
+export function retryPolicy(r: RetrySettings): RetryPolicy {
+  return {
+    initialInterval: r.initialIntervalMs,
+    backoffCoefficient: r.backoffCoefficient,
+    maximumInterval: r.maximumIntervalMs,
+    maximumAttempts: r.maximumAttempts,
+  };
+}
+
 /**
- * Chat and e-mail: they retry transient failures themselves and record every outcome, so
- * Temporal only retries a lost worker.
+ * Push, chat and e-mail run one attempt per activity task; their retry policy (the worker's
+ * settings, README "When a post-build step fails") runs the next. Each attempt reads its number
+ * and the policy's maximumAttempts from its context, throws a retryable failure while another
+ * attempt may mend things, and records the final outcome itself (activities/post/activities.ts).
  */
-export const notifications = proxyActivities<Activities>({
-  startToCloseTimeout: '5 minutes',
-  heartbeatTimeout: '1 minute',
-  retry: { maximumAttempts: 2 },
-});
+
+/** Push, on the worker that holds the checkout (it pushes from the checkout's objects). */
+export function pushing(ctx: SessionContext, workerQueue: string) {
+  return proxyActivities<Activities>({
+    taskQueue: workerQueue,
+    scheduleToStartTimeout: '5 minutes',
+    startToCloseTimeout: ctx.settings.testTimeoutMs + 60_000,
+    heartbeatTimeout: '30 seconds',
+    summary: 'push to the CI server',
+    retry: retryPolicy(ctx.settings.postRetry.push),
+  });
+}
+
+/** Chat and e-mail, on the orchestration queue, each under its own policy. */
+export function notifications(ctx: SessionContext): Pick<Activities, 'postChat' | 'sendEmail'> {
+  const retry = ctx.settings.postRetry;
+  const { postChat } = proxyActivities<Activities>({
+    // One attempt: an HTTP request with a 10 s deadline.
+    startToCloseTimeout: '1 minute',
+    heartbeatTimeout: '1 minute',
+    summary: 'chat',
+    retry: retryPolicy(retry.chat),
+  });
+  const { sendEmail } = proxyActivities<Activities>({
+    // One attempt: connection, greeting, STARTTLS, login and message, up to 30 s each.
+    startToCloseTimeout: '5 minutes',
+    heartbeatTimeout: '1 minute',
+    summary: 'e-mail',
+    retry: retryPolicy(retry.email),
+  });
+  return { postChat, sendEmail };
+}

@@ -5,16 +5,16 @@
  * deliveries. A `stop` signal ends it whether it is queued or building; `squashed` while it is
  * queued. A plan's part (input.part) skips the queue: its parent holds the suite's turn.
  */
-import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, setHandler, uuid4 } from '@temporalio/workflow';
+import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, log, setHandler, uuid4 } from '@temporalio/workflow';
 import { emptyCounts } from '../core/counts';
 import { buildPayload, type SessionSnapshot } from '../core/payload';
 import type { EventName } from '../core/types';
-import { build, type Outcome, type SessionResult } from './build';
+import { build, type Emit, type Outcome, type SessionProfile, type SessionResult } from './build';
 import { openDeliveryLanes } from './deliveryLanes';
 import { notify, pushIfPassed } from './postBuild';
 import { local, records } from './proxies';
 import { buildDoneSignal, goSignal, squashedSignal, stopSignal, suiteWorkflowId, type SessionWorkflowInput } from './signals';
-import { now, setStatus } from './status';
+import { failureMessage, now, setStatus } from './status';
 
 export async function sessionWorkflow(input: SessionWorkflowInput): Promise<SessionResult> {
   const ctx = await records.loadSession(input.sessionId);
@@ -27,7 +27,11 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
     stoppedBy: null,
   };
   const lanes = openDeliveryLanes(ctx.webhookIds, ctx.sessionId, ctx.settings.webhookRetry);
-  const emit = (event: EventName) => lanes.push(() => buildPayload(event, ctx, snap, uuid4(), new Date()));
+  // Until the build chooses a profile (and for a plan's parent, which runs none of its own),
+  // the session names the one it was queued with.
+  const queuedProfile: SessionProfile = { name: ctx.profileName, workers: ctx.workers };
+  const emit: Emit = (event: EventName, profile = queuedProfile) =>
+    lanes.push(() => buildPayload(event, { ...ctx, profileName: profile.name, workers: profile.workers }, snap, uuid4(), new Date()));
 
   let allowed = input.part !== undefined;
   let squashedInto: number | null = null;
@@ -48,7 +52,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
   emit('received');
   await condition(() => allowed || squashedInto !== null || snap.stoppedBy !== null);
 
-  let outcome: Outcome = { reason: null, builtCommit: null, checkout: null };
+  let outcome: Outcome = { reason: null, profile: null, builtCommit: null, checkout: null };
   const ran = allowed && !snap.stoppedBy;
   if (ran) {
     snap.timing.queue_first_allowed_at = now();
@@ -66,6 +70,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
     outcome.reason = `squashed into session ${squashedInto} (CI squash builds only the newest queued trigger)`;
   }
   finished = true; // the status is final: a stop from now on has nothing to stop
+  const profile = outcome.profile ?? queuedProfile;
 
   // Whatever happened, and even if a stop arrives now, the records are written and the suite
   // moves on; chat, e-mail and the deliveries below must never hold it up.
@@ -74,16 +79,19 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
       if (outcome.checkout) {
         if (!input.part) await pushIfPassed(ctx, snap, outcome.checkout);
         const { workdir } = outcome.checkout;
-        // A worker that is gone took its disk with it.
-        await local(ctx, outcome.checkout.workerQueue).cleanupWorkspace(workdir).catch(() => undefined);
+        await local(ctx, outcome.checkout.workerQueue)
+          .cleanupWorkspace(workdir)
+          // Not worth failing the session for (the build is over and recorded below): a worker
+          // that is gone took its disk with it. Logged, so a worker that keeps failing shows.
+          .catch((err: unknown) => log.warn('workspace not cleaned up', { workdir, error: failureMessage(err) }));
       }
       snap.timing.done = now();
       await records.recordFinish({
         sessionId: ctx.sessionId,
         status: snap.status,
         reason: outcome.reason,
-        profileName: ctx.profileName,
-        workers: ctx.workers,
+        profileName: profile.name,
+        workers: profile.workers,
         commitId: snap.commitId,
         committers: [...snap.committers],
         counts: snap.counts,
@@ -97,10 +105,10 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
       }
     }
     // Spec §1 steps 5–6 for builds that ran (a plan's parts are told by their parent's).
-    if (ran && !input.part && snap.status !== 'skipped') await notify(ctx, snap, outcome.reason);
+    if (ran && !input.part && snap.status !== 'skipped') await notify(ctx, snap, outcome.reason, profile.name);
   });
 
-  emit('stop');
+  emit('stop', profile);
   await lanes.drain();
   return { status: snap.status, counts: snap.counts };
 }

@@ -7,6 +7,7 @@ import {
   condition,
   continueAsNew,
   getExternalWorkflowHandle,
+  log,
   ParentClosePolicy,
   proxyActivities,
   setHandler,
@@ -26,6 +27,7 @@ import {
   type EnqueueRequest,
   type SuiteWorkflowInput,
 } from './signals';
+import { failureMessage } from './status';
 
 /** Continue-as-new well before Temporal would suggest it; a suite can live for years. */
 const MAX_HISTORY_EVENTS = 2_000;
@@ -70,9 +72,10 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
       running = waiting.shift()!;
       try {
         await getExternalWorkflowHandle(sessionWorkflowId(running)).signal(goSignal);
-      } catch {
+      } catch (err) {
         // The session is gone (it failed before its turn, or an operator terminated it): it
-        // will never say it is done, so do not wait for it.
+        // will never say it is done, so do not wait for it; the next one goes.
+        log.warn('session gone before its turn; passing it over', { session: running, error: failureMessage(err) });
         running = null;
       }
     }
@@ -93,7 +96,8 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
       older.map((id) =>
         getExternalWorkflowHandle(sessionWorkflowId(id))
           .signal(squashedSignal, { into: newest })
-          .catch(() => undefined), // already gone (stopped): nothing to squash
+          // Already gone (stopped): nothing to squash, and the others still must be.
+          .catch((err: unknown) => log.info('queued session not squashed: already gone', { session: id, error: failureMessage(err) })),
       ),
     );
   }

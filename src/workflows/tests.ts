@@ -3,13 +3,13 @@
  * `workers` at a time keeping counts live, send `first-fail` once, collect JUnit results.
  * Workflow code only.
  */
-import { CancellationScope, CancelledFailure, isCancellation } from '@temporalio/workflow';
+import { CancellationScope, CancelledFailure, isCancellation, log } from '@temporalio/workflow';
 import type { Activities, CheckoutResult, SessionContext } from '../activities/types';
 import { countTests, finalStatus, isFailure } from '../core/counts';
 import type { SessionSnapshot } from '../core/payload';
 import type { ResolvedProfile } from '../core/profiles';
 import type { EventName, TestStatus } from '../core/types';
-import { now, setStatus } from './status';
+import { failureMessage, now, setStatus } from './status';
 
 export interface ProfileRun {
   /** Set when the run ended in error for a reason of its own (e.g. no file matched). */
@@ -53,7 +53,10 @@ export async function runProfile(
         }));
       } catch (err) {
         if (isCancellation(err)) throw err;
-        result = 'error'; // the worker died or lost the activity: the file did not run properly
+        // The worker died or lost the activity: the file did not run properly, which is the
+        // file's verdict (`error`); the other files still run.
+        log.warn('test file did not run', { sessionId: ctx.sessionId, path, error: failureMessage(err) });
+        result = 'error';
       } finally {
         running -= 1;
       }

@@ -2,13 +2,20 @@
  * postChat against a real HTTP receiver and a real database: the Slack-compatible body, the
  * SSRF guard, no redirects, bounded retries, a deadline, and that a failure is recorded and
  * returned (never thrown), with the URL's secret path kept out of it.
+ *
+ * Each activity run is one attempt under Temporal's retry policy: the tests run attempt 1, 2,
+ * ... as a worker would (runAttempts), each in an activity context whose info.attempt says
+ * which, with the policy's maximumAttempts in info.retryPolicy.
  */
+import { ApplicationFailure } from '@temporalio/common';
 import { createPostActivities } from '../../src/activities/post/activities';
+import { FAILURE_TYPES } from '../../src/activities/failures';
 import { closeDefaultAgent } from '../../src/delivery/send';
 import { parseAllowList } from '../../src/delivery/ssrf';
 import type { BuildSummary } from '../../src/activities/types';
 import type { Config } from '../../src/config';
 import { emptyCounts } from '../../src/core/counts';
+import { runActivity, runAttempts, type TestRetryPolicy } from '../support/activityContext';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { insertPostSession, postBuildSteps, postTestConfig } from '../support/postSession';
 import { startReceiver, type Receiver } from '../support/receiver';
@@ -20,8 +27,18 @@ let rx: Receiver;
 /** Slack's incoming-webhook URLs carry their token in the path. */
 const SECRET_PATH = '/services/T000/B000/XXXXsecretXXXX';
 
-const activities = (overrides: Partial<Config> = {}, chatTimeoutMs = 2_000) =>
-  createPostActivities({ config: { ...config, ...overrides }, pool: db.pool, retryDelaysMs: { chat: [20, 20] }, chatTimeoutMs });
+/** Three attempts, 20 ms apart: the shape of the default policy, shorter. */
+const POLICY: TestRetryPolicy = { maximumAttempts: 3, initialInterval: 20, backoffCoefficient: 1 };
+
+/** postChat as a worker runs it: attempts until one returns (or throws for good). */
+const activities = (overrides: Partial<Config> = {}, chatTimeoutMs = 2_000) => {
+  const a = createPostActivities({ config: { ...config, ...overrides }, pool: db.pool, chatTimeoutMs });
+  return {
+    postChat: async (input: Parameters<typeof a.postChat>[0]) => (await runAttempts(() => a.postChat(input), POLICY)).result,
+    attempts: (input: Parameters<typeof a.postChat>[0], opts: { maxWaitMs?: number } = {}) => runAttempts(() => a.postChat(input), POLICY, opts),
+    raw: a,
+  };
+};
 
 function summary(sessionId: number, overrides: Partial<BuildSummary> = {}): BuildSummary {
   return {
@@ -120,10 +137,52 @@ describe('postChat', () => {
     let n = 0;
     rx.respondWith(() => (++n < 3 ? { status: 503, body: 'busy' } : { status: 200, body: 'ok' }));
     const s = await insertPostSession(db.pool, config.secretKey, { chatUrl: hookUrl() });
-    const result = await activities().postChat({ sessionId: s.sessionId, summary: summary(s.sessionId) });
+    const run = await activities().attempts({ sessionId: s.sessionId, summary: summary(s.sessionId) });
+    const result = run.result;
     expect(result).toEqual({ posted: true, detail: `posted to ${origin()} (HTTP 200)` });
     expect(rx.requests).toHaveLength(3);
     expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([{ step: 'chat', ok: true, detail: result.detail }]);
+    // Attempts 1 and 2 left the next one to Temporal: a retryable failure each, logged.
+    expect(run.attempts).toBe(3);
+    expect(run.failures).toHaveLength(2);
+    for (const [i, f] of run.failures.entries()) {
+      expect(f).toBeInstanceOf(ApplicationFailure);
+      expect(f).toMatchObject({ type: FAILURE_TYPES.chatRetrying, nonRetryable: false });
+      expect((f as Error).message).toBe(`chat attempt ${i + 1} of 3 failed, to be retried: could not post to ${origin()}: HTTP 503: busy`);
+    }
+    expect(run.delays).toEqual([20, 20]);
+    expect(run.logs.filter((l) => l.message.startsWith('chat attempt'))).toHaveLength(2);
+  });
+
+  it('one attempt at a time: only the last one the policy allows records a failure', async () => {
+    rx.respondWith(() => ({ status: 500, body: 'down' }));
+    const s = await insertPostSession(db.pool, config.secretKey, { chatUrl: hookUrl() });
+    const { raw } = activities();
+    const input = { sessionId: s.sessionId, summary: summary(s.sessionId) };
+    const retryPolicy = { maximumAttempts: 3, initialInterval: 2_000, backoffCoefficient: 2.5, maximumInterval: 5_000 };
+
+    for (const attempt of [1, 2]) {
+      const err = await runActivity(() => raw.postChat(input), { attempt, retryPolicy }).result.catch((e: unknown) => e);
+      expect(err).toMatchObject({ type: FAILURE_TYPES.chatRetrying, nonRetryable: false });
+      // The policy's backoff decides the wait: no nextRetryDelay of our own.
+      expect((err as ApplicationFailure).nextRetryDelay).toBeUndefined();
+      expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([]);
+    }
+    const run = runActivity(() => raw.postChat(input), { attempt: 3, retryPolicy });
+    const result = await run.result;
+    expect(result).toEqual({ posted: false, detail: `could not post to ${origin()}: HTTP 500: down (3 attempts)` });
+    expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([{ step: 'chat', ok: false, detail: result.detail }]);
+    expect(run.logs()).toEqual([expect.objectContaining({ level: 'warn', message: `chat failed: ${result.detail}` })]);
+  });
+
+  it("a 429's Retry-After sets the next wait, up to 30 s", async () => {
+    let n = 0;
+    rx.respondWith(() => (++n === 1 ? { status: 429, headers: { 'retry-after': '1' } } : n === 2 ? { status: 503, headers: { 'retry-after': '120' } } : { status: 200 }));
+    const s = await insertPostSession(db.pool, config.secretKey, { chatUrl: hookUrl() });
+    const run = await activities().attempts({ sessionId: s.sessionId, summary: summary(s.sessionId) }, { maxWaitMs: 50 });
+    expect(run.result.posted).toBe(true);
+    expect(run.delays).toEqual([1_000, 30_000]);
+    expect(run.failures.map((f) => (f as ApplicationFailure).nextRetryDelay)).toEqual([1_000, 30_000]);
   });
 
   it('gives up after a few attempts, returns and records the failure, and leaves the build alone', async () => {

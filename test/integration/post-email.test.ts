@@ -2,12 +2,19 @@
  * sendEmail through nodemailer to a real SMTP server (smtp-server, test/support/smtpSink.ts):
  * recipients, subject and body; login; smtps and STARTTLS with certificates verified; bounded
  * retries; failures recorded and returned, never thrown, never showing the password.
+ *
+ * Each activity run is one attempt under Temporal's retry policy: the tests run attempt 1, 2,
+ * ... as a worker would (runAttempts), each in an activity context whose info.attempt says
+ * which, with the policy's maximumAttempts in info.retryPolicy.
  */
+import { ApplicationFailure } from '@temporalio/common';
 import { createServer, type AddressInfo } from 'node:net';
+import { FAILURE_TYPES } from '../../src/activities/failures';
 import { createPostActivities } from '../../src/activities/post/activities';
 import type { BuildSummary } from '../../src/activities/types';
 import type { Config } from '../../src/config';
 import { emptyCounts } from '../../src/core/counts';
+import { runActivity, runAttempts, type TestRetryPolicy } from '../support/activityContext';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { insertPostSession, postBuildSteps, postTestConfig } from '../support/postSession';
 import { selfSignedCertificate } from '../support/receiver';
@@ -18,14 +25,25 @@ let config: Config;
 const sinks: SmtpSink[] = [];
 const PASSWORD = 'p4ss-W0rd-never-shown';
 
-const activities = (smtpUrl: string | undefined, opts: { ca?: string } = {}) =>
+/** Three attempts, 20 ms apart: the shape of the default policy, shorter. */
+const POLICY: TestRetryPolicy = { maximumAttempts: 3, initialInterval: 20, backoffCoefficient: 1 };
+
+const rawActivities = (smtpUrl: string | undefined, opts: { ca?: string } = {}) =>
   createPostActivities({
     config: { ...config, smtpUrl },
     pool: db.pool,
-    retryDelaysMs: { email: [20, 20] },
     smtpTimeoutMs: 3_000,
     smtpTls: opts.ca ? { ca: opts.ca } : undefined,
   });
+
+/** sendEmail as a worker runs it: attempts until one returns (or throws for good). */
+const activities = (smtpUrl: string | undefined, opts: { ca?: string } = {}) => {
+  const a = rawActivities(smtpUrl, opts);
+  return {
+    sendEmail: async (input: Parameters<typeof a.sendEmail>[0]) => (await runAttempts(() => a.sendEmail(input), POLICY)).result,
+    attempts: (input: Parameters<typeof a.sendEmail>[0]) => runAttempts(() => a.sendEmail(input), POLICY),
+  };
+};
 
 async function sink(opts: Parameters<typeof startSmtpSink>[0] = {}): Promise<SmtpSink> {
   const s = await startSmtpSink(opts);
@@ -158,9 +176,14 @@ describe('sendEmail', () => {
     const smtp = await sink();
     const s = await session();
     smtp.failNext(1, 451, 'try again later');
-    const ok = await activities(smtp.url).sendEmail({ sessionId: s.sessionId, summary: summary(s.sessionId) });
+    const run = await activities(smtp.url).attempts({ sessionId: s.sessionId, summary: summary(s.sessionId) });
+    const ok = run.result;
     expect(ok.sent).toBe(true);
     expect(smtp.messages).toHaveLength(1);
+    expect(run.attempts).toBe(2);
+    expect(run.failures).toEqual([expect.any(ApplicationFailure)]);
+    expect(run.failures[0]).toMatchObject({ type: FAILURE_TYPES.emailRetrying, nonRetryable: false });
+    expect((run.failures[0] as Error).message).toMatch(/^email attempt 1 of 3 failed, to be retried: could not send to builds@acme\.test through .*451 try again later$/);
 
     smtp.failNext(5, 554, 'no thanks');
     const refused = await activities(smtp.url).sendEmail({ sessionId: s.sessionId, summary: summary(s.sessionId) });
@@ -177,6 +200,20 @@ describe('sendEmail', () => {
     expect(result.sent).toBe(false);
     expect(result.detail).toMatch(new RegExp(`^could not send to builds@acme\\.test through smtp://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED.*\\(3 attempts\\)$`));
     expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([{ step: 'email', ok: false, detail: result.detail }]);
+  });
+
+  it('one attempt at a time: a retryable failure records nothing until the last attempt the policy allows', async () => {
+    const port = await closedPort();
+    const s = await session();
+    const raw = rawActivities(`smtp://127.0.0.1:${port}`);
+    const input = { sessionId: s.sessionId, summary: summary(s.sessionId) };
+    const retryPolicy = { maximumAttempts: 2, initialInterval: 2_000, backoffCoefficient: 5, maximumInterval: 10_000 };
+    const first = await runActivity(() => raw.sendEmail(input), { attempt: 1, retryPolicy }).result.catch((e: unknown) => e);
+    expect(first).toMatchObject({ type: FAILURE_TYPES.emailRetrying, nonRetryable: false });
+    expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([]);
+    const last = await runActivity(() => raw.sendEmail(input), { attempt: 2, retryPolicy }).result;
+    expect(last.detail).toMatch(/ECONNREFUSED.*\(2 attempts\)$/);
+    expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([{ step: 'email', ok: false, detail: last.detail }]);
   });
 
   it('smtps: TLS from the start, the certificate verified', async () => {

@@ -2,15 +2,21 @@
  * pushToCiServer against real parts: the repository checked out over SSH (fetchRepository),
  * then the tested commit pushed with the repository's key (loaded from PostgreSQL and
  * unsealed) to a second bare repository that the SSH test server serves (git-receive-pack).
+ *
+ * Each activity run is one attempt under Temporal's retry policy: the tests run attempt 1, 2,
+ * ... as a worker would (runAttempts), each in an activity context whose info.attempt says
+ * which, with the policy's maximumAttempts in info.retryPolicy.
  */
 import { createServer, type AddressInfo } from 'node:net';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fetchRepository } from '../../src/activities/build/git';
+import { FAILURE_TYPES } from '../../src/activities/failures';
 import { createPostActivities } from '../../src/activities/post/activities';
 import type { Config } from '../../src/config';
 import { generateRepoKeyPair, type RepoKeyPair } from '../../src/ssh/keys';
+import { runAttempts, type TestRetryPolicy } from '../support/activityContext';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { createBareRepo, git, pushCommit, revParse } from '../support/gitRepo';
 import { insertPostSession, postBuildSteps, postTestConfig, type PostSession } from '../support/postSession';
@@ -24,7 +30,17 @@ let tmp: string;
 let source: string;
 let count = 0;
 
-const activities = () => createPostActivities({ config, pool: db.pool, retryDelaysMs: { push: [50, 50] } });
+/** Three attempts, 50 ms apart: the shape of the default policy, shorter. */
+const POLICY: TestRetryPolicy = { maximumAttempts: 3, initialInterval: 50, backoffCoefficient: 1 };
+
+/** pushToCiServer as a worker runs it: attempts until one returns (or throws for good). */
+const activities = () => {
+  const a = createPostActivities({ config, pool: db.pool });
+  return {
+    pushToCiServer: async (input: Parameters<typeof a.pushToCiServer>[0]) => (await runAttempts(() => a.pushToCiServer(input), POLICY)).result,
+    attempts: (input: Parameters<typeof a.pushToCiServer>[0]) => runAttempts(() => a.pushToCiServer(input), POLICY),
+  };
+};
 
 /** Our push scratch directories (the key file lives in one) present in the system temp dir. */
 const pushDirs = async () => (await readdir(tmpdir())).filter((n) => n.startsWith('sluice-push-'));
@@ -167,11 +183,16 @@ describe('pushToCiServer', () => {
     const s = await session(`ssh://git@127.0.0.1:${port}/nowhere.git`);
     const { workdir, commitId } = await checkout();
 
-    const result = await activities().pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId, branch: 'master' });
+    const run = await activities().attempts({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId, branch: 'master' });
+    const result = run.result;
 
     expect(result.pushed).toBe(false);
     expect(result.detail).toMatch(/^could not push to ssh:\/\/git@127\.0\.0\.1:\d+\/nowhere\.git: .*Connection refused.*\(3 attempts\)$/);
     expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([{ step: 'push', ok: false, detail: result.detail }]);
+    // Attempts 1 and 2 left the next one to Temporal's retry policy, recording nothing.
+    expect(run.failures).toHaveLength(2);
+    for (const f of run.failures) expect(f).toMatchObject({ type: FAILURE_TYPES.pushRetrying, nonRetryable: false });
+    expect((run.failures[0] as Error).message).toMatch(/^push attempt 1 of 3 failed, to be retried: could not push to .*Connection refused/);
   });
 
   it('a commit that is not in the checkout', async () => {

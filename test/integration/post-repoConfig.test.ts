@@ -1,6 +1,8 @@
 /**
- * readRepoConfig: sluice.yml read from a real checkout (pulled over SSH), and what an
- * untrusted tree could do instead of a plain file: a link to a secret, a FIFO, a huge file.
+ * readRepoConfig: sluice.yml read from a real checkout (pulled over SSH) and parsed there, so
+ * the workflow gets validated settings (or an error) and never parses; and what an untrusted
+ * tree could do instead of a plain file: a link to a secret, a FIFO, a huge file, a file
+ * whose aliases expand to more than Temporal should carry.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
@@ -8,10 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fetchRepository } from '../../src/activities/build/git';
 import { createPostActivities } from '../../src/activities/post/activities';
-import { MAX_REPO_CONFIG_BYTES } from '../../src/activities/post/repoConfig';
+import { MAX_REPO_CONFIG_BYTES, MAX_REPO_CONFIG_JSON_BYTES, readRepoConfigText } from '../../src/activities/post/repoConfig';
 import type { Config } from '../../src/config';
 import { resolveProfiles } from '../../src/core/profiles';
-import { parseSluiceYml } from '../../src/core/sluiceYml';
 import { generateRepoKeyPair } from '../../src/ssh/keys';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { createBareRepo } from '../support/gitRepo';
@@ -55,7 +56,7 @@ afterAll(async () => {
 });
 
 describe('readRepoConfig', () => {
-  it('reads sluice.yml from a real checkout, ready for parseSluiceYml and resolveProfiles', async () => {
+  it('reads and parses sluice.yml from a real checkout, ready for resolveProfiles', async () => {
     const key = generateRepoKeyPair('sluice:test/config');
     server = await startSshGitServer({ authorizedKeys: [key.publicKey] });
     const bare = join(workspace, 'repo.git');
@@ -63,11 +64,15 @@ describe('readRepoConfig', () => {
     const workdir = join(workspace, `session-${++count}`);
     await fetchRepository({ pullUrl: server.url(bare), privateKey: key.privateKey, workdir, branch: 'master', head: 'HEAD' });
 
-    const { text } = await read(workdir);
-    expect(text).toBe(SLUICE_YML);
-    const parsed = parseSluiceYml(text!);
-    if (!parsed.ok) throw new Error(parsed.error);
-    const resolved = resolveProfiles({ suiteDefault: { name: 'default', test_pattern: '**/*_test.sh' }, fileConfig: parsed.config });
+    expect(await readRepoConfigText(workdir)).toEqual({ text: SLUICE_YML });
+    const result = await read(workdir);
+    expect(result).toEqual({
+      config: { plan: ['unit', 'lint'], profiles: { unit: { test_pattern: 'test/*_test.sh' }, lint: { test_pattern: 'lint/*.sh', workers: 2 } } },
+    });
+    if (!('config' in result)) throw new Error(result.error);
+    // What crosses Temporal is JSON: the settings must survive it unchanged.
+    expect(JSON.parse(JSON.stringify(result))).toEqual(result);
+    const resolved = resolveProfiles({ suiteDefault: { name: 'default', test_pattern: '**/*_test.sh' }, fileConfig: result.config });
     expect(resolved).toEqual({
       isPlan: true,
       profiles: [
@@ -78,11 +83,32 @@ describe('readRepoConfig', () => {
   });
 
   it('no sluice.yml: null, and no error', async () => {
-    expect(await read(await workdirWith({ 'README.md': 'hi\n' }))).toEqual({ text: null });
+    expect(await read(await workdirWith({ 'README.md': 'hi\n' }))).toEqual({ config: null });
+  });
+
+  it('an empty sluice.yml configures nothing', async () => {
+    expect(await read(await workdirWith({ 'sluice.yml': '# nothing yet\n' }))).toEqual({ config: { profiles: {} } });
   });
 
   it('drops a byte order mark', async () => {
-    expect(await read(await workdirWith({ 'sluice.yml': '\ufeffplan: [a]\n' }))).toEqual({ text: 'plan: [a]\n' });
+    const dir = await workdirWith({ 'sluice.yml': '\ufeffplan: [a]\n' });
+    expect(await readRepoConfigText(dir)).toEqual({ text: 'plan: [a]\n' });
+    expect(await read(dir)).toEqual({ config: { profiles: {}, plan: ['a'] } });
+  });
+
+  it('settings that are not valid: the error, with the line', async () => {
+    expect(await read(await workdirWith({ 'sluice.yml': 'profiles:\n  unit:\n    test_patern: "x"\n' }))).toEqual({
+      error: 'sluice.yml line 3: profiles.unit: unknown key "test_patern"',
+    });
+  });
+
+  it('refuses settings that aliases expand beyond what Temporal should carry', async () => {
+    // 12 KiB of text; each alias repeats the 8 KiB value: over the bound once expanded.
+    const lines = ['profiles:', `  p0: { test_pattern: "t/*", env: { A: &big "${'v'.repeat(8 * 1024)}" } }`];
+    for (let i = 1; i < 80; i++) lines.push(`  p${i}: { test_pattern: "t/*", env: { A: *big } }`);
+    const result = await read(await workdirWith({ 'sluice.yml': lines.join('\n') + '\n' }));
+    expect(result).toEqual({ error: expect.stringMatching(/^sluice\.yml expands to more than 512 KiB of settings \(\d+ bytes; YAML aliases\?\)$/) });
+    expect(MAX_REPO_CONFIG_JSON_BYTES).toBe(512 * 1024);
   });
 
   it('does not follow a symbolic link (to a secret of the worker, say)', async () => {
@@ -91,32 +117,33 @@ describe('readRepoConfig', () => {
     const dir = await workdirWith({});
     await symlink(secret, join(dir, 'sluice.yml'));
     const result = await read(dir);
-    expect(result).toEqual({ text: null, error: 'sluice.yml is a symbolic link; Sluice reads only a regular file' });
+    expect(result).toEqual({ error: 'sluice.yml is a symbolic link; Sluice reads only a regular file' });
     expect(JSON.stringify(result)).not.toContain('TOP-SECRET');
   });
 
   it('a FIFO or a directory is not read (and does not hang)', async () => {
     const fifoDir = await workdirWith({});
     execFileSync('mkfifo', [join(fifoDir, 'sluice.yml')]);
-    expect(await read(fifoDir)).toEqual({ text: null, error: 'sluice.yml is not a regular file' });
+    expect(await read(fifoDir)).toEqual({ error: 'sluice.yml is not a regular file' });
     const dirDir = await workdirWith({});
     await mkdir(join(dirDir, 'sluice.yml'));
-    expect(await read(dirDir)).toEqual({ text: null, error: 'sluice.yml is not a regular file' });
+    expect(await read(dirDir)).toEqual({ error: 'sluice.yml is not a regular file' });
   });
 
   it('caps the size', async () => {
     const atCap = `# ${'x'.repeat(MAX_REPO_CONFIG_BYTES - 3)}\n`;
-    expect((await read(await workdirWith({ 'sluice.yml': atCap }))).text).toHaveLength(MAX_REPO_CONFIG_BYTES);
+    const dir = await workdirWith({ 'sluice.yml': atCap });
+    expect(await readRepoConfigText(dir)).toEqual({ text: expect.any(String) });
+    expect(((await readRepoConfigText(dir)) as { text: string }).text).toHaveLength(MAX_REPO_CONFIG_BYTES);
+    expect(await read(dir)).toEqual({ config: { profiles: {} } });
     const over = atCap + 'y';
     expect(await read(await workdirWith({ 'sluice.yml': over }))).toEqual({
-      text: null,
       error: `sluice.yml is larger than 64 KiB (${MAX_REPO_CONFIG_BYTES + 1} bytes)`,
     });
   });
 
   it('refuses what is not UTF-8', async () => {
     expect(await read(await workdirWith({ 'sluice.yml': Buffer.from([0x70, 0x6c, 0x61, 0x6e, 0x3a, 0xff, 0xfe, 0x0a]) }))).toEqual({
-      text: null,
       error: 'sluice.yml is not UTF-8 text',
     });
   });

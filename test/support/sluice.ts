@@ -13,6 +13,7 @@ import type { FastifyInstance } from 'fastify';
 import { parseAllowList } from '../../src/delivery/ssrf';
 import { buildApp } from '../../src/api/app';
 import type { Config, WebhookRetry } from '../../src/config';
+import type { PostRetry } from '../../src/core/retry';
 import { createPool, type Pool } from '../../src/db/pool';
 import { enqueueSession } from '../../src/temporal/enqueue';
 import { stopSession } from '../../src/temporal/stop';
@@ -44,7 +45,7 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startSluice(
-  opts: { webhookRetry?: Partial<WebhookRetry>; testTimeoutMs?: number; suiteHistoryLimit?: number; smtpUrl?: string } = {},
+  opts: { webhookRetry?: Partial<WebhookRetry>; postRetry?: PostRetry; testTimeoutMs?: number; suiteHistoryLimit?: number; smtpUrl?: string } = {},
 ): Promise<Sluice> {
   const port = await freePort();
   const tag = randomBytes(4).toString('hex');
@@ -65,6 +66,12 @@ export async function startSluice(
     testTimeoutMs: opts.testTimeoutMs ?? 30_000,
     // Fast retries, so "receiver down, then up" takes seconds, not minutes.
     webhookRetry: { initialIntervalMs: 200, maximumIntervalMs: 1_000, backoffCoefficient: 2, maximumAttempts: 30, ...opts.webhookRetry },
+    // The default policies' shape (3 attempts each), with waits of a fraction of a second.
+    postRetry: opts.postRetry ?? {
+      push: { initialIntervalMs: 200, backoffCoefficient: 2, maximumIntervalMs: 1_000, maximumAttempts: 3 },
+      chat: { initialIntervalMs: 200, backoffCoefficient: 2, maximumIntervalMs: 1_000, maximumAttempts: 3 },
+      email: { initialIntervalMs: 200, backoffCoefficient: 2, maximumIntervalMs: 1_000, maximumAttempts: 3 },
+    },
     // The receivers of these tests listen on loopback, which the SSRF guard blocks by default.
     webhookAllow: parseAllowList('127.0.0.0/8'),
     suiteHistoryLimit: opts.suiteHistoryLimit,

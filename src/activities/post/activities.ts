@@ -2,15 +2,18 @@
  * The activities of the steps after the tests (spec §1 steps 4-6) and the reader of the
  * repository's sluice.yml.
  *
- * pushToCiServer, postChat and sendEmail never throw for a failed push, post or e-mail: each
- * retries what may pass (a few attempts, a few seconds apart, inside the activity), records
- * the outcome in post_build_steps, and returns it. The workflow's retry policy is then only
- * for a lost worker or an unreachable database (then the step may run again: at least once).
- * A step that is not configured (no ci_push_url, no chat_url, no SMTP_URL) returns
- * `{ <done>: false, detail }` and records nothing.
+ * pushToCiServer, postChat and sendEmail run one attempt each, under the retry policy the
+ * workflow gives them (workflows/proxies.ts; the model of activities/attempt.ts, as for webhook
+ * deliveries). An attempt that failed in a way another may mend (an unreachable server, a
+ * time-out, a 5xx from the chat service, a 4xx SMTP reply) throws a retryable failure and
+ * records nothing, unless it is the policy's last. The final outcome, success or failure, is
+ * recorded once in post_build_steps and returned, never thrown, so a failing step never changes
+ * the build's status. A step that is not configured (no ci_push_url, no chat_url, no SMTP_URL)
+ * returns `{ <done>: false, detail }` and records nothing.
  *
  * Like checkout, they load what is secret (the SSH key, the chat URL, the SMTP password)
- * themselves, so it never enters Temporal's history.
+ * themselves, so it never enters Temporal's history; the messages of retryable failures (which
+ * Temporal keeps) are scrubbed like the recorded details.
  */
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
@@ -18,21 +21,21 @@ import type { Pool } from 'pg';
 import type { ConnectionOptions } from 'node:tls';
 import type { Config } from '../../config';
 import { unseal } from '../../crypto/sealed';
+import { activityLog, attemptsText, currentAttempt, isFinal, retryLater, type AttemptInfo } from '../attempt';
 import { displayUrl } from '../build/git';
-import type { ChatInput, ChatResult, EmailInput, EmailResult, PushInput, PushResult, RepoConfigInput, RepoConfigResult } from '../types';
-import { DEFAULT_CHAT_RETRY_DELAYS_MS, postChatMessage } from './chat';
-import { DEFAULT_EMAIL_RETRY_DELAYS_MS, parseSmtpUrl, sendMail } from './email';
-import { GitPushError, pushCommit } from './push';
-import { loadFailingTests, loadPushTarget, loadSessionTargets, recordStep } from './record';
-import { readRepoConfigFile } from './repoConfig';
-import { chatMessage, emailSubject, emailText } from './summary';
+import { FAILURE_TYPES, type FailureType } from '../failures';
 import { withHeartbeat } from '../heartbeat';
+import type { ChatInput, ChatResult, EmailInput, EmailResult, PushInput, PushResult, RepoConfigInput, RepoConfigResult } from '../types';
+import { postChatMessage } from './chat';
+import { parseSmtpUrl, sendMail } from './email';
+import { GitPushError, pushCommit } from './push';
+import { loadFailingTests, loadPushTarget, loadSessionTargets, recordStep, type PostStep } from './record';
+import { readRepoConfig } from './repoConfig';
+import { chatMessage, emailSubject, emailText } from './summary';
 
 export interface PostDeps {
   config: Config;
   pool: Pool;
-  /** Pauses between attempts (tests make them short). Defaults: push and chat 2 s, 5 s; e-mail 2 s, 10 s. */
-  retryDelaysMs?: { push?: readonly number[]; chat?: readonly number[]; email?: readonly number[] };
   /** Deadline of one chat attempt. Default 10 s. */
   chatTimeoutMs?: number;
   /** Deadline of each SMTP stage. Default 30 s. */
@@ -41,53 +44,83 @@ export interface PostDeps {
   smtpTls?: ConnectionOptions;
 }
 
-const DEFAULT_PUSH_RETRY_DELAYS_MS = [2_000, 5_000] as const;
+/** What one attempt of a step came to. */
+interface StepAttempt {
+  ok: boolean;
+  /** Recorded and returned when this attempt is final. */
+  detail: string;
+  /** Set when another attempt may succeed: why this one failed, and the least wait a server asked for. */
+  retry?: { error: string; afterMs?: number };
+}
 
-const sleep = (ms: number) => withHeartbeat(() => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+const RETRYING: Record<PostStep, FailureType> = {
+  push: FAILURE_TYPES.pushRetrying,
+  chat: FAILURE_TYPES.chatRetrying,
+  email: FAILURE_TYPES.emailRetrying,
+};
 
 export function createPostActivities(deps: PostDeps) {
   const { config, pool } = deps;
 
+  /**
+   * Ends an attempt: a retryable failure while the policy allows another attempt and this one
+   * may be mended by it; otherwise the outcome, recorded once.
+   */
+  async function settle(step: PostStep, sessionId: number, info: AttemptInfo, result: StepAttempt): Promise<{ ok: boolean; detail: string }> {
+    const log = activityLog();
+    if (result.retry && !isFinal(info)) {
+      const of = info.maximumAttempts > 0 ? ` of ${info.maximumAttempts}` : '';
+      const message = `${step} attempt ${info.attempt}${of} failed, to be retried: ${result.retry.error}`;
+      // Info, not warn: the worker itself warns of every failed activity attempt.
+      log.info(message, { sessionId, step });
+      throw retryLater(info, RETRYING[step], message, result.retry.afterMs);
+    }
+    if (result.ok) log.info(`${step}: ${result.detail}`, { sessionId, step });
+    else log.warn(`${step} failed: ${result.detail}`, { sessionId, step, attempt: info.attempt });
+    await recordStep(pool, sessionId, step, result.ok, result.detail);
+    return { ok: result.ok, detail: result.detail };
+  }
+
   return {
     /** Spec §1 step 4. Call on the checkout's worker queue, only when the build passed. */
     async pushToCiServer(input: PushInput): Promise<PushResult> {
+      const info = currentAttempt();
       const repo = await loadPushTarget(pool, input.repoId);
-      if (!repo) throw ApplicationFailure.nonRetryable(`repository ${input.repoId} no longer exists`, 'PushFailed');
+      if (!repo) throw ApplicationFailure.nonRetryable(`repository ${input.repoId} no longer exists`, FAILURE_TYPES.pushFailed);
       if (!repo.ciPushUrl) return { pushed: false, detail: 'no CI push URL configured' };
-      const target = displayUrl(repo.ciPushUrl);
-      let result: PushResult;
+      const pushUrl = repo.ciPushUrl;
+      const target = displayUrl(pushUrl);
+      let result: StepAttempt;
       if (repo.scm !== 'git') {
-        result = { pushed: false, detail: `could not push to ${target}: pushing to a CI server is supported for git repositories only` };
+        result = { ok: false, detail: `could not push to ${target}: pushing to a CI server is supported for git repositories only` };
       } else {
-        result = await withHeartbeat((signal) =>
-          retrying(deps.retryDelaysMs?.push ?? DEFAULT_PUSH_RETRY_DELAYS_MS, async () => {
-            try {
-              const pushed = await pushCommit({
-                pushUrl: repo.ciPushUrl!,
-                privateKey: unseal(config.secretKey, repo.sshPrivateKeySealed),
-                workdir: input.workdir,
-                commitId: input.commitId,
-                branch: input.branch,
-                signal,
-              });
-              const what = pushed.upToDate ? 'already at' : 'pushed';
-              return { done: true, value: { pushed: true, detail: `${pushed.ref} ${what} ${input.commitId} on ${target}` } };
-            } catch (err) {
-              // git.ts-style messages: already scrubbed of anything key-like.
-              const message = err instanceof Error ? err.message : String(err);
-              return { done: !(err instanceof GitPushError && err.retryable), value: { pushed: false, detail: message } };
-            }
-          }).then(({ value, attempts }) =>
-            attempts > 1 && !value.pushed ? { ...value, detail: `${value.detail} (${attempts} attempts)` } : value,
-          ),
-        );
+        result = await withHeartbeat(async (signal) => {
+          try {
+            const pushed = await pushCommit({
+              pushUrl,
+              privateKey: unseal(config.secretKey, repo.sshPrivateKeySealed),
+              workdir: input.workdir,
+              commitId: input.commitId,
+              branch: input.branch,
+              signal,
+            });
+            const what = pushed.upToDate ? 'already at' : 'pushed';
+            return { ok: true, detail: `${pushed.ref} ${what} ${input.commitId} on ${target}` };
+          } catch (err) {
+            // git.ts-style messages: already scrubbed of anything key-like.
+            const message = err instanceof Error ? err.message : String(err);
+            const detail = info.attempt > 1 ? `${message} ${attemptsText(info.attempt)}` : message;
+            return err instanceof GitPushError && err.retryable ? { ok: false, detail, retry: { error: message } } : { ok: false, detail };
+          }
+        });
       }
-      await recordStep(pool, input.sessionId, 'push', result.pushed, result.detail);
-      return result;
+      const { ok, detail } = await settle('push', input.sessionId, info, result);
+      return { pushed: ok, detail };
     },
 
     /** Spec §1 step 5: the summary to the repository's chat_url (or `chatUrl`). */
     async postChat(input: ChatInput): Promise<ChatResult> {
+      const info = currentAttempt();
       const chatUrl = input.chatUrl ?? (await loadSessionTargets(pool, input.sessionId))?.chatUrl ?? null;
       if (!chatUrl) return { posted: false, detail: 'no chat URL configured' };
       const failing = await loadFailingTests(pool, input.sessionId, 500);
@@ -96,28 +129,28 @@ export function createPostActivities(deps: PostDeps) {
           url: chatUrl,
           message: chatMessage(input.summary, failing),
           allow: config.webhookAllow,
+          attempt: info.attempt,
           timeoutMs: deps.chatTimeoutMs,
-          retryDelaysMs: deps.retryDelaysMs?.chat ?? DEFAULT_CHAT_RETRY_DELAYS_MS,
-          sleep,
         }),
       );
-      await recordStep(pool, input.sessionId, 'chat', result.posted, result.detail);
-      return { posted: result.posted, detail: result.detail };
+      const { ok, detail } = await settle('chat', input.sessionId, info, { ok: result.posted, detail: result.detail, retry: result.retry });
+      return { posted: ok, detail };
     },
 
     /** Spec §1 step 6: the notification to the organization's email (or `to`) through SMTP_URL. */
     async sendEmail(input: EmailInput): Promise<EmailResult> {
+      const info = currentAttempt();
       if (!config.smtpUrl) return { sent: false, detail: 'SMTP_URL not set' };
       const to = input.to ?? [(await loadSessionTargets(pool, input.sessionId))?.orgEmail].filter((a): a is string => !!a);
-      let result: EmailResult;
+      let result: StepAttempt;
       const smtp = parseSmtpUrl(config.smtpUrl, config.baseUrl, { timeoutMs: deps.smtpTimeoutMs, tls: deps.smtpTls });
       if ('error' in smtp) {
-        result = { sent: false, detail: smtp.error };
+        result = { ok: false, detail: smtp.error };
       } else if (to.length === 0) {
-        result = { sent: false, detail: 'no recipient: the organization has no email address' };
+        result = { ok: false, detail: 'no recipient: the organization has no email address' };
       } else {
         const failing = await loadFailingTests(pool, input.sessionId, 500);
-        result = await withHeartbeat(() =>
+        const sent = await withHeartbeat(() =>
           sendMail({
             smtp,
             mail: {
@@ -126,31 +159,24 @@ export function createPostActivities(deps: PostDeps) {
               text: emailText(input.summary, failing),
               headers: { 'X-Sluice-Session': String(input.summary.session), 'X-Sluice-Status': input.summary.status },
             },
-            retryDelaysMs: deps.retryDelaysMs?.email ?? DEFAULT_EMAIL_RETRY_DELAYS_MS,
-            sleep,
+            attempt: info.attempt,
           }),
-        ).then((r) => ({ sent: r.sent, detail: r.detail }));
+        );
+        result = { ok: sent.sent, detail: sent.detail, retry: sent.retry };
       }
-      await recordStep(pool, input.sessionId, 'email', result.sent, result.detail);
-      return result;
+      const { ok, detail } = await settle('email', input.sessionId, info, result);
+      return { sent: ok, detail };
     },
 
-    /** The repository's sluice.yml, read from the checkout. Call on the checkout's worker queue. */
+    /** The repository's sluice.yml, read from the checkout and parsed. Call on the checkout's worker queue. */
     async readRepoConfig(input: RepoConfigInput): Promise<RepoConfigResult> {
       // Only ever read what checkout made.
       if (path.dirname(path.resolve(input.workdir)) !== path.resolve(config.workspaceDir)) {
-        throw ApplicationFailure.nonRetryable('not a workspace', 'InvalidWorkspace');
+        throw ApplicationFailure.nonRetryable('not a workspace', FAILURE_TYPES.invalidWorkspace);
       }
-      return readRepoConfigFile(input.workdir);
+      const result = await readRepoConfig(input.workdir);
+      if ('error' in result) activityLog().info(`sluice.yml cannot be used: ${result.error}`, { workdir: input.workdir });
+      return result;
     },
   };
-}
-
-/** Runs `attempt` until it says it is done or the pauses run out; returns its last value. */
-async function retrying<T>(delays: readonly number[], attempt: () => Promise<{ done: boolean; value: T }>): Promise<{ value: T; attempts: number }> {
-  for (let i = 0; ; i++) {
-    const { done, value } = await attempt();
-    if (done || i >= delays.length) return { value, attempts: i + 1 };
-    await new Promise<void>((resolve) => setTimeout(resolve, delays[i]));
-  }
 }

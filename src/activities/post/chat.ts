@@ -9,13 +9,15 @@
  * appears in what we return or store: only its origin does, and the path is cut out of any
  * error text.
  *
- * Retrying: a few attempts here (connection errors, time-outs, 408, 429 with its Retry-After,
- * 5xx), then the outcome is returned, never thrown: a chat service that is down must not hold
- * up or fail the build.
+ * One call is one attempt. It says whether another attempt may succeed (connection errors,
+ * time-outs, 408, 429 with its Retry-After, 5xx) and what to record should this one be the
+ * last; the postChat activity leaves the next attempt to Temporal's retry policy. A failure is
+ * returned, never thrown: a chat service that is down must not hold up or fail the build.
  */
 import type { Dispatcher } from 'undici';
 import { sendWebhook } from '../../delivery/send';
 import type { Cidr } from '../../delivery/ssrf';
+import { attemptsText } from '../attempt';
 import type { ChatMessage } from './summary';
 
 export interface PostChatOptions {
@@ -23,28 +25,26 @@ export interface PostChatOptions {
   message: ChatMessage;
   /** SLUICE_WEBHOOK_ALLOW. */
   allow: readonly Cidr[];
+  /** This attempt's number, from 1: failures say how many attempts they took. */
+  attempt: number;
   /** Deadline of one attempt. Default 10 s. */
   timeoutMs?: number;
-  /** Pauses before the second, third, ... attempt; its length bounds the attempts. Default 2 s, 5 s. */
-  retryDelaysMs?: readonly number[];
   /** Longest pause a Retry-After may ask for. Default 30 s. */
   maxRetryAfterMs?: number;
-  /** Called while waiting between attempts (the activity heartbeats). */
-  sleep?: (ms: number) => Promise<void>;
   /** Tests: replaces the guarded Agent. */
   dispatcher?: Dispatcher;
 }
 
 export interface PostChatResult {
   posted: boolean;
+  /** What the step records, should this attempt be the last. */
   detail: string;
-  attempts: number;
+  /** Set when another attempt may succeed: why this one failed, and the server's Retry-After. */
+  retry?: { error: string; afterMs?: number };
 }
 
 export const CHAT_USER_AGENT = 'Sluice-Chat/1';
-export const DEFAULT_CHAT_RETRY_DELAYS_MS = [2_000, 5_000] as const;
-
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+export const MAX_CHAT_RETRY_AFTER_MS = 30_000;
 
 /** `https://hooks.slack.com`: what may be shown of a chat URL. Null when it is not an http(s) URL. */
 export function chatOrigin(raw: string): string | null {
@@ -58,36 +58,25 @@ export function chatOrigin(raw: string): string | null {
 
 export async function postChatMessage(opts: PostChatOptions): Promise<PostChatResult> {
   const origin = chatOrigin(opts.url);
-  if (!origin) return { posted: false, detail: 'the chat URL is not an http(s) URL', attempts: 0 };
+  if (!origin) return { posted: false, detail: 'the chat URL is not an http(s) URL' };
   const u = new URL(opts.url.trim());
   // The parts of the URL that may be secret: cut out of every error text.
   const redact = [opts.url.trim(), u.href, `${u.pathname}${u.search}`, u.pathname, u.search.slice(1), u.password]
     .filter((s) => s.length > 1);
-  const delays = opts.retryDelaysMs ?? DEFAULT_CHAT_RETRY_DELAYS_MS;
-  const sleep = opts.sleep ?? defaultSleep;
-  const body = JSON.stringify(opts.message);
 
-  let attempts = 0;
-  for (;;) {
-    attempts += 1;
-    const result = await sendWebhook({
-      url: opts.url,
-      body,
-      headers: { 'user-agent': CHAT_USER_AGENT },
-      allow: opts.allow,
-      timeoutMs: opts.timeoutMs,
-      dispatcher: opts.dispatcher,
-      redact,
-    });
-    const tries = `${attempts} ${attempts === 1 ? 'attempt' : 'attempts'}`;
-    if (result.kind === 'delivered') {
-      return { posted: true, detail: `posted to ${origin} (HTTP ${result.statusCode})`, attempts };
-    }
-    const error = result.error ?? 'failed';
-    if (result.kind === 'fatal' || attempts > delays.length) {
-      return { posted: false, detail: `could not post to ${origin}: ${error} (${tries})`, attempts };
-    }
-    const wanted = Math.min(result.retryAfterMs ?? 0, opts.maxRetryAfterMs ?? 30_000);
-    await sleep(Math.max(delays[attempts - 1]!, wanted));
-  }
+  const result = await sendWebhook({
+    url: opts.url,
+    body: JSON.stringify(opts.message),
+    headers: { 'user-agent': CHAT_USER_AGENT },
+    allow: opts.allow,
+    timeoutMs: opts.timeoutMs,
+    dispatcher: opts.dispatcher,
+    redact,
+  });
+  if (result.kind === 'delivered') return { posted: true, detail: `posted to ${origin} (HTTP ${result.statusCode})` };
+  const error = result.error ?? 'failed';
+  const failed = { posted: false, detail: `could not post to ${origin}: ${error} ${attemptsText(opts.attempt)}` };
+  if (result.kind === 'fatal') return failed;
+  const afterMs = result.retryAfterMs && result.retryAfterMs > 0 ? Math.min(result.retryAfterMs, opts.maxRetryAfterMs ?? MAX_CHAT_RETRY_AFTER_MS) : undefined;
+  return { ...failed, retry: { error: `could not post to ${origin}: ${error}`, afterMs } };
 }

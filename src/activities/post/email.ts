@@ -6,14 +6,16 @@
  * are always verified. `?from=<address>` sets the sender; by default `sluice@<host of
  * SLUICE_BASE_URL>`. The password never appears in what we return or store.
  *
- * Retrying: a few attempts here for what may pass later (connection trouble, time-outs, 4xx
- * replies), then the outcome is returned, never thrown: a mail server that is down must not
- * fail the build.
+ * One call is one attempt. It says whether another attempt may succeed (connection trouble,
+ * time-outs, 4xx replies) and what to record should this one be the last; the sendEmail
+ * activity leaves the next attempt to Temporal's retry policy. A failure is returned, never
+ * thrown: a mail server that is down must not fail the build.
  */
 import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import { createTransport } from 'nodemailer';
 import type { SMTPTransportOptions } from 'nodemailer/lib/smtp-transport';
+import { attemptsText } from '../attempt';
 
 export interface SmtpSettings {
   transport: SMTPTransportOptions;
@@ -101,20 +103,17 @@ export interface Mail {
 export interface SendMailOptions {
   smtp: SmtpSettings;
   mail: Mail;
-  /** Pauses before the second, third, ... attempt; its length bounds the attempts. Default 2 s, 10 s. */
-  retryDelaysMs?: readonly number[];
-  sleep?: (ms: number) => Promise<void>;
+  /** This attempt's number, from 1: failures say how many attempts they took. */
+  attempt: number;
 }
 
 export interface SendMailResult {
   sent: boolean;
+  /** What the step records, should this attempt be the last. */
   detail: string;
-  attempts: number;
+  /** Set when another attempt may succeed: why this one failed. */
+  retry?: { error: string };
 }
-
-export const DEFAULT_EMAIL_RETRY_DELAYS_MS = [2_000, 10_000] as const;
-
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 interface SmtpError {
   code?: string;
@@ -139,34 +138,25 @@ function redact(text: string, secrets: readonly string[]): string {
 
 export async function sendMail(opts: SendMailOptions): Promise<SendMailResult> {
   const { smtp, mail } = opts;
-  const delays = opts.retryDelaysMs ?? DEFAULT_EMAIL_RETRY_DELAYS_MS;
-  const sleep = opts.sleep ?? defaultSleep;
   const to = mail.to.join(', ');
-  let attempts = 0;
-  for (;;) {
-    attempts += 1;
-    const transport = createTransport(smtp.transport);
-    const tries = `${attempts} ${attempts === 1 ? 'attempt' : 'attempts'}`;
-    try {
-      const info = await transport.sendMail({
-        from: smtp.from,
-        to: mail.to,
-        subject: mail.subject,
-        text: mail.text,
-        headers: { 'Auto-Submitted': 'auto-generated', ...mail.headers },
-      });
-      const rejected = info.rejected.map(String);
-      const detail = rejected.length > 0 ? `; rejected: ${rejected.join(', ')}` : '';
-      return { sent: true, detail: `sent to ${to} through ${smtp.display}${detail}`, attempts };
-    } catch (err) {
-      const e = (err ?? {}) as SmtpError;
-      const why = redact(e.message || String(err), smtp.secrets);
-      if (!isTransientSmtpError(e) || attempts > delays.length) {
-        return { sent: false, detail: `could not send to ${to} through ${smtp.display}: ${why} (${tries})`, attempts };
-      }
-    } finally {
-      transport.close();
-    }
-    await sleep(delays[attempts - 1]!);
+  const transport = createTransport(smtp.transport);
+  try {
+    const info = await transport.sendMail({
+      from: smtp.from,
+      to: mail.to,
+      subject: mail.subject,
+      text: mail.text,
+      headers: { 'Auto-Submitted': 'auto-generated', ...mail.headers },
+    });
+    const rejected = info.rejected.map(String);
+    const detail = rejected.length > 0 ? `; rejected: ${rejected.join(', ')}` : '';
+    return { sent: true, detail: `sent to ${to} through ${smtp.display}${detail}` };
+  } catch (err) {
+    const e = (err ?? {}) as SmtpError;
+    const why = `could not send to ${to} through ${smtp.display}: ${redact(e.message || String(err), smtp.secrets)}`;
+    const failed = { sent: false, detail: `${why} ${attemptsText(opts.attempt)}` };
+    return isTransientSmtpError(e) ? { ...failed, retry: { error: why } } : failed;
+  } finally {
+    transport.close();
   }
 }

@@ -6,6 +6,7 @@ import type { Pool } from 'pg';
 import type { Config } from '../../config';
 import type { TriggerEvent } from '../../core/types';
 import type { Profile } from '../../core/profiles';
+import { DEFAULT_POST_RETRY } from '../../core/retry';
 import type { FinishInput, PlanSessionsInput, SessionContext, StartRecord } from '../types';
 import type { Timing } from '../../core/types';
 
@@ -77,7 +78,7 @@ export function createSessionRecords(pool: Pool, config: Config) {
         webhookIds: hooks.rows.map((h) => h.id),
         url: `${config.baseUrl}/1/reports/${row.id}`,
         receivedAt: row.received_at.getTime() / 1000,
-        settings: { webhookRetry: config.webhookRetry, testTimeoutMs: config.testTimeoutMs },
+        settings: { webhookRetry: config.webhookRetry, testTimeoutMs: config.testTimeoutMs, postRetry: config.postRetry ?? DEFAULT_POST_RETRY },
         refspecs: row.trigger.refspec,
         junitPattern: row.junit_pattern,
         suiteProfiles: row.suite_profiles,
