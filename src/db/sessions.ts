@@ -4,6 +4,7 @@
  */
 import type { TriggerEvent } from '../core/types';
 import type { Db } from './transaction';
+import { jsonbText } from './text';
 
 export async function insertCiEvent(
   db: Db,
@@ -14,17 +15,6 @@ export async function insertCiEvent(
     [e.guid, e.repoId, e.provider, e.decision, e.reason, jsonbText(e.trigger)],
   );
   return rows[0]!.id;
-}
-
-// eslint-disable-next-line no-control-regex
-const NOT_JSONB = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-
-/**
- * JSON text PostgreSQL takes as jsonb: it refuses NUL and lone surrogates, which JSON (and a
- * provider's commit message) may hold; they become U+FFFD rather than a failed insert.
- */
-export function jsonbText(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' ? v.replace(NOT_JSONB, '\ufffd') : v));
 }
 
 export async function insertSession(

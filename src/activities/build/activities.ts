@@ -29,6 +29,7 @@ import { fetchHgRepository } from './hg';
 import { collectJUnitResults } from './junit';
 import { runTestFile } from './runTestFile';
 import { buildEnvironment, loadBuildSecrets, repoIdOfSession } from './secrets';
+import { storableText } from '../../db/text';
 
 /** How runTestFile marks output it cut at the front (TailBuffer). */
 const TRUNCATED_MARKER = /^\[sluice\] output truncated: [^\n]*\n/;
@@ -115,7 +116,7 @@ export function createBuildActivities({ config, pool, workerQueue }: BuildDeps) 
            SET status = EXCLUDED.status, exit_code = EXCLUDED.exit_code, duration_ms = EXCLUDED.duration_ms,
                output = EXCLUDED.output, finished_at = now()`,
         // PostgreSQL text cannot hold NUL; test output sometimes does.
-        [input.sessionId, input.path, result.status, result.exitCode, Math.round(result.durationMs), output.replace(/\0/g, '')],
+        [input.sessionId, input.path, result.status, result.exitCode, Math.round(result.durationMs), storableText(output)],
       );
       return { path: input.path, status: result.status, exitCode: result.exitCode, durationMs: result.durationMs };
     },

@@ -16,6 +16,8 @@ import { maskSecrets } from '../../core/mask';
 import type { CollectResultsInput, CollectResultsResult } from '../types';
 import { discoverTests, InvalidPatternError } from './discover';
 import { loadBuildSecrets, repoIdOfSession } from './secrets';
+import { withTransaction } from '../../db/transaction';
+import { storableText } from '../../db/text';
 
 export const JUNIT_LIMITS = { maxFiles: 500, maxFileBytes: 16 * 1024 * 1024, maxSessionCases: 20_000 };
 
@@ -56,9 +58,6 @@ async function suitePattern(pool: Pool, sessionId: number): Promise<string | nul
   );
   return rows[0]?.junit_pattern ?? null;
 }
-
-// PostgreSQL text cannot hold NUL.
-const storable = (s: string) => s.replace(/\0/g, '');
 
 export async function collectJUnitResults(deps: CollectDeps, input: CollectResultsInput): Promise<CollectResultsResult> {
   const pattern = input.pattern === undefined ? await suitePattern(deps.pool, input.sessionId) : input.pattern;
@@ -107,12 +106,10 @@ export async function collectJUnitResults(deps: CollectDeps, input: CollectResul
   // carry a value in its name).
   const repoId = await repoIdOfSession(deps.pool, input.sessionId);
   const secrets = repoId === null ? [] : Object.values((await loadBuildSecrets(deps.pool, deps.secretKey, repoId)).values);
-  const clean = (s: string) => storable(maskSecrets(s, secrets));
+  const clean = (s: string) => storableText(maskSecrets(s, secrets));
   const cleanOrNull = (s: string | null) => (s === null ? null : clean(s));
 
-  const client = await deps.pool.connect();
-  try {
-    await client.query('BEGIN');
+  await withTransaction(deps.pool, async (client) => {
     await client.query('DELETE FROM test_cases WHERE session_id = $1', [input.sessionId]);
     await client.query('DELETE FROM junit_files WHERE session_id = $1', [input.sessionId]);
     for (const f of files) {
@@ -120,7 +117,7 @@ export async function collectJUnitResults(deps: CollectDeps, input: CollectResul
         `INSERT INTO junit_files (session_id, file, cases, note) VALUES ($1, $2, $3, $4)
          ON CONFLICT (session_id, file) DO UPDATE SET cases = junit_files.cases + EXCLUDED.cases,
            note = concat_ws('; ', junit_files.note, EXCLUDED.note)`,
-        [input.sessionId, storable(f.file), f.cases.length, cleanOrNull(f.note)],
+        [input.sessionId, storableText(f.file), f.cases.length, cleanOrNull(f.note)],
       );
       for (let at = 0; at < f.cases.length; at += 1000) {
         const chunk = f.cases.slice(at, at + 1000);
@@ -129,7 +126,7 @@ export async function collectJUnitResults(deps: CollectDeps, input: CollectResul
            SELECT $1::bigint, $2::text, * FROM unnest($3::text[], $4::text[], $5::text[], $6::float8[], $7::text[], $8::text[])`,
           [
             input.sessionId,
-            storable(f.file),
+            storableText(f.file),
             chunk.map((c) => clean(c.classname)),
             chunk.map((c) => clean(c.name)),
             chunk.map((c) => c.status),
@@ -140,13 +137,7 @@ export async function collectJUnitResults(deps: CollectDeps, input: CollectResul
         );
       }
     }
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 
   const failed = files.reduce((n, f) => n + f.cases.filter((c) => c.status === 'failed' || c.status === 'error').length, 0);
   return { cases: total, failed };

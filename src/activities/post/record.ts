@@ -5,6 +5,7 @@
  */
 import type { Pool } from 'pg';
 import type { FailingTest } from './summary';
+import { storableText } from '../../db/text';
 
 export type PostStep = 'push' | 'chat' | 'email';
 
@@ -13,7 +14,7 @@ const MAX_DETAIL_CHARS = 2_000;
 
 export async function recordStep(pool: Pool, sessionId: number, step: PostStep, ok: boolean, detail: string): Promise<void> {
   // PostgreSQL text cannot hold NUL; a server's answer might.
-  const text = detail.replace(/\0/g, '');
+  const text = storableText(detail);
   await pool.query('INSERT INTO post_build_steps (session_id, step, ok, detail) VALUES ($1, $2, $3, $4)', [
     sessionId,
     step,

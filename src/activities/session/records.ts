@@ -8,6 +8,7 @@ import type { TriggerEvent } from '../../core/types';
 import type { Profile } from '../../core/profiles';
 import type { FinishInput, PlanSessionsInput, SessionContext, StartRecord } from '../types';
 import type { Timing } from '../../core/types';
+import { withTransaction } from '../../db/transaction';
 
 interface SessionRow {
   id: number;
@@ -132,9 +133,7 @@ export function createSessionRecords(pool: Pool, config: Config) {
     },
 
     async recordFinish(f: FinishInput): Promise<void> {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
+      await withTransaction(pool, async (client) => {
         const { rows } = await client.query<{ suite_id: number }>(
           `UPDATE sessions
               SET status = $2, reason = $3, commit_id = $4, committers = $5, counts = $6, timing = $7,
@@ -146,13 +145,7 @@ export function createSessionRecords(pool: Pool, config: Config) {
         if (f.builtCommit && rows[0]) {
           await client.query('UPDATE suites SET last_built_commit = $2 WHERE id = $1', [rows[0].suite_id, f.builtCommit]);
         }
-        await client.query('COMMIT');
-      } catch (err) {
-        await client.query('ROLLBACK');
-        throw err;
-      } finally {
-        client.release();
-      }
+      });
     },
   };
 }
