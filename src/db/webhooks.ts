@@ -134,3 +134,9 @@ export async function lastAttempt(db: Db, webhookId: number, xid: string): Promi
   );
   return rows[0]!.n;
 }
+
+/** The ids of an organization's active webhooks, in order. */
+export async function listActiveWebhookIds(db: Db, orgId: number): Promise<number[]> {
+  const { rows } = await db.query<{ id: number }>('SELECT id FROM webhooks WHERE org_id = $1 AND active ORDER BY id', [orgId]);
+  return rows.map((r) => r.id);
+}

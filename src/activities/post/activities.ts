@@ -23,7 +23,9 @@ import type { ChatInput, ChatResult, EmailInput, EmailResult, PushInput, PushRes
 import { DEFAULT_CHAT_RETRY_DELAYS_MS, postChatMessage } from './chat';
 import { DEFAULT_EMAIL_RETRY_DELAYS_MS, parseSmtpUrl, sendMail } from './email';
 import { GitPushError, pushCommit } from './push';
-import { loadFailingTests, loadPushTarget, loadSessionTargets, recordStep } from './record';
+import { recordStep } from '../../db/postBuildSteps';
+import { loadPushTarget } from '../../db/repos';
+import { listFailingTests, loadSessionTargets } from '../../db/sessions';
 import { readRepoConfigFile } from './repoConfig';
 import { chatMessage, emailSubject, emailText } from './summary';
 import { withHeartbeat } from '../heartbeat';
@@ -90,7 +92,7 @@ export function createPostActivities(deps: PostDeps) {
     async postChat(input: ChatInput): Promise<ChatResult> {
       const chatUrl = input.chatUrl ?? (await loadSessionTargets(pool, input.sessionId))?.chatUrl ?? null;
       if (!chatUrl) return { posted: false, detail: 'no chat URL configured' };
-      const failing = await loadFailingTests(pool, input.sessionId, 500);
+      const failing = await listFailingTests(pool, input.sessionId, 500);
       const result = await withHeartbeat(() =>
         postChatMessage({
           url: chatUrl,
@@ -116,7 +118,7 @@ export function createPostActivities(deps: PostDeps) {
       } else if (to.length === 0) {
         result = { sent: false, detail: 'no recipient: the organization has no email address' };
       } else {
-        const failing = await loadFailingTests(pool, input.sessionId, 500);
+        const failing = await listFailingTests(pool, input.sessionId, 500);
         result = await withHeartbeat(() =>
           sendMail({
             smtp,
