@@ -253,3 +253,21 @@ export async function loadSessionTargets(db: Db, sessionId: number): Promise<{ c
   const row = await findSessionWithRepo(db, sessionId);
   return row ? { chatUrl: row.chat_url, orgEmail: row.org_email } : undefined;
 }
+
+/** The repository a session builds, or null. */
+export async function repoIdOfSession(db: Db, sessionId: number): Promise<number | null> {
+  const { rows } = await db.query<{ repo_id: string }>(
+    'SELECT su.repo_id FROM sessions s JOIN suites su ON su.id = s.suite_id WHERE s.id = $1',
+    [sessionId],
+  );
+  return rows[0] ? Number(rows[0].repo_id) : null;
+}
+
+/** The JUnit pattern of a session's suite, or null. */
+export async function suiteJUnitPatternOfSession(db: Db, sessionId: number): Promise<string | null> {
+  const { rows } = await db.query<{ junit_pattern: string | null }>(
+    'SELECT su.junit_pattern FROM sessions s JOIN suites su ON su.id = s.suite_id WHERE s.id = $1',
+    [sessionId],
+  );
+  return rows[0]?.junit_pattern ?? null;
+}

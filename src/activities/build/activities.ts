@@ -27,8 +27,8 @@ import { fetchRepository, GitPullError } from './git';
 import { fetchHgRepository } from './hg';
 import { collectJUnitResults } from './junit';
 import { runTestFile } from './runTestFile';
-import { buildEnvironment, loadBuildSecrets, repoIdOfSession } from './secrets';
-import { upsertTestResult } from '../../db/sessions';
+import { buildEnvironment, loadBuildSecrets } from './secrets';
+import { repoIdOfSession, upsertTestResult } from '../../db/sessions';
 import { loadPullSource } from '../../db/repos';
 
 /** How runTestFile marks output it cut at the front (TailBuffer). */
