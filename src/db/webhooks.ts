@@ -140,3 +140,11 @@ export async function listActiveWebhookIds(db: Db, orgId: number): Promise<numbe
   const { rows } = await db.query<{ id: number }>('SELECT id FROM webhooks WHERE org_id = $1 AND active ORDER BY id', [orgId]);
   return rows.map((r) => r.id);
 }
+
+/**
+ * Serialises attempts at one event's delivery to one webhook until the transaction ends, so two
+ * at once do not share an attempt number.
+ */
+export async function lockDeliveryAttempts(db: Db, webhookId: number, xid: string): Promise<void> {
+  await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`sluice-delivery:${webhookId}:${xid}`]);
+}
