@@ -8,11 +8,10 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { Client, escapeIdentifier } from 'pg';
 import { startApi } from './api/main';
 import { loadConfig, type Config } from './config';
 import { migrate } from './db/migrate';
-import { createPool } from './db/pool';
+import { createPool, ensureDatabase } from './db/pool';
 import { startDevServer, type DevServer } from './temporal/devServer';
 import { registerSearchAttributes } from './temporal/registerSearchAttributes';
 import { runWorker } from './worker/run';
@@ -96,39 +95,6 @@ function keptSecret(file: string, make: () => string): { value: string; created:
   // 'wx': never overwrite a file another start created in between.
   writeFileSync(file, `${value}\n`, { mode: 0o600, flag: 'wx' });
   return { value, created: true };
-}
-
-/** Creates the database DATABASE_URL names when the server has no such database yet. */
-async function ensureDatabase(databaseUrl: string): Promise<void> {
-  const url = new URL(databaseUrl);
-  const shown = `${url.hostname}:${url.port || 5432}`; // never the password
-  const probe = new Client({ connectionString: databaseUrl });
-  try {
-    await probe.connect();
-    return; // it exists
-  } catch (err) {
-    const code = (err as { code?: string }).code;
-    if (code !== '3D000') {
-      // 3D000 = invalid_catalog_name (no such database); anything else we cannot fix here.
-      throw new Error(`cannot reach PostgreSQL at ${shown}: ${(err as Error).message}. Is it running? (DATABASE_URL)`, {
-        cause: err,
-      });
-    }
-  } finally {
-    await probe.end().catch(() => undefined);
-  }
-  const name = decodeURIComponent(url.pathname.slice(1));
-  url.pathname = '/postgres';
-  const admin = new Client({ connectionString: url.toString() });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${escapeIdentifier(name)}`);
-    console.log(`Created PostgreSQL database ${name} on ${shown}.`);
-  } catch (err) {
-    if ((err as { code?: string }).code !== '42P04') throw err; // 42P04: created meanwhile
-  } finally {
-    await admin.end();
-  }
 }
 
 async function registerOnExternalServer(config: Config): Promise<void> {

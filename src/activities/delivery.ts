@@ -9,14 +9,11 @@ import type { RetrySchedule } from '../delivery/backoff';
 import { attemptOnce, type DeliverDeps } from '../delivery/attempt';
 import type { EventPayload } from '../delivery/compose';
 import type { AttemptResult } from '../delivery/send';
+import { DELIVERY_FAILURE_TYPES } from './failures';
 import type { DeliverInput, DeliverResult } from './types';
 
-/** `ApplicationFailure.type` of what this activity throws, for workflows and the Temporal UI. */
-export const FAILURE_TYPES = {
-  retrying: 'WebhookDeliveryRetrying',
-  gaveUp: 'WebhookDeliveryGaveUp',
-  dropped: 'WebhookDeliveryDropped',
-} as const;
+/** `ApplicationFailure.type` of what this activity throws: its rows of the one table. */
+export const FAILURE_TYPES = DELIVERY_FAILURE_TYPES;
 
 export function createDeliverActivity(deps: DeliverDeps): (input: DeliverInput) => Promise<DeliverResult> {
   return (input) => {

@@ -7,7 +7,7 @@ import type { Config } from '../config';
 import { emptyCounts } from '../core/counts';
 import type { Counts, TriggerEvent } from '../core/types';
 import type { Db } from '../db/transaction';
-import { findCiEvent, findSession, listEventSessions, listTests, type TestRow } from '../db/sessions';
+import { findCiEvent, findSessionWithRepo, listEventSessions, listTests, type TestRow } from '../db/sessions';
 import { countCases, listFailingCases, listJUnitFiles, type CaseCounts, type FailingCaseRow, type JUnitFileRow } from '../db/testCases';
 import { listPostBuildSteps, type PostBuildStepRow } from '../db/postBuildSteps';
 
@@ -50,7 +50,7 @@ export const reportUrl = (config: Config, session: number): string => `${config.
 const fullCounts = (counts: Record<string, number> | null): Counts => ({ ...emptyCounts(), ...(counts ?? {}) });
 
 export async function loadSessionView(db: Db, config: Config, id: number, withOutput: boolean): Promise<SessionView | undefined> {
-  const row = await findSession(db, id);
+  const row = await findSessionWithRepo(db, id);
   if (!row) return undefined;
   const tests = await listTests(db, id, withOutput);
   const cases = await countCases(db, id);

@@ -3,6 +3,7 @@
  * for the delivery code to unseal) and the log row each attempt writes. The log's readers are
  * in webhooks.ts beside the other webhook queries.
  */
+import { storableTextOrNull } from './text';
 import type { Db } from './transaction';
 import type { WebhookFields } from './webhooks';
 
@@ -41,11 +42,6 @@ export interface DeliveryAttempt {
   closureDetail: string | null;
 }
 
-/** PostgreSQL text cannot hold NUL; a closure's string body or a receiver's answer may. */
-function noNul(text: string | null): string | null {
-  return text === null ? null : text.replace(/\0/g, '\uFFFD');
-}
-
 /** Writes the attempt's log row; the next attempt is due `nextDelayMs` after it, by the database's clock. */
 export async function insertDeliveryAttempt(db: Db, a: DeliveryAttempt): Promise<{ id: number; nextAttemptAt: Date | null }> {
   const { rows } = await db.query<{ id: number; next_attempt_at: Date | null }>(
@@ -66,12 +62,12 @@ export async function insertDeliveryAttempt(db: Db, a: DeliveryAttempt): Promise
       a.error,
       Math.round(a.durationMs),
       JSON.stringify(a.payload),
-      noNul(a.requestBody),
+      storableTextOrNull(a.requestBody),
       a.origin,
       a.url,
       a.requestHeaders ? JSON.stringify(a.requestHeaders) : null,
       a.responseHeaders ? JSON.stringify(a.responseHeaders) : null,
-      noNul(a.responseBody),
+      storableTextOrNull(a.responseBody),
       a.errorClass,
       a.nextDelayMs,
       a.closureOutcome,

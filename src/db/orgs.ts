@@ -25,3 +25,17 @@ export async function findOrg(db: Db, ref: string): Promise<OrgRow | undefined> 
   const { rows } = await db.query<OrgRow>(`SELECT ${COLUMNS} FROM orgs WHERE ${byId ? 'id' : 'name'} = $1`, [byId ? Number(ref) : ref]);
   return rows[0];
 }
+
+/** An organization's name with its first repository's name and pull URL (null when it has none). */
+export async function findOrgWithFirstRepo(
+  db: Db,
+  orgId: number,
+): Promise<{ org_name: string; name: string | null; pull_url: string | null } | undefined> {
+  const { rows } = await db.query<{ org_name: string; name: string | null; pull_url: string | null }>(
+    `SELECT o.name AS org_name, r.name, r.pull_url
+       FROM orgs o LEFT JOIN repos r ON r.org_id = o.id
+      WHERE o.id = $1 ORDER BY r.id LIMIT 1`,
+    [orgId],
+  );
+  return rows[0];
+}

@@ -1,4 +1,4 @@
-import { Pool } from 'pg';
+import { Client, escapeIdentifier, Pool } from 'pg';
 
 // bigserial ids come back from pg as strings; ours stay far below 2^53, so read them as numbers.
 import { types } from 'pg';
@@ -6,6 +6,44 @@ types.setTypeParser(types.builtins.INT8, (v) => Number(v));
 
 export function createPool(databaseUrl: string, max = 10): Pool {
   return new Pool({ connectionString: databaseUrl, max });
+}
+
+/** `SELECT 1`: resolves when PostgreSQL answers, rejects when it does not. */
+export async function ping(pool: Pool): Promise<void> {
+  await pool.query('SELECT 1');
+}
+
+/** Creates the database DATABASE_URL names when the server has no such database yet. */
+export async function ensureDatabase(databaseUrl: string): Promise<void> {
+  const url = new URL(databaseUrl);
+  const shown = `${url.hostname}:${url.port || 5432}`; // never the password
+  const probe = new Client({ connectionString: databaseUrl });
+  try {
+    await probe.connect();
+    return; // it exists
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code !== '3D000') {
+      // 3D000 = invalid_catalog_name (no such database); anything else we cannot fix here.
+      throw new Error(`cannot reach PostgreSQL at ${shown}: ${(err as Error).message}. Is it running? (DATABASE_URL)`, {
+        cause: err,
+      });
+    }
+  } finally {
+    await probe.end().catch(() => undefined);
+  }
+  const name = decodeURIComponent(url.pathname.slice(1));
+  url.pathname = '/postgres';
+  const admin = new Client({ connectionString: url.toString() });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${escapeIdentifier(name)}`);
+    console.log(`Created PostgreSQL database ${name} on ${shown}.`);
+  } catch (err) {
+    if ((err as { code?: string }).code !== '42P04') throw err; // 42P04: created meanwhile
+  } finally {
+    await admin.end();
+  }
 }
 
 export type { Pool, PoolClient } from 'pg';

@@ -86,3 +86,31 @@ export async function updateRepoSettings(db: Db, id: number, patch: Partial<Repo
   const sets = columns.map((c, i) => `${c} = $${i + 2}`).join(', ');
   await db.query(`UPDATE repos SET ${sets} WHERE id = $1`, [id, ...columns.map((c) => patch[c])]);
 }
+
+export interface PushTarget {
+  scm: 'git' | 'hg';
+  ciPushUrl: string | null;
+  sshPrivateKeySealed: string;
+}
+
+/** Where and how the post-build push goes (the sealed key stays in the database until used). */
+export async function loadPushTarget(db: Db, repoId: number): Promise<PushTarget | undefined> {
+  const { rows } = await db.query<{ scm: 'git' | 'hg'; ci_push_url: string | null; ssh_private_key_sealed: string }>(
+    'SELECT scm, ci_push_url, ssh_private_key_sealed FROM repos WHERE id = $1',
+    [repoId],
+  );
+  const row = rows[0];
+  return row ? { scm: row.scm, ciPushUrl: row.ci_push_url, sshPrivateKeySealed: row.ssh_private_key_sealed } : undefined;
+}
+
+/** What a checkout needs of a repository: its SCM, where to pull from, its sealed key. */
+export async function loadPullSource(
+  db: Db,
+  repoId: number,
+): Promise<{ scm: Scm; pull_url: string; ssh_private_key_sealed: string } | undefined> {
+  const { rows } = await db.query<{ scm: Scm; pull_url: string; ssh_private_key_sealed: string }>(
+    'SELECT scm, pull_url, ssh_private_key_sealed FROM repos WHERE id = $1',
+    [repoId],
+  );
+  return rows[0];
+}

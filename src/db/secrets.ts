@@ -38,3 +38,13 @@ export async function deleteSecret(db: Db, repoId: number, name: string): Promis
   const { rowCount } = await db.query('DELETE FROM repo_secrets WHERE repo_id = $1 AND name = $2', [repoId, name]);
   return (rowCount ?? 0) > 0;
 }
+
+/** Holds the repository's row until the transaction ends: one secret writer per repository at a time. */
+export async function lockRepoSecrets(db: Db, repoId: number): Promise<void> {
+  await db.query('SELECT id FROM repos WHERE id = $1 FOR UPDATE', [repoId]);
+}
+
+export async function secretExists(db: Db, repoId: number, name: string): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM repo_secrets WHERE repo_id = $1 AND name = $2', [repoId, name]);
+  return (rowCount ?? 0) > 0;
+}

@@ -2,8 +2,12 @@
  * SQL for what arrived and what ran: ci_events, sessions and their test results, read back as
  * the views the status, report and admin endpoints show.
  */
-import type { TriggerEvent } from '../core/types';
+import type { Pool } from 'pg';
+import type { Profile } from '../core/profiles';
+import type { Scm, Timing, TriggerEvent } from '../core/types';
+import { withTransaction } from './transaction';
 import type { Db } from './transaction';
+import { jsonbText, storableText } from './text';
 
 export async function insertCiEvent(
   db: Db,
@@ -14,17 +18,6 @@ export async function insertCiEvent(
     [e.guid, e.repoId, e.provider, e.decision, e.reason, jsonbText(e.trigger)],
   );
   return rows[0]!.id;
-}
-
-// eslint-disable-next-line no-control-regex
-const NOT_JSONB = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-
-/**
- * JSON text PostgreSQL takes as jsonb: it refuses NUL and lone surrogates, which JSON (and a
- * provider's commit message) may hold; they become U+FFFD rather than a failed insert.
- */
-export function jsonbText(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' ? v.replace(NOT_JSONB, '\ufffd') : v));
 }
 
 export async function insertSession(
@@ -72,10 +65,15 @@ export async function listEventSessions(db: Db, ciEventId: number): Promise<Even
   return rows;
 }
 
-export interface SessionRow {
+/**
+ * A session with its event, suite, repository and organization: the one join the status and
+ * report views, the session workflow and the post-build steps all read.
+ */
+export interface SessionWithRepo {
   id: number;
   guid: string;
   parent_id: number | null;
+  suite_id: number;
   status: string;
   reason: string | null;
   profile_name: string;
@@ -92,17 +90,32 @@ export interface SessionRow {
   created_at: Date;
   updated_at: Date;
   received_at: Date;
+  trigger: TriggerEvent;
   changeset: TriggerEvent['changeset'] | null;
+  test_pattern: string;
+  test_command: string | null;
+  junit_pattern: string | null;
+  suite_profiles: Profile[];
+  suite_plan: string[] | null;
+  repo_id: number;
   repo_name: string;
   pull_url: string;
+  scm: Scm;
+  chat_url: string | null;
+  ci_squash: boolean;
+  org_id: number;
   org_name: string;
+  org_email: string;
 }
 
-export async function findSession(db: Db, id: number): Promise<SessionRow | undefined> {
-  const { rows } = await db.query<SessionRow>(
-    `SELECT s.id, e.guid, s.parent_id, s.status, s.reason, s.profile_name, s.branch, s.ref, s.head, s.force, s.commit_id,
-            s.committers, s.counts, s.workers, s.timing, s.stopped_by, s.created_at, s.updated_at, e.received_at,
-            e.trigger->'changeset' AS changeset, r.name AS repo_name, r.pull_url, o.name AS org_name
+export async function findSessionWithRepo(db: Db, id: number): Promise<SessionWithRepo | undefined> {
+  const { rows } = await db.query<SessionWithRepo>(
+    `SELECT s.id, e.guid, s.parent_id, s.suite_id, s.status, s.reason, s.profile_name, s.branch, s.ref, s.head, s.force,
+            s.commit_id, s.committers, s.counts, s.workers, s.timing, s.stopped_by, s.created_at, s.updated_at,
+            e.received_at, e.trigger, e.trigger->'changeset' AS changeset,
+            su.test_pattern, su.test_command, su.junit_pattern, su.profiles AS suite_profiles, su.plan AS suite_plan,
+            r.id AS repo_id, r.name AS repo_name, r.pull_url, r.scm, r.chat_url, r.ci_squash,
+            o.id AS org_id, o.name AS org_name, o.email AS org_email
        FROM sessions s
        JOIN ci_events e ON e.id = s.ci_event_id
        JOIN suites su ON su.id = s.suite_id
@@ -112,6 +125,86 @@ export async function findSession(db: Db, id: number): Promise<SessionRow | unde
     [id],
   );
   return rows[0];
+}
+
+/** Marks a session running; answers its suite's last built commit. */
+export async function markSessionRunning(db: Db, sessionId: number, timing: Timing): Promise<{ lastBuiltCommit: string | null }> {
+  const { rows } = await db.query<{ last_built_commit: string | null }>(
+    `WITH s AS (
+       UPDATE sessions SET status = 'running', timing = $2, updated_at = now() WHERE id = $1 RETURNING suite_id
+     )
+     SELECT su.last_built_commit FROM suites su JOIN s ON s.suite_id = su.id`,
+    [sessionId, JSON.stringify(timing)],
+  );
+  return { lastBuiltCommit: rows[0]?.last_built_commit ?? null };
+}
+
+/**
+ * The child sessions of a plan, one per profile, by profile name. Idempotent: a retry finds
+ * the parts the first attempt made.
+ */
+export async function ensurePlanSessions(
+  db: Db,
+  parentId: number,
+  commitId: string,
+  profiles: readonly { name: string; workers: number }[],
+): Promise<Map<string, number>> {
+  let { rows } = await db.query<{ id: number; profile_name: string }>(
+    'SELECT id, profile_name FROM sessions WHERE parent_id = $1',
+    [parentId],
+  );
+  if (rows.length === 0) {
+    ({ rows } = await db.query<{ id: number; profile_name: string }>(
+      `INSERT INTO sessions (ci_event_id, suite_id, parent_id, status, profile_name, branch, ref, head, force, workers)
+       SELECT p.ci_event_id, p.suite_id, p.id, 'queued', prof.name, p.branch, p.ref, $2, true, prof.workers
+         FROM sessions p, unnest($3::text[], $4::int[]) AS prof(name, workers)
+        WHERE p.id = $1
+       RETURNING id, profile_name`,
+      [parentId, commitId, profiles.map((p) => p.name), profiles.map((p) => p.workers)],
+    ));
+  }
+  return new Map(rows.map((r) => [r.profile_name, r.id]));
+}
+
+/** Whether the repository of a suite squashes its CI commits. */
+export async function suiteCiSquash(db: Db, suiteId: number): Promise<boolean> {
+  const { rows } = await db.query<{ ci_squash: boolean }>(
+    'SELECT r.ci_squash FROM suites su JOIN repos r ON r.id = su.repo_id WHERE su.id = $1',
+    [suiteId],
+  );
+  return rows[0]?.ci_squash ?? false;
+}
+
+export interface SessionOutcome {
+  sessionId: number;
+  status: string;
+  reason: string | null;
+  commitId: string | null;
+  committers: unknown;
+  counts: unknown;
+  timing: unknown;
+  stoppedBy: string | null;
+  profileName: string;
+  workers: number;
+  /** Set when the session built a commit its suite should remember. */
+  builtCommit?: string | null;
+}
+
+/** Stores how a session ended and, if it built one, its suite's last built commit, together. */
+export async function recordSessionOutcome(pool: Pool, f: SessionOutcome): Promise<void> {
+  await withTransaction(pool, async (client) => {
+    const { rows } = await client.query<{ suite_id: number }>(
+      `UPDATE sessions
+          SET status = $2, reason = $3, commit_id = $4, committers = $5, counts = $6, timing = $7,
+              stopped_by = $8, profile_name = $9, workers = $10, updated_at = now()
+        WHERE id = $1 RETURNING suite_id`,
+      [f.sessionId, f.status, f.reason, f.commitId, JSON.stringify(f.committers), JSON.stringify(f.counts),
+        JSON.stringify(f.timing), f.stoppedBy, f.profileName, f.workers],
+    );
+    if (f.builtCommit && rows[0]) {
+      await client.query('UPDATE suites SET last_built_commit = $2 WHERE id = $1', [rows[0].suite_id, f.builtCommit]);
+    }
+  });
 }
 
 export interface TestRow {
@@ -128,4 +221,53 @@ export async function listTests(db: Db, sessionId: number, withOutput: boolean):
     [sessionId],
   );
   return rows;
+}
+
+/** The session's test files that failed or errored, by path. */
+export async function listFailingTests(db: Db, sessionId: number, limit = 500): Promise<{ path: string; status: string }[]> {
+  const { rows } = await db.query<{ path: string; status: string }>(
+    `SELECT path, status FROM test_results WHERE session_id = $1 AND status IN ('failed', 'error') ORDER BY path LIMIT $2`,
+    [sessionId, limit],
+  );
+  return rows;
+}
+
+/** Stores one test file's result; a retried activity overwrites its earlier row. */
+export async function upsertTestResult(
+  db: Db,
+  r: { sessionId: number; path: string; status: string; exitCode: number | null; durationMs: number; output: string },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO test_results (session_id, path, status, exit_code, duration_ms, output)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (session_id, path) DO UPDATE
+       SET status = EXCLUDED.status, exit_code = EXCLUDED.exit_code, duration_ms = EXCLUDED.duration_ms,
+           output = EXCLUDED.output, finished_at = now()`,
+    // Test output sometimes holds NUL, which PostgreSQL text cannot.
+    [r.sessionId, r.path, r.status, r.exitCode, Math.round(r.durationMs), storableText(r.output)],
+  );
+}
+
+/** Where a session's chat message and e-mail go: its repository's chat_url, its organization's email. */
+export async function loadSessionTargets(db: Db, sessionId: number): Promise<{ chatUrl: string | null; orgEmail: string } | undefined> {
+  const row = await findSessionWithRepo(db, sessionId);
+  return row ? { chatUrl: row.chat_url, orgEmail: row.org_email } : undefined;
+}
+
+/** The repository a session builds, or null. */
+export async function repoIdOfSession(db: Db, sessionId: number): Promise<number | null> {
+  const { rows } = await db.query<{ repo_id: string }>(
+    'SELECT su.repo_id FROM sessions s JOIN suites su ON su.id = s.suite_id WHERE s.id = $1',
+    [sessionId],
+  );
+  return rows[0] ? Number(rows[0].repo_id) : null;
+}
+
+/** The JUnit pattern of a session's suite, or null. */
+export async function suiteJUnitPatternOfSession(db: Db, sessionId: number): Promise<string | null> {
+  const { rows } = await db.query<{ junit_pattern: string | null }>(
+    'SELECT su.junit_pattern FROM sessions s JOIN suites su ON su.id = s.suite_id WHERE s.id = $1',
+    [sessionId],
+  );
+  return rows[0]?.junit_pattern ?? null;
 }

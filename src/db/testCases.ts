@@ -1,5 +1,8 @@
 /** SQL for the JUnit test cases of a session (collected by the collectResults activity). */
-import type { Db } from './transaction';
+import type { Pool } from 'pg';
+import type { JUnitCase } from '../core/junit';
+import { storableText, storableTextOrNull } from './text';
+import { withTransaction, type Db } from './transaction';
 
 export interface CaseCounts {
   total: number;
@@ -54,4 +57,48 @@ export async function listFailingCases(db: Db, sessionId: number, withOutput: bo
 export async function listJUnitFiles(db: Db, sessionId: number): Promise<JUnitFileRow[]> {
   const { rows } = await db.query<JUnitFileRow>('SELECT file, cases, note FROM junit_files WHERE session_id = $1 ORDER BY file', [sessionId]);
   return rows;
+}
+
+export interface JUnitFileResult {
+  file: string;
+  cases: JUnitCase[];
+  note: string | null;
+}
+
+/**
+ * Replaces a session's JUnit files and test cases with `files`, in one transaction (a retried
+ * activity replaces what an earlier attempt stored). Text is made storable here; masking
+ * secrets is the caller's business.
+ */
+export async function replaceJUnitResults(pool: Pool, sessionId: number, files: readonly JUnitFileResult[]): Promise<void> {
+  const orNull = storableTextOrNull;
+  await withTransaction(pool, async (client) => {
+    await client.query('DELETE FROM test_cases WHERE session_id = $1', [sessionId]);
+    await client.query('DELETE FROM junit_files WHERE session_id = $1', [sessionId]);
+    for (const f of files) {
+      await client.query(
+        `INSERT INTO junit_files (session_id, file, cases, note) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (session_id, file) DO UPDATE SET cases = junit_files.cases + EXCLUDED.cases,
+           note = concat_ws('; ', junit_files.note, EXCLUDED.note)`,
+        [sessionId, storableText(f.file), f.cases.length, orNull(f.note)],
+      );
+      for (let at = 0; at < f.cases.length; at += 1000) {
+        const chunk = f.cases.slice(at, at + 1000);
+        await client.query(
+          `INSERT INTO test_cases (session_id, file, classname, name, status, time, message, output)
+           SELECT $1::bigint, $2::text, * FROM unnest($3::text[], $4::text[], $5::text[], $6::float8[], $7::text[], $8::text[])`,
+          [
+            sessionId,
+            storableText(f.file),
+            chunk.map((c) => storableText(c.classname)),
+            chunk.map((c) => storableText(c.name)),
+            chunk.map((c) => c.status),
+            chunk.map((c) => c.time),
+            chunk.map((c) => orNull(c.message)),
+            chunk.map((c) => orNull(c.output)),
+          ],
+        );
+      }
+    }
+  });
 }

@@ -134,3 +134,17 @@ export async function lastAttempt(db: Db, webhookId: number, xid: string): Promi
   );
   return rows[0]!.n;
 }
+
+/** The ids of an organization's active webhooks, in order. */
+export async function listActiveWebhookIds(db: Db, orgId: number): Promise<number[]> {
+  const { rows } = await db.query<{ id: number }>('SELECT id FROM webhooks WHERE org_id = $1 AND active ORDER BY id', [orgId]);
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Serialises attempts at one event's delivery to one webhook until the transaction ends, so two
+ * at once do not share an attempt number.
+ */
+export async function lockDeliveryAttempts(db: Db, webhookId: number, xid: string): Promise<void> {
+  await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`sluice-delivery:${webhookId}:${xid}`]);
+}

@@ -2,6 +2,7 @@
  * When an attempt that failed is tried again, and when Sluice gives up: Temporal's retry policy
  * runs the attempts, and these numbers (the same formula) are what the delivery log shows.
  */
+import { isLastAttempt, retryDelayMs } from '../core/retry';
 import type { AttemptResult } from './send';
 
 export type DeliveryOutcome = 'delivered' | 'retrying' | 'gave_up' | 'dropped';
@@ -17,7 +18,7 @@ export interface RetrySchedule {
 export function outcomeOf(result: AttemptResult, attempt: number, maxAttempts: number): DeliveryOutcome {
   if (result.kind === 'delivered') return 'delivered';
   if (result.kind === 'fatal') return 'dropped';
-  return maxAttempts > 0 && attempt >= maxAttempts ? 'gave_up' : 'retrying';
+  return isLastAttempt(attempt, maxAttempts) ? 'gave_up' : 'retrying';
 }
 
 /**
@@ -44,8 +45,10 @@ export function jittered(delayMs: number, random: () => number = Math.random): n
  * defaults fill what the policy leaves out (1 s, 2, 100 × the initial interval).
  */
 export function backoffDelay(attempt: number, retry: RetrySchedule): number {
-  const initial = retry.initialIntervalMs ?? 1_000;
-  const coefficient = retry.backoffCoefficient ?? 2;
-  const maximum = retry.maximumIntervalMs ?? 100 * initial;
-  return Math.round(Math.min(maximum, initial * Math.pow(coefficient, Math.max(0, attempt - 1))));
+  const initialIntervalMs = retry.initialIntervalMs ?? 1_000;
+  return retryDelayMs(attempt, {
+    initialIntervalMs,
+    backoffCoefficient: retry.backoffCoefficient ?? 2,
+    maximumIntervalMs: retry.maximumIntervalMs ?? 100 * initialIntervalMs,
+  });
 }

@@ -3,7 +3,7 @@
  * (activities/failures.ts) every activity throws by.
  */
 import { DELIVERY_FAILURE_TYPES, FAILURE_TYPES } from '../../src/activities/failures';
-import { FAILURE_TYPES as DELIVERY_TABLE } from '../../src/delivery/deliver';
+import { FAILURE_TYPES as DELIVERY_TABLE } from '../../src/activities/delivery';
 import { DEFAULT_POST_RETRY, isLastAttempt, retryDelayMs, type RetrySettings } from '../../src/core/retry';
 
 /** The waits between the attempts a policy allows. */
@@ -36,7 +36,8 @@ describe('FAILURE_TYPES', () => {
     for (const name of names) expect(name).toMatch(/^[A-Z][A-Za-z]+$/);
   });
 
-  it("holds the delivery activity's names, in the shape delivery exports them", () => {
-    expect(DELIVERY_FAILURE_TYPES).toEqual(DELIVERY_TABLE);
+  it("is what the delivery activity throws by, under the names workflows and the Temporal UI know", () => {
+    expect(DELIVERY_TABLE).toBe(DELIVERY_FAILURE_TYPES);
+    expect(DELIVERY_TABLE).toEqual({ retrying: 'WebhookDeliveryRetrying', gaveUp: 'WebhookDeliveryGaveUp', dropped: 'WebhookDeliveryDropped' });
   });
 });

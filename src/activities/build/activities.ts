@@ -13,7 +13,6 @@ import type { Config } from '../../config';
 import { unseal } from '../../crypto/sealed';
 import { withHeartbeat } from '../heartbeat';
 import { maskSecrets } from '../../core/mask';
-import type { Scm } from '../../core/types';
 import type {
   CheckoutInput,
   CheckoutResult,
@@ -28,7 +27,9 @@ import { fetchRepository, GitPullError } from './git';
 import { fetchHgRepository } from './hg';
 import { collectJUnitResults } from './junit';
 import { runTestFile } from './runTestFile';
-import { buildEnvironment, loadBuildSecrets, repoIdOfSession } from './secrets';
+import { buildEnvironment, loadBuildSecrets } from './secrets';
+import { repoIdOfSession, upsertTestResult } from '../../db/sessions';
+import { loadPullSource } from '../../db/repos';
 
 /** How runTestFile marks output it cut at the front (TailBuffer). */
 const TRUNCATED_MARKER = /^\[sluice\] output truncated: [^\n]*\n/;
@@ -51,11 +52,7 @@ export interface BuildDeps {
 export function createBuildActivities({ config, pool, workerQueue }: BuildDeps) {
   return {
     async checkout(input: CheckoutInput): Promise<CheckoutResult> {
-      const { rows } = await pool.query<{ scm: Scm; pull_url: string; ssh_private_key_sealed: string }>(
-        'SELECT scm, pull_url, ssh_private_key_sealed FROM repos WHERE id = $1',
-        [input.repoId],
-      );
-      const repo = rows[0];
+      const repo = await loadPullSource(pool, input.repoId);
       if (!repo) throw ApplicationFailure.nonRetryable(`repository ${input.repoId} no longer exists`, 'CheckoutFailed');
       const workdir = path.resolve(config.workspaceDir, `session-${input.sessionId}`);
       try {
@@ -108,15 +105,14 @@ export function createBuildActivities({ config, pool, workerQueue }: BuildDeps) 
       for (const name of secrets.unreadable) {
         output += `[sluice] secret ${name} could not be decrypted (was SLUICE_SECRET_KEY changed?); it was not set\n`;
       }
-      await pool.query(
-        `INSERT INTO test_results (session_id, path, status, exit_code, duration_ms, output)
-         VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (session_id, path) DO UPDATE
-           SET status = EXCLUDED.status, exit_code = EXCLUDED.exit_code, duration_ms = EXCLUDED.duration_ms,
-               output = EXCLUDED.output, finished_at = now()`,
-        // PostgreSQL text cannot hold NUL; test output sometimes does.
-        [input.sessionId, input.path, result.status, result.exitCode, Math.round(result.durationMs), output.replace(/\0/g, '')],
-      );
+      await upsertTestResult(pool, {
+        sessionId: input.sessionId,
+        path: input.path,
+        status: result.status,
+        exitCode: result.exitCode,
+        durationMs: result.durationMs,
+        output,
+      });
       return { path: input.path, status: result.status, exitCode: result.exitCode, durationMs: result.durationMs };
     },
 

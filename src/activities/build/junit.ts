@@ -15,19 +15,15 @@ import { decodeReport, parseJUnit, type JUnitCase } from '../../core/junit';
 import { maskSecrets } from '../../core/mask';
 import type { CollectResultsInput, CollectResultsResult } from '../types';
 import { discoverTests, InvalidPatternError } from './discover';
-import { loadBuildSecrets, repoIdOfSession } from './secrets';
+import { loadBuildSecrets } from './secrets';
+import { replaceJUnitResults, type JUnitFileResult } from '../../db/testCases';
+import { repoIdOfSession, suiteJUnitPatternOfSession } from '../../db/sessions';
 
 export const JUNIT_LIMITS = { maxFiles: 500, maxFileBytes: 16 * 1024 * 1024, maxSessionCases: 20_000 };
 
 export interface CollectDeps {
   pool: Pool;
   secretKey: Buffer;
-}
-
-interface FileResult {
-  file: string;
-  cases: JUnitCase[];
-  note: string | null;
 }
 
 /** The first `max` bytes of a file, and whether there was more. */
@@ -48,23 +44,12 @@ async function readCapped(path: string, max: number): Promise<{ text: string; tr
   }
 }
 
-/** The suite's JUnit pattern for a session, or null. */
-async function suitePattern(pool: Pool, sessionId: number): Promise<string | null> {
-  const { rows } = await pool.query<{ junit_pattern: string | null }>(
-    'SELECT su.junit_pattern FROM sessions s JOIN suites su ON su.id = s.suite_id WHERE s.id = $1',
-    [sessionId],
-  );
-  return rows[0]?.junit_pattern ?? null;
-}
-
-// PostgreSQL text cannot hold NUL.
-const storable = (s: string) => s.replace(/\0/g, '');
 
 export async function collectJUnitResults(deps: CollectDeps, input: CollectResultsInput): Promise<CollectResultsResult> {
-  const pattern = input.pattern === undefined ? await suitePattern(deps.pool, input.sessionId) : input.pattern;
+  const pattern = input.pattern === undefined ? await suiteJUnitPatternOfSession(deps.pool, input.sessionId) : input.pattern;
   if (!pattern) return { cases: 0, failed: 0 };
 
-  const files: FileResult[] = [];
+  const files: JUnitFileResult[] = [];
   let matched: string[] = [];
   try {
     matched = await discoverTests(input.workdir, pattern);
@@ -107,46 +92,15 @@ export async function collectJUnitResults(deps: CollectDeps, input: CollectResul
   // carry a value in its name).
   const repoId = await repoIdOfSession(deps.pool, input.sessionId);
   const secrets = repoId === null ? [] : Object.values((await loadBuildSecrets(deps.pool, deps.secretKey, repoId)).values);
-  const clean = (s: string) => storable(maskSecrets(s, secrets));
+  const clean = (s: string) => maskSecrets(s, secrets);
   const cleanOrNull = (s: string | null) => (s === null ? null : clean(s));
 
-  const client = await deps.pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query('DELETE FROM test_cases WHERE session_id = $1', [input.sessionId]);
-    await client.query('DELETE FROM junit_files WHERE session_id = $1', [input.sessionId]);
-    for (const f of files) {
-      await client.query(
-        `INSERT INTO junit_files (session_id, file, cases, note) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (session_id, file) DO UPDATE SET cases = junit_files.cases + EXCLUDED.cases,
-           note = concat_ws('; ', junit_files.note, EXCLUDED.note)`,
-        [input.sessionId, storable(f.file), f.cases.length, cleanOrNull(f.note)],
-      );
-      for (let at = 0; at < f.cases.length; at += 1000) {
-        const chunk = f.cases.slice(at, at + 1000);
-        await client.query(
-          `INSERT INTO test_cases (session_id, file, classname, name, status, time, message, output)
-           SELECT $1::bigint, $2::text, * FROM unnest($3::text[], $4::text[], $5::text[], $6::float8[], $7::text[], $8::text[])`,
-          [
-            input.sessionId,
-            storable(f.file),
-            chunk.map((c) => clean(c.classname)),
-            chunk.map((c) => clean(c.name)),
-            chunk.map((c) => c.status),
-            chunk.map((c) => c.time),
-            chunk.map((c) => cleanOrNull(c.message)),
-            chunk.map((c) => cleanOrNull(c.output)),
-          ],
-        );
-      }
-    }
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  const masked = files.map((f) => ({
+    file: f.file,
+    note: cleanOrNull(f.note),
+    cases: f.cases.map((c) => ({ ...c, classname: clean(c.classname), name: clean(c.name), message: cleanOrNull(c.message), output: cleanOrNull(c.output) })),
+  }));
+  await replaceJUnitResults(deps.pool, input.sessionId, masked);
 
   const failed = files.reduce((n, f) => n + f.cases.filter((c) => c.status === 'failed' || c.status === 'error').length, 0);
   return { cases: total, failed };

@@ -12,6 +12,7 @@
  */
 import type { Pool } from 'pg';
 import { unseal } from '../../crypto/sealed';
+import { listSecrets } from '../../db/secrets';
 
 export interface BuildSecrets {
   /** Name → value. */
@@ -20,20 +21,8 @@ export interface BuildSecrets {
   unreadable: string[];
 }
 
-/** The repository a session builds. */
-export async function repoIdOfSession(pool: Pool, sessionId: number): Promise<number | null> {
-  const { rows } = await pool.query<{ repo_id: string }>(
-    'SELECT su.repo_id FROM sessions s JOIN suites su ON su.id = s.suite_id WHERE s.id = $1',
-    [sessionId],
-  );
-  return rows[0] ? Number(rows[0].repo_id) : null;
-}
-
 export async function loadBuildSecrets(pool: Pool, secretKey: Buffer, repoId: number): Promise<BuildSecrets> {
-  const { rows } = await pool.query<{ name: string; value_sealed: string }>(
-    'SELECT name, value_sealed FROM repo_secrets WHERE repo_id = $1 ORDER BY name',
-    [repoId],
-  );
+  const rows = await listSecrets(pool, repoId);
   const values: Record<string, string> = {};
   const unreadable: string[] = [];
   for (const row of rows) {

@@ -29,7 +29,9 @@ import type { ChatInput, ChatResult, EmailInput, EmailResult, PushInput, PushRes
 import { postChatMessage } from './chat';
 import { parseSmtpUrl, sendMail } from './email';
 import { GitPushError, pushCommit } from './push';
-import { loadFailingTests, loadPushTarget, loadSessionTargets, recordStep, type PostStep } from './record';
+import { recordStep, type PostStep } from '../../db/postBuildSteps';
+import { loadPushTarget } from '../../db/repos';
+import { listFailingTests, loadSessionTargets } from '../../db/sessions';
 import { readRepoConfig } from './repoConfig';
 import { chatMessage, emailSubject, emailText } from './summary';
 
@@ -123,7 +125,7 @@ export function createPostActivities(deps: PostDeps) {
       const info = currentAttempt();
       const chatUrl = input.chatUrl ?? (await loadSessionTargets(pool, input.sessionId))?.chatUrl ?? null;
       if (!chatUrl) return { posted: false, detail: 'no chat URL configured' };
-      const failing = await loadFailingTests(pool, input.sessionId, 500);
+      const failing = await listFailingTests(pool, input.sessionId, 500);
       const result = await withHeartbeat(() =>
         postChatMessage({
           url: chatUrl,
@@ -149,7 +151,7 @@ export function createPostActivities(deps: PostDeps) {
       } else if (to.length === 0) {
         result = { ok: false, detail: 'no recipient: the organization has no email address' };
       } else {
-        const failing = await loadFailingTests(pool, input.sessionId, 500);
+        const failing = await listFailingTests(pool, input.sessionId, 500);
         const sent = await withHeartbeat(() =>
           sendMail({
             smtp,

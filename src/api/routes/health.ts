@@ -1,6 +1,7 @@
 /** `GET /healthz`: 200 once PostgreSQL (and, in the api process, Temporal) answer; 503 naming what is missing. */
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
+import { ping } from '../../db/pool';
 import type { ApiDeps, HealthReport } from '../app';
 
 export function registerHealthRoutes(app: FastifyInstance, deps: ApiDeps): void {
@@ -23,12 +24,12 @@ export async function pingPostgres(pool: Pool, timeoutMs = 2000): Promise<boolea
   const timeout = new Promise<boolean>((resolve) => {
     timer = setTimeout(() => resolve(false), timeoutMs);
   });
-  const ping = pool.query('SELECT 1').then(
+  const answered = ping(pool).then(
     () => true,
     () => false,
   );
   try {
-    return await Promise.race([ping, timeout]);
+    return await Promise.race([answered, timeout]);
   } finally {
     clearTimeout(timer);
   }

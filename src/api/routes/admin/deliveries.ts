@@ -10,7 +10,7 @@ import type { EventPayload } from '../../../delivery/compose';
 import type { ApiDeps } from '../../app';
 import { HttpError, notFound, parseId } from '../../http';
 import { withTransaction } from '../../../db/transaction';
-import { findDelivery, lastAttempt, type DeliveryDetail } from '../../../db/webhooks';
+import { findDelivery, lastAttempt, lockDeliveryAttempts, type DeliveryDetail } from '../../../db/webhooks';
 
 export const deliveryDetailView = (d: DeliveryDetail) => ({
   id: d.id,
@@ -52,7 +52,7 @@ export async function manualAttempt(
   spec: Omit<AttemptSpec, 'attempt' | 'maxAttempts' | 'evenIfInactive'>,
 ): Promise<DeliveryDetail> {
   return withTransaction(deps.pool, async (client) => {
-    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`sluice-delivery:${spec.webhookId}:${spec.payload.xid}`]);
+    await lockDeliveryAttempts(client, spec.webhookId, spec.payload.xid);
     const attempt = (await lastAttempt(client, spec.webhookId, spec.payload.xid)) + 1;
     const done = await attemptOnce(
       { ...manualDeliverDeps(deps), pool: client },

@@ -15,7 +15,7 @@ import { seal, unseal } from '../../../crypto/sealed';
 import type { ApiDeps } from '../../app';
 import { HttpError, notFound, validate } from '../../http';
 import { withTransaction } from '../../../db/transaction';
-import { countSecrets, deleteSecret, listSecrets, upsertSecret, type SecretRow } from '../../../db/secrets';
+import { countSecrets, deleteSecret, listSecrets, lockRepoSecrets, secretExists, upsertSecret, type SecretRow } from '../../../db/secrets';
 import { loadRepo } from './repos';
 
 /**
@@ -62,9 +62,8 @@ export function registerSecretRoutes(app: FastifyInstance, deps: ApiDeps): void 
     const sealed = seal(config.secretKey, value);
     const result = await withTransaction(pool, async (client) => {
       // One writer per repository at a time, so the limit holds.
-      await client.query('SELECT id FROM repos WHERE id = $1 FOR UPDATE', [repo.id]);
-      const existing = await client.query('SELECT 1 FROM repo_secrets WHERE repo_id = $1 AND name = $2', [repo.id, request.params.name]);
-      if (existing.rowCount === 0 && (await countSecrets(client, repo.id)) >= MAX_SECRETS_PER_REPO) {
+      await lockRepoSecrets(client, repo.id);
+      if (!(await secretExists(client, repo.id, request.params.name)) && (await countSecrets(client, repo.id)) >= MAX_SECRETS_PER_REPO) {
         throw new HttpError(409, 'conflict', `a repository holds at most ${MAX_SECRETS_PER_REPO} secrets`, 'name');
       }
       return upsertSecret(client, repo.id, request.params.name, sealed);

@@ -22,7 +22,7 @@ import { seal } from '../../../crypto/sealed';
 import type { ApiDeps } from '../../app';
 import { HttpError, notFound, parseId, validate } from '../../http';
 import type { Db } from '../../../db/transaction';
-import { findOrg } from '../../../db/orgs';
+import { findOrg, findOrgWithFirstRepo } from '../../../db/orgs';
 import {
   deleteWebhook,
   findWebhook,
@@ -200,14 +200,9 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: ApiDeps): void
  * for `first-fail`.
  */
 async function samplePayload(db: Db, config: Config, orgId: number, event: EventName) {
-  const { rows } = await db.query<{ org_name: string; name: string | null; pull_url: string | null }>(
-    `SELECT o.name AS org_name, r.name, r.pull_url
-       FROM orgs o LEFT JOIN repos r ON r.org_id = o.id
-      WHERE o.id = $1 ORDER BY r.id LIMIT 1`,
-    [orgId],
-  );
-  const orgName = rows[0]?.org_name ?? 'example';
-  const repoName = rows[0]?.name ?? 'example';
+  const first = await findOrgWithFirstRepo(db, orgId);
+  const orgName = first?.org_name ?? 'example';
+  const repoName = first?.name ?? 'example';
   const session = 1234;
   const ctx: PayloadContext = {
     sessionId: session,
@@ -218,7 +213,7 @@ async function samplePayload(db: Db, config: Config, orgId: number, event: Event
     branch: 'master',
     ref: null,
     workers: 1,
-    repo: { name: repoName, url: rows[0]?.pull_url ?? `git@git.example.com:${orgName}/${repoName}.git`, orgName },
+    repo: { name: repoName, url: first?.pull_url ?? `git@git.example.com:${orgName}/${repoName}.git`, orgName },
   };
   const now = Date.now() / 1000;
   const keys = ['ci_received_at', 'queue_first_seen_at', 'queue_first_allowed_at', 'workers_assigned_at', 'setup', 'exec', 'post_build', 'done'];
