@@ -1,6 +1,93 @@
+import { builtinModules } from 'node:module';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
+
+// ---- The layers, held by lint (README "How it works" has the map) ----
+// Each folder of src/ may import only what its layer allows. Type-only imports cross freely:
+// they are erased, so they carry no code and no I/O across a boundary.
+
+/** Node built-ins, bare (`fs`) and prefixed (`node:fs`). */
+const NODE_BUILTINS = builtinModules.filter((m) => !m.startsWith('_'));
+/** Libraries that do I/O or speak to a service. */
+const IO_LIBRARIES = ['pg', 'undici', 'fastify', 'ssh2', 'nodemailer', 'tinyglobby'];
+const TEMPORAL = ['@temporalio/activity', '@temporalio/client', '@temporalio/common', '@temporalio/worker', '@temporalio/workflow'];
+const folder = (name) => [`**/${name}`, `**/${name}/**`];
+
+/**
+ * One layer's rule. `banned` package names and `folders` of src/ it must not import (values;
+ * `import type` is allowed), each with the reason lint prints.
+ */
+function layer({ packages = [], patterns = [], folders = [], why }) {
+  return [
+    'error',
+    {
+      paths: packages.map((name) => ({ name, message: why, allowTypeImports: true })),
+      patterns: [
+        ...patterns.map((p) => ({ group: [p].flat(), message: why, allowTypeImports: true })),
+        ...folders.map((f) => ({ group: folder(f), message: why, allowTypeImports: true })),
+      ],
+    },
+  ];
+}
+
+const PURE = {
+  packages: [...IO_LIBRARIES, ...TEMPORAL, ...NODE_BUILTINS.filter((m) => m !== 'crypto')],
+  patterns: [['node:*', '!node:crypto']],
+  folders: ['db', 'api', 'activities', 'delivery', 'workflows', 'temporal', 'worker'],
+};
+
+export const layers = [
+  {
+    files: ['src/workflows/**/*.ts'],
+    rule: layer({
+      packages: [...NODE_BUILTINS, ...IO_LIBRARIES, 'yaml', 'zod', '@temporalio/activity', '@temporalio/client', '@temporalio/worker'],
+      patterns: ['node:*', '**/core/sluiceYml'],
+      folders: ['activities', 'db', 'delivery', 'api', 'providers', 'worker'],
+      why: 'workflow code is deterministic and replayed: no Node built-ins, no parsing libraries (yaml, zod), no I/O; activities do that and workflows import only their types',
+    }),
+  },
+  {
+    files: ['src/core/**/*.ts'],
+    rule: layer({ ...PURE, folders: [...PURE.folders, 'providers'], why: 'the core is pure: no I/O, no Temporal, no other layer (types excepted)' }),
+  },
+  {
+    files: ['src/providers/**/*.ts'],
+    rule: layer({ ...PURE, why: 'providers are pure adapters: no I/O, no Temporal, nothing but core (types excepted)' }),
+  },
+  {
+    files: ['src/db/**/*.ts'],
+    rule: layer({
+      packages: ['undici', 'fastify', 'ssh2', 'nodemailer', ...TEMPORAL],
+      folders: ['api', 'activities', 'delivery', 'workflows', 'providers', 'temporal', 'worker'],
+      why: 'the data layer runs SQL and nothing else: no HTTP, no Temporal, no other layer (types excepted)',
+    }),
+  },
+  {
+    files: ['src/delivery/**/*.ts'],
+    rule: layer({
+      packages: ['pg', 'fastify', 'ssh2', ...TEMPORAL],
+      folders: ['api', 'activities', 'workflows', 'temporal', 'worker'],
+      why: 'delivery is a domain module the API and activities share: its SQL is in db/, and it knows nothing of Temporal or Fastify',
+    }),
+  },
+  {
+    files: ['src/api/**/*.ts'],
+    rule: layer({
+      packages: ['pg', '@temporalio/activity', '@temporalio/worker', '@temporalio/workflow'],
+      folders: ['activities', 'workflows', 'worker'],
+      why: 'the API runs no activity or workflow code and no SQL of its own: it calls db/, delivery/ and temporal/',
+    }),
+  },
+  {
+    files: ['src/activities/**/*.ts'],
+    rule: layer({
+      packages: ['pg', 'fastify', '@temporalio/workflow', '@temporalio/client'],
+      folders: ['api', 'workflows'],
+      why: 'activities are thin wrappers over db/, delivery/ and the build tools: no SQL of their own, no HTTP API, no workflow code',
+    }),
+  },
+];
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', 'coverage/', '.data/'] },
@@ -11,6 +98,15 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-restricted-properties': ['error', { object: 'it', property: 'only' }, { object: 'describe', property: 'only' }, { object: 'test', property: 'only' }],
+    },
+  },
+  ...layers.map(({ files, rule }) => ({ files, rules: { '@typescript-eslint/no-restricted-imports': rule } })),
+  {
+    // All SQL is in src/db: a `.query(...)` call anywhere else in src/ is SQL that escaped it.
+    files: ['src/**/*.ts'],
+    ignores: ['src/db/**'],
+    rules: {
+      'no-restricted-syntax': ['error', { selector: "CallExpression > MemberExpression.callee[property.name='query']", message: 'SQL belongs in src/db (the data layer); call a function there' }],
     },
   },
   {
