@@ -29,5 +29,5 @@ export function getProvider(name: string): ProviderAdapter | undefined {
   return Object.hasOwn(providers, name) ? providers[name] : undefined;
 }
 
-export { parseDelivery, type Delivery, type DeliveryResult } from './delivery';
+export { parseDelivery, type Delivery, type DeliveryResult } from './parse';
 export type * from './types';

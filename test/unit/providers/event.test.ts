@@ -1,6 +1,6 @@
 import { branchNameProblem } from '../../../src/core/names';
 import type { TriggerEvent } from '../../../src/core/types';
-import { parseDelivery } from '../../../src/providers/delivery';
+import { parseDelivery } from '../../../src/providers/parse';
 import { eventProblem, fromProviderTrigger, MAX_TRIGGER_COMMITS } from '../../../src/providers/event';
 import { generic } from '../../../src/providers/generic';
 import type { ProviderTrigger } from '../../../src/providers/types';

@@ -1,6 +1,6 @@
 import { branchNameProblem } from '../../../src/core/names';
 import type { TriggerEvent } from '../../../src/core/types';
-import { mediaType, parseDelivery, type Delivery } from '../../../src/providers/delivery';
+import { mediaType, parseDelivery, type Delivery } from '../../../src/providers/parse';
 import { generic } from '../../../src/providers/generic';
 
 /** A delivery to `/1/builds/<KEY>` (or, with `provider`, to the generic adapter under another name). */
