@@ -22,16 +22,9 @@ const COLUMNS = 'id, repo_id, branch, test_pattern, test_command, workers, junit
 
 export async function insertSuite(
   db: Db,
-  suite: {
-    repo_id: number;
-    branch: string;
-    test_pattern: string;
-    test_command: string | null;
-    workers: number;
-    junit_pattern?: string | null;
-    profiles?: Profile[];
-    plan?: string[] | null;
-  },
+  suite: Pick<SuiteRow, 'repo_id' | 'branch'> &
+    Pick<SuiteSettings, 'test_pattern' | 'test_command' | 'workers'> &
+    Partial<Pick<SuiteSettings, 'junit_pattern' | 'profiles' | 'plan'>>,
 ): Promise<SuiteRow> {
   const { rows } = await db.query<SuiteRow>(
     `INSERT INTO suites (repo_id, branch, test_pattern, test_command, workers, junit_pattern, profiles, plan)

@@ -20,10 +20,9 @@
  * known-hosts file), so a network attacker could impersonate the SCM. It cannot obtain the
  * key (public-key auth does not reveal it) but could serve different code.
  */
-import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { runScmProcess, type ScmContext, type ScmOutcome } from './scmProcess';
+import { DEFAULT_SCM_TIMEOUT_MS, exists, makeScratch, parseCommitters, runScmProcess, ScmError, SSH_DENIED, summarizeStderr, type ScmContext, type ScmOutcome, type ScmScratch } from './scmProcess';
 
 export interface FetchRepositoryInput {
   /** `ssh://[user@]host[:port]/path` or scp-like `[user@]host:path`. */
@@ -62,24 +61,11 @@ export type GitPullFailure =
   | 'failed'; // anything else git complained about
 
 /** A pull or checkout failure with a message safe to show users and store in logs. */
-export class GitPullError extends Error {
+export class GitPullError extends ScmError<GitPullFailure> {
   override readonly name = 'GitPullError';
-  constructor(
-    message: string,
-    readonly reason: GitPullFailure,
-  ) {
-    super(message);
-  }
-
-  /** Whether trying again later may succeed (network trouble), as opposed to a setup error. */
-  get retryable(): boolean {
-    return this.reason === 'unreachable';
-  }
 }
 
-const DEFAULT_TIMEOUT_MS = 10 * 60_000;
 const SSH_CONNECT_TIMEOUT_S = 15;
-const FALLBACK_PATH = '/usr/local/bin:/usr/bin:/bin';
 /** Where the ref or commit fetched on demand (a PR ref, an unadvertised commit) is kept. */
 const FETCHED_REF = 'refs/sluice/fetched';
 const MAX_COMMITTER_COMMITS = 500;
@@ -161,19 +147,12 @@ export function scrubSecrets(text: string, secrets: { privateKey?: string; paths
 
 /** git's stderr as one line for an error message: prefixes and boilerplate dropped. */
 export function summarizeGitStderr(stderr: string): string {
-  const lines = stderr
-    .split(/\r?\n/)
-    .map((l) => l.trim().replace(/^(fatal|error|warning):\s*/i, ''))
-    .filter((l) => l.length > 0);
-  const meaningful = lines.filter((l) => !BOILERPLATE.some((re) => re.test(l)));
-  const chosen = meaningful.length > 0 ? meaningful : lines;
-  const summary = chosen.join('; ');
-  return summary.length > 1000 ? `${summary.slice(0, 1000)}…` : summary;
+  return summarizeStderr(stderr, (l) => l.replace(/^(fatal|error|warning):\s*/i, ''), BOILERPLATE);
 }
 
 /** What kind of failure git's (scrubbed) stderr describes. */
 export function classifyGitFailure(stderr: string): GitPullFailure {
-  if (/Permission denied|Host key verification failed|Too many authentication failures|no matching host key/i.test(stderr)) {
+  if (SSH_DENIED.test(stderr)) {
     return 'denied';
   }
   if (/does not appear to be a git repository|Repository not found|not a git repository|No such (file or directory|repository)/i.test(stderr)) {
@@ -241,13 +220,6 @@ export function sshCommand(keyFile: string): string {
   ].join(' ');
 }
 
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
-}
-
 // --- the operation ----------------------------------------------------------------------------
 
 /**
@@ -273,31 +245,17 @@ export async function fetchRepository(input: FetchRepositoryInput): Promise<Fetc
     throw new GitPullError(`could not pull from ${url}: invalid refspec ${JSON.stringify(badSpec)}`, 'invalid-input');
   }
 
-  const scratch = await mkdtemp(join(tmpdir(), 'sluice-git-'));
-  const home = join(scratch, 'home');
-  const keyDir = join(scratch, 'key');
-  const keyFile = join(keyDir, 'id');
+  const scratch = await makeScratch('git', input.privateKey);
+  const { keyDir, keyFile } = scratch;
   const ctx: GitContext = {
     workdir: input.workdir,
-    timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    timeoutMs: input.timeoutMs ?? DEFAULT_SCM_TIMEOUT_MS,
     signal: input.signal,
-    secrets: { privateKey: input.privateKey, paths: [keyFile, keyDir, scratch] },
-    env: {
-      // PATH is how the worker was told where git and ssh live; it carries no secrets.
-      PATH: process.env.PATH || FALLBACK_PATH,
-      HOME: home,
-      LANG: 'C',
-      LC_ALL: 'C',
-      GIT_TERMINAL_PROMPT: '0',
-      GIT_CONFIG_NOSYSTEM: '1',
-      GIT_ALLOW_PROTOCOL: 'ssh',
-      GIT_SSH_VARIANT: 'ssh',
-      GIT_SSH_COMMAND: sshCommand(keyFile),
-    },
+    secrets: scratch.secrets,
+    env: gitEnv(scratch),
   };
 
   try {
-    await mkdir(home, { mode: 0o700 });
     await mkdir(input.workdir, { recursive: true });
     const commitId = await withKeyFile(keyDir, keyFile, input.privateKey, async () => {
       await ensureRepository(ctx);
@@ -315,8 +273,20 @@ export async function fetchRepository(input: FetchRepositoryInput): Promise<Fetc
     const committers = await listCommitters(ctx, commitId, input.since ?? null);
     return { commitId, committers, message };
   } finally {
-    await rm(scratch, { recursive: true, force: true });
+    await rm(scratch.dir, { recursive: true, force: true });
   }
+}
+
+/** The environment of every git call that may reach the network: SSH only, no prompt, no system config, our key. */
+export function gitEnv(scratch: ScmScratch): NodeJS.ProcessEnv {
+  return {
+    ...scratch.env,
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_ALLOW_PROTOCOL: 'ssh',
+    GIT_SSH_VARIANT: 'ssh',
+    GIT_SSH_COMMAND: sshCommand(scratch.keyFile),
+  };
 }
 
 /** Writes the key (0600, in a 0700 directory) for the duration of `fn`, then removes it. */
@@ -375,12 +345,5 @@ async function listCommitters(ctx: GitContext, head: string, since: string | nul
     if (base && isAncestor) range = [`--max-count=${MAX_COMMITTER_COMMITS}`, `${base}..${head}`];
   }
   const out = await gitOrThrow(ctx, ['log', '--format=%ae%x00%an', ...range, '--'], 'could not list committers');
-  const seen = new Set<string>();
-  for (const line of out.split('\n')) {
-    if (!line) continue;
-    const [email = '', name = ''] = line.split('\0');
-    const who = email.trim() || name.trim();
-    if (who) seen.add(who);
-  }
-  return [...seen];
+  return parseCommitters(out);
 }

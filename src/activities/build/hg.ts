@@ -28,8 +28,7 @@
  *
  * Known limitation, as for git: host keys are not pinned yet (StrictHostKeyChecking=no).
  */
-import { lstat, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import {
   displayUrl,
@@ -42,7 +41,7 @@ import {
   type FetchRepositoryResult,
   type GitPullFailure,
 } from './git';
-import { runScmProcess, type ScmContext, type ScmOutcome } from './scmProcess';
+import { DEFAULT_SCM_TIMEOUT_MS, exists, makeScratch, parseCommitters, runScmProcess, SSH_DENIED, summarizeStderr, type ScmContext, type ScmOutcome } from './scmProcess';
 
 export interface FetchHgRepositoryInput {
   /** `ssh://[user@]host[:port]/path` (relative to the remote home) or `ssh://host//abs/path`. */
@@ -62,8 +61,6 @@ export interface FetchHgRepositoryInput {
   signal?: AbortSignal;
 }
 
-const DEFAULT_TIMEOUT_MS = 10 * 60_000;
-const FALLBACK_PATH = '/usr/local/bin:/usr/bin:/bin';
 const MAX_COMMITTER_COMMITS = 500;
 const NULL_NODE = '0'.repeat(40);
 
@@ -93,19 +90,12 @@ const BOILERPLATE = [/^no suitable response from remote hg!?$/i, /^\(check previ
 
 /** hg's stderr as one line for an error message: prefixes and boilerplate dropped. */
 export function summarizeHgStderr(stderr: string): string {
-  const lines = stderr
-    .split(/\r?\n/)
-    .map((l) => l.trim().replace(/^(remote:\s*)?(abort|error|warning|\*\*\*):\s*/i, '').replace(/^remote:\s*/i, ''))
-    .filter((l) => l.length > 0);
-  const meaningful = lines.filter((l) => !BOILERPLATE.some((re) => re.test(l)));
-  const chosen = meaningful.length > 0 ? meaningful : lines;
-  const summary = chosen.join('; ');
-  return summary.length > 1000 ? `${summary.slice(0, 1000)}…` : summary;
+  return summarizeStderr(stderr, (l) => l.replace(/^(remote:\s*)?(abort|error|warning|\*\*\*):\s*/i, '').replace(/^remote:\s*/i, ''), BOILERPLATE);
 }
 
 /** What kind of failure hg's (scrubbed) stderr describes. */
 export function classifyHgFailure(stderr: string): GitPullFailure {
-  if (/Permission denied|Host key verification failed|Too many authentication failures|no matching host key/i.test(stderr)) {
+  if (SSH_DENIED.test(stderr)) {
     return 'denied';
   }
   if (/repository .* not found|There is no Mercurial repository here|does not appear to be an hg repository/i.test(stderr)) {
@@ -154,13 +144,6 @@ async function revs(ctx: HgContext, revset: string): Promise<string[] | null> {
   return result.stdout.split('\n').filter((l) => /^[0-9a-f]{40}$/.test(l) && l !== NULL_NODE);
 }
 
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
-}
-
 // --- the operation ----------------------------------------------------------------------------
 
 /**
@@ -182,22 +165,17 @@ export async function fetchHgRepository(input: FetchHgRepositoryInput): Promise<
     throw new GitPullError(`could not pull from ${url}: invalid head ${JSON.stringify(input.head)}`, 'invalid-input');
   }
 
-  const scratch = await mkdtemp(join(tmpdir(), 'sluice-hg-'));
-  const home = join(scratch, 'home');
-  const hgrc = join(scratch, 'hgrc');
-  const keyDir = join(scratch, 'key');
-  const keyFile = join(keyDir, 'id');
+  const scratch = await makeScratch('hg', input.privateKey);
+  const { keyDir, keyFile } = scratch;
+  const hgrc = join(scratch.dir, 'hgrc');
   const workdir = resolve(input.workdir);
   const ctx: HgContext = {
     workdir,
-    timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    timeoutMs: input.timeoutMs ?? DEFAULT_SCM_TIMEOUT_MS,
     signal: input.signal,
-    secrets: { privateKey: input.privateKey, paths: [keyFile, keyDir, scratch] },
+    secrets: scratch.secrets,
     env: {
-      PATH: process.env.PATH || FALLBACK_PATH,
-      HOME: home,
-      LANG: 'C',
-      LC_ALL: 'C',
+      ...scratch.env,
       HGPLAIN: '1',
       HGRCPATH: hgrc,
       HGENCODING: 'utf-8',
@@ -206,7 +184,6 @@ export async function fetchHgRepository(input: FetchHgRepositoryInput): Promise<
   };
 
   try {
-    await mkdir(home, { mode: 0o700 });
     await writeFile(hgrc, '', { mode: 0o600 });
     await mkdir(workdir, { recursive: true });
     await ensureRepository(ctx);
@@ -221,7 +198,7 @@ export async function fetchHgRepository(input: FetchHgRepositoryInput): Promise<
     const committers = await listCommitters(ctx, commitId, input.since ?? null);
     return { commitId, committers, message };
   } finally {
-    await rm(scratch, { recursive: true, force: true });
+    await rm(scratch.dir, { recursive: true, force: true });
   }
 }
 
@@ -277,12 +254,5 @@ async function listCommitters(ctx: HgContext, head: string, since: string | null
     ['log', '--rev', revset, '--limit', String(MAX_COMMITTER_COMMITS), '--template', '{author|email}\\0{author|person}\\n'],
     'could not list committers',
   );
-  const seen = new Set<string>();
-  for (const line of out.split('\n')) {
-    if (!line) continue;
-    const [email = '', name = ''] = line.split('\0');
-    const who = email.trim() || name.trim();
-    if (who) seen.add(who);
-  }
-  return [...seen];
+  return parseCommitters(out);
 }

@@ -17,21 +17,21 @@
  * Sluice never force-pushes: if the CI server's branch has commits the tested one does not
  * contain, the push is rejected and the step says so.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import {
   classifyGitFailure,
   displayUrl,
+  gitEnv,
   isSafeRevision,
   isSshUrl,
   runGit,
   scrubSecrets,
-  sshCommand,
   summarizeGitStderr,
   withKeyFile,
   type GitContext,
 } from '../build/git';
+import { DEFAULT_SCM_TIMEOUT_MS, makeScratch, ScmError } from '../build/scmProcess';
 
 export interface PushCommitInput {
   /** `ssh://[user@]host[:port]/path` or scp-like `[user@]host:path`: the repository's ci_push_url. */
@@ -67,22 +67,10 @@ export type GitPushFailure =
   | 'failed';
 
 /** A push failure with a message safe to show users and store. */
-export class GitPushError extends Error {
+export class GitPushError extends ScmError<GitPushFailure> {
   override readonly name = 'GitPushError';
-  constructor(
-    message: string,
-    readonly reason: GitPushFailure,
-  ) {
-    super(message);
-  }
-
-  get retryable(): boolean {
-    return this.reason === 'unreachable';
-  }
 }
 
-const DEFAULT_TIMEOUT_MS = 10 * 60_000;
-const FALLBACK_PATH = '/usr/local/bin:/usr/bin:/bin';
 const COMMIT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
 /** The server refused the ref update, as opposed to the connection or the repository failing. */
@@ -106,29 +94,16 @@ export async function pushCommit(input: PushCommitInput): Promise<PushCommitResu
   }
   const ref = `refs/heads/${input.branch}`;
 
-  const scratch = await mkdtemp(join(tmpdir(), 'sluice-push-'));
-  const home = join(scratch, 'home');
-  const keyDir = join(scratch, 'key');
-  const keyFile = join(keyDir, 'id');
-  const gitDir = join(scratch, 'repo.git');
+  const scratch = await makeScratch('push', input.privateKey);
+  const { keyDir, keyFile } = scratch;
+  const gitDir = join(scratch.dir, 'repo.git');
   const ctx: GitContext = {
-    workdir: scratch,
-    timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    workdir: scratch.dir,
+    timeoutMs: input.timeoutMs ?? DEFAULT_SCM_TIMEOUT_MS,
     signal: input.signal,
-    secrets: { privateKey: input.privateKey, paths: [keyFile, keyDir, scratch] },
+    secrets: scratch.secrets,
     // As git.ts's fetch, plus GIT_DIR: our own empty repository, never the checkout's .git.
-    env: {
-      PATH: process.env.PATH || FALLBACK_PATH,
-      HOME: home,
-      LANG: 'C',
-      LC_ALL: 'C',
-      GIT_DIR: gitDir,
-      GIT_TERMINAL_PROMPT: '0',
-      GIT_CONFIG_NOSYSTEM: '1',
-      GIT_ALLOW_PROTOCOL: 'ssh',
-      GIT_SSH_VARIANT: 'ssh',
-      GIT_SSH_COMMAND: sshCommand(keyFile),
-    },
+    env: { ...gitEnv(scratch), GIT_DIR: gitDir },
   };
 
   const run = async (args: string[], failure: string): Promise<string> => {
@@ -141,7 +116,6 @@ export async function pushCommit(input: PushCommitInput): Promise<PushCommitResu
   };
 
   try {
-    await mkdir(home, { mode: 0o700 });
     await run(['init', '--quiet', '--bare', gitDir], 'could not prepare the push');
     await writeFile(join(gitDir, 'objects', 'info', 'alternates'), `${resolve(input.workdir, '.git', 'objects')}\n`);
     const present = await runGit(ctx, ['cat-file', '-e', `${input.commitId}^{commit}`]);
@@ -172,7 +146,7 @@ export async function pushCommit(input: PushCommitInput): Promise<PushCommitResu
     const stderr = scrubSecrets(result.stderr, ctx.secrets);
     throw new GitPushError(`${what}: ${summarizeGitStderr(stderr) || 'git failed'}`, classifyPush(stderr));
   } finally {
-    await rm(scratch, { recursive: true, force: true });
+    await rm(scratch.dir, { recursive: true, force: true });
   }
 }
 
