@@ -2,18 +2,10 @@
 import type { Profile } from '../core/profiles';
 import type { Db } from './transaction';
 
-export interface SuiteRow {
+export interface SuiteRow extends SuiteSettings {
   id: number;
   repo_id: number;
   branch: string;
-  test_pattern: string;
-  test_command: string | null;
-  workers: number;
-  /** Glob of the JUnit XML files the tests leave; null: none are collected. */
-  junit_pattern: string | null;
-  /** Named profiles besides the suite's own (`default`), and the plan; see core/profiles.ts. */
-  profiles: Profile[];
-  plan: string[] | null;
   last_built_commit: string | null;
   created_at: Date;
 }
@@ -35,11 +27,14 @@ export async function insertSuite(
   return rows[0]!;
 }
 
+/** What an admin may change of a suite. */
 export interface SuiteSettings {
   test_pattern: string;
   test_command: string | null;
   workers: number;
+  /** Glob of the JUnit XML files the tests leave; null: none are collected. */
   junit_pattern: string | null;
+  /** Named profiles besides the suite's own (`default`), and the plan; see core/profiles.ts. */
   profiles: Profile[];
   plan: string[] | null;
 }
