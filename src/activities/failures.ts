@@ -29,7 +29,7 @@ export const FAILURE_TYPES = {
   chatRetrying: 'ChatPostRetrying',
   /** This e-mail attempt failed (connection, time-out, a 4xx reply); more attempts remain. */
   emailRetrying: 'EmailRetrying',
-  // webhook deliveries (delivery/deliver.ts)
+  // webhook deliveries (activities/delivery.ts)
   /** This delivery attempt failed (connection, time-out, 408, 429, 5xx); more attempts remain. */
   webhookDeliveryRetrying: 'WebhookDeliveryRetrying',
   /** The last attempt failed too: logged as `gave_up`. */
@@ -40,7 +40,7 @@ export const FAILURE_TYPES = {
 
 export type FailureType = (typeof FAILURE_TYPES)[keyof typeof FAILURE_TYPES];
 
-/** The delivery activity's part of the table, in the shape delivery/deliver.ts exports as its FAILURE_TYPES. */
+/** The delivery activity's part of the table, in the shape activities/delivery.ts exports as its FAILURE_TYPES. */
 export const DELIVERY_FAILURE_TYPES = {
   retrying: FAILURE_TYPES.webhookDeliveryRetrying,
   gaveUp: FAILURE_TYPES.webhookDeliveryGaveUp,
