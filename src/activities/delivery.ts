@@ -3,12 +3,12 @@
  * policy. Temporal decides when the next attempt runs; this wrapper only tells it whether there
  * should be one (and, from Retry-After or the jittered backoff, when).
  */
-import { Context } from '@temporalio/activity';
-import { ApplicationFailure, type RetryPolicy } from '@temporalio/common';
+import { ApplicationFailure } from '@temporalio/common';
 import type { RetrySchedule } from '../delivery/backoff';
 import { attemptOnce, type DeliverDeps } from '../delivery/attempt';
 import type { EventPayload } from '../delivery/compose';
 import type { AttemptResult } from '../delivery/send';
+import { currentAttempt } from './attempt';
 import { DELIVERY_FAILURE_TYPES } from './failures';
 import type { DeliverInput, DeliverResult } from './types';
 
@@ -17,19 +17,9 @@ export const FAILURE_TYPES = DELIVERY_FAILURE_TYPES;
 
 export function createDeliverActivity(deps: DeliverDeps): (input: DeliverInput) => Promise<DeliverResult> {
   return (input) => {
-    const info = Context.current().info;
-    return deliverAttempt(deps, input, info.attempt, scheduleOf(info.retryPolicy));
-  };
-}
-
-/** The policy Temporal runs this activity under, as the server sent it (durations in ms). */
-function scheduleOf(policy: RetryPolicy | undefined): RetrySchedule | undefined {
-  if (!policy) return undefined;
-  const ms = (d: RetryPolicy['initialInterval']) => (typeof d === 'number' ? d : undefined);
-  return {
-    initialIntervalMs: ms(policy.initialInterval),
-    backoffCoefficient: policy.backoffCoefficient,
-    maximumIntervalMs: ms(policy.maximumInterval),
+    // The attempt's number and the policy it runs under, as the worker hands them over.
+    const { attempt, retry } = currentAttempt();
+    return deliverAttempt(deps, input, attempt, retry);
   };
 }
 

@@ -5,7 +5,12 @@ import { types } from 'pg';
 types.setTypeParser(types.builtins.INT8, (v) => Number(v));
 
 export function createPool(databaseUrl: string, max = 10): Pool {
-  return new Pool({ connectionString: databaseUrl, max });
+  const pool = new Pool({ connectionString: databaseUrl, max });
+  // An idle client whose connection ends (PostgreSQL restarted, the backend terminated, the
+  // database dropped) is discarded by the pool, and the next query gets a fresh one. Without a
+  // listener, pg would raise that 'error' as an unhandled event and bring the process down.
+  pool.on('error', (err) => process.emitWarning(`an idle PostgreSQL connection was lost and will be replaced: ${err.message}`));
+  return pool;
 }
 
 /** `SELECT 1`: resolves when PostgreSQL answers, rejects when it does not. */
