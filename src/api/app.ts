@@ -55,7 +55,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   registerCiEventRoutes(app, deps);
   registerReportRoutes(app, deps);
 
-  // Triggers parse their own bodies (src/providers/delivery.ts), so they get a scope of their own.
+  // Triggers parse their own bodies (src/providers/parse.ts), so they get a scope of their own.
   void app.register(async (scope) => registerTriggerRoutes(scope, deps));
 
   void app.register(

@@ -92,7 +92,7 @@ export interface ProviderInput {
   /** Request headers, names in lower case. */
   headers: Readonly<Record<string, string | undefined>>;
   /**
-   * The parsed body (providers/delivery.ts): JSON, or the form object of a form-encoded
+   * The parsed body (providers/parse.ts): JSON, or the form object of a form-encoded
    * delivery (GitHub, Gitea and Gogs can send `payload=<json>`; it is unwrapped here).
    * Undefined when the request had none.
    */

@@ -2,7 +2,7 @@
  * `POST /1/<provider>/<KEY>`: the keyed incoming webhook (spec §4, §5, §7).
  *
  * This scope drops Fastify's body parsers and keeps every body raw, whatever its content type:
- * a signature is checked over the bytes as sent, and providers/delivery reads them by content
+ * a signature is checked over the bytes as sent, and providers/parse reads them by content
  * type the same way for every path, so a JSON syntax error or an unexpected content type is a
  * 400 in the trigger's words.
  *
