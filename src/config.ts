@@ -21,12 +21,14 @@ export interface Config {
   port: number;
   /** Task queue of the workflows and webhook deliveries. */
   taskQueue: string;
-  /** Default task queue of build activities (checkout, tests). */
+  /** Default task queue of runners' activities (checkouts, test lanes, pushes). */
   buildQueue: string;
-  /** Where workers keep checkouts. */
+  /** Where runners keep checkouts. */
   workspaceDir: string;
   /** Time limit of one test file. */
   testTimeoutMs: number;
+  /** Runners: how many activities (test lanes, checkouts, pushes) one runner runs at once (default 4). */
+  runnerSlots?: number;
   webhookRetry: WebhookRetry;
   /**
    * Retry policies of push, chat and e-mail; default DEFAULT_POST_RETRY (core/retry.ts: 3
@@ -60,6 +62,7 @@ const EnvSchema = z.object({
   SLUICE_BUILD_QUEUE: z.string().min(1).default('sluice-build'),
   SLUICE_WORKSPACE_DIR: z.string().default('/tmp/sluice-workspaces'),
   SLUICE_TEST_TIMEOUT_MS: positiveInt.default(10 * 60_000),
+  SLUICE_RUNNER_SLOTS: positiveInt.default(4),
   SLUICE_WEBHOOK_RETRY_INITIAL_MS: positiveInt.default(1_000),
   // Defaults: 1 s doubling to 1 h, 36 attempts: the last one about a day after the first (README).
   SLUICE_WEBHOOK_RETRY_MAX_INTERVAL_MS: positiveInt.default(60 * 60_000),
@@ -101,6 +104,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     buildQueue: e.SLUICE_BUILD_QUEUE,
     workspaceDir: e.SLUICE_WORKSPACE_DIR,
     testTimeoutMs: e.SLUICE_TEST_TIMEOUT_MS,
+    runnerSlots: e.SLUICE_RUNNER_SLOTS,
     webhookRetry: {
       initialIntervalMs: e.SLUICE_WEBHOOK_RETRY_INITIAL_MS,
       maximumIntervalMs: e.SLUICE_WEBHOOK_RETRY_MAX_INTERVAL_MS,

@@ -2,7 +2,7 @@
  * `npm start`: all of Sluice on one machine, in one process. Keeps its state in a data
  * directory ($SLUICE_DATA_DIR, default ./.data): the secret key, the admin token and the
  * Temporal dev server's database. Creates the PostgreSQL database if need be and migrates it,
- * starts Temporal (unless TEMPORAL_ADDRESS names one), then a worker and the API.
+ * starts Temporal (unless TEMPORAL_ADDRESS names one), then a worker, a runner and the API.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,6 +14,7 @@ import { migrate } from './db/migrate';
 import { createPool, ensureDatabase } from './db/pool';
 import { startDevServer, type DevServer } from './temporal/devServer';
 import { registerSearchAttributes } from './temporal/registerSearchAttributes';
+import { runRunner } from './runner/run';
 import { runWorker } from './worker/run';
 
 const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/sluice';
@@ -69,6 +70,8 @@ async function main(): Promise<void> {
 
   const worker = await runWorker(config);
   running.push({ name: 'worker', stop: () => worker.shutdown() });
+  const runner = await runRunner(config);
+  running.push({ name: 'runner', stop: () => runner.shutdown() });
   const api = await startApi(config);
   running.push({ name: 'API', stop: () => api.close() });
 

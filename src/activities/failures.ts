@@ -15,11 +15,6 @@ export const FAILURE_TYPES = {
   // tests (activities/build)
   /** A test or JUnit pattern that is absolute or leaves the tree. */
   invalidPattern: 'InvalidPattern',
-  /** collectResults asked to read outside the workspace directory. */
-  invalidWorkdir: 'InvalidWorkdir',
-  // sluice.yml (activities/post/repoConfig)
-  /** readRepoConfig asked to read outside the workspace directory. */
-  invalidWorkspace: 'InvalidWorkspace',
   // after the tests (activities/post): a failed step is recorded, not thrown, once it is final
   /** The repository to push from is gone. */
   pushFailed: 'PushFailed',

@@ -1,23 +1,24 @@
 import type { Pool } from 'pg';
 import type { Config } from '../config';
 import { createBuildActivities } from './build/activities';
+import type { ProcessGroups } from './build/lane';
 import { createDeliverActivity } from './delivery';
 import { createPostActivities } from './post/activities';
 import { createSessionRecords } from './session/records';
-import type { Activities } from './types';
+import type { ControlActivities, RunnerActivities } from './types';
 
 export interface ActivityDeps {
   config: Config;
   pool: Pool;
-  workerQueue: string;
 }
 
-/** Every activity of Sluice, bound to this worker's config, pool and own task queue. */
-export function createActivities(deps: ActivityDeps): Activities {
+/** A worker's activities, on the orchestration queue: records, deliveries, chat and e-mail. */
+export function createControlActivities(deps: ActivityDeps): ControlActivities {
+  const { postChat, sendEmail } = createPostActivities({ config: deps.config, pool: deps.pool });
   return {
     ...createSessionRecords(deps.pool, deps.config),
-    ...createBuildActivities(deps),
-    ...createPostActivities({ config: deps.config, pool: deps.pool }),
+    postChat,
+    sendEmail,
     deliverWebhook: createDeliverActivity({
       pool: deps.pool,
       secretKey: deps.config.secretKey,
@@ -26,4 +27,10 @@ export function createActivities(deps: ActivityDeps): Activities {
       allow: deps.config.webhookAllow,
     }),
   };
+}
+
+/** A runner's activities, on the build queue(s): checkouts, test lanes and the push. */
+export function createRunnerActivities(deps: ActivityDeps & { runner: string; processGroups?: ProcessGroups }): RunnerActivities {
+  const { pushToCiServer } = createPostActivities({ config: deps.config, pool: deps.pool });
+  return { ...createBuildActivities(deps), pushToCiServer };
 }

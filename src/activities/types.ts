@@ -6,7 +6,7 @@
 import type { WebhookRetry } from '../config';
 import type { Profile, RepoConfig } from '../core/profiles';
 import type { PostRetry } from '../core/retry';
-import type { Counts, OutgoingPayload, Scm, SessionStatus, TestStatus, Timing } from '../core/types';
+import type { Counts, OutgoingPayload, Scm, SessionStatus, Timing } from '../core/types';
 
 /**
  * Everything the session workflow needs to know about its session, loaded once. Read-only:
@@ -60,63 +60,79 @@ export interface CheckoutInput {
   sessionId: number;
   repoId: number;
   branch: string;
+  /** `HEAD` (the branch tip), a commit, a tag or a ref the trigger named. */
   head: string;
-  /** The trigger's `refspec`: extra git refspecs to fetch. git only; ignored for hg. */
+  /** Provider refs (pull requests) fetched too, so that a fork's commit can be checked out. */
   refspecs?: string[];
 }
 
+/** What the session's first checkout found: the commit that builds, and the repository's sluice.yml. */
 export interface CheckoutResult {
-  /** The task queue only the worker holding this checkout listens on. */
-  workerQueue: string;
-  workdir: string;
   commitId: string;
   committers: string[];
-  /** Full message of the checked-out commit (changeset description for hg). */
   message: string;
+  repoConfig: RepoConfigResult;
 }
 
-export interface DiscoverInput {
-  workdir: string;
+/**
+ * The tree a build activity needs, by commit: any runner can make it (activities/build/tree.ts),
+ * so no step depends on the runner that did an earlier one.
+ */
+export interface TreeRef {
+  sessionId: number;
+  repoId: number;
+  branch: string;
+  commitId: string;
+  refspecs?: string[];
+}
+
+export interface QueueTestsInput {
+  tree: TreeRef;
+  suiteId: number;
+  /** The profile that runs: earlier builds' durations count only within the same profile. */
+  profileName: string;
   pattern: string;
 }
 
-export interface RunTestInput {
-  sessionId: number;
-  /**
-   * The session's repository, whose build secrets the activity loads itself and adds to
-   * `env` (secrets win over the trigger's env). Optional: when absent, found from sessionId.
-   */
-  repoId?: number;
-  workdir: string;
-  /** Test file, relative to the repository root. */
-  path: string;
-  command: string | null;
-  env: Record<string, string>;
-  timeoutMs: number;
+export interface QueueTestsResult {
+  /** How many files the session's shared list holds. */
+  total: number;
 }
 
-export interface RunTestResult {
-  path: string;
-  status: TestStatus;
-  exitCode: number | null;
-  durationMs: number;
+export interface RunLaneInput {
+  tree: TreeRef;
+  /** 0 .. workers-1; lane 0 reuses the session's first checkout when it runs where that is. */
+  lane: number;
+  /** The session workflow, told of the first failure. */
+  workflowId: string;
+  command: string | null;
+  /** The profile's and the trigger's variables; the runner adds the repository's secrets. */
+  env: Record<string, string>;
+  timeoutMs: number;
+  junitPattern: string | null;
+}
+
+export interface RunLaneResult {
+  /** Files this lane ran and counted (a retried lane may find none left). */
+  ran: number;
+  runner: string;
+}
+
+/** The `firstFail` signal's payload (core/signalNames.ts). */
+export interface FirstFailure {
+  counts: Counts;
 }
 
 export interface CollectResultsInput {
   sessionId: number;
-  /** The checkout's working tree (CheckoutResult.workdir); run on CheckoutResult.workerQueue. */
   workdir: string;
-  /**
-   * Glob of the JUnit XML files, relative to the repository root. Absent: the suite's
-   * `junit_pattern` (read by the activity); null or empty: nothing is collected.
-   */
   pattern?: string | null;
+  /** Whose checkout: each lane stores (and replaces) its own reports. Default 0. */
+  lane?: number;
 }
 
 export interface CollectResultsResult {
-  /** Test cases stored. */
   cases: number;
-  /** Of those, how many failed or errored. */
   failed: number;
 }
 
@@ -181,16 +197,8 @@ export interface BuildSummary {
   profileName?: string;
 }
 
-export interface PushInput {
-  sessionId: number;
-  repoId: number;
-  /** The checkout (CheckoutResult.workdir): run on the checkout's worker queue. */
-  workdir: string;
-  /** The tested commit (CheckoutResult.commitId). */
-  commitId: string;
-  /** Pushed to `refs/heads/<branch>` at the repository's ci_push_url. */
-  branch: string;
-}
+/** The commit to push, by its tree: the runner that takes the push reuses the session's checkout or fetches it. */
+export type PushInput = TreeRef;
 
 export interface PushResult {
   pushed: boolean;
@@ -221,11 +229,6 @@ export interface EmailResult {
   detail: string;
 }
 
-export interface RepoConfigInput {
-  /** The checkout (CheckoutResult.workdir): run on the checkout's worker queue. */
-  workdir: string;
-}
-
 /**
  * The repository's sluice.yml, read and parsed by the activity (the workflow never parses):
  * `config` is null when the repository has none; `error` says why the file cannot be used
@@ -233,7 +236,8 @@ export interface RepoConfigInput {
  */
 export type RepoConfigResult = { config: RepoConfig | null } | { error: string };
 
-export interface Activities {
+/** What workers do: records, deliveries, chat and e-mail. */
+export interface ControlActivities {
   loadSession(sessionId: number): Promise<SessionContext>;
   recordStart(sessionId: number, timing: Timing): Promise<StartRecord>;
   recordFinish(input: FinishInput): Promise<void>;
@@ -241,15 +245,20 @@ export interface Activities {
   suiteSettings(suiteId: number): Promise<{ ciSquash: boolean }>;
   /** One session row per profile of a plan, children of the parent session; their ids, in order. */
   createPlanSessions(input: PlanSessionsInput): Promise<number[]>;
-  checkout(input: CheckoutInput): Promise<CheckoutResult>;
-  discoverTests(input: DiscoverInput): Promise<string[]>;
-  runTest(input: RunTestInput): Promise<RunTestResult>;
-  /** After the tests: reads the JUnit XML files they left and stores their test cases. */
-  collectResults(input: CollectResultsInput): Promise<CollectResultsResult>;
-  cleanupWorkspace(workdir: string): Promise<void>;
+  /** The session's counts from its shared list of test files (exact, whichever runner ran what). */
+  testCounts(sessionId: number): Promise<Counts>;
   deliverWebhook(input: DeliverInput): Promise<DeliverResult>;
-  pushToCiServer(input: PushInput): Promise<PushResult>;
   postChat(input: ChatInput): Promise<ChatResult>;
   sendEmail(input: EmailInput): Promise<EmailResult>;
-  readRepoConfig(input: RepoConfigInput): Promise<RepoConfigResult>;
 }
+
+/** What runners do: checkouts, tests, and the push (from a checkout). */
+export interface RunnerActivities {
+  checkout(input: CheckoutInput): Promise<CheckoutResult>;
+  queueTests(input: QueueTestsInput): Promise<QueueTestsResult>;
+  runLane(input: RunLaneInput): Promise<RunLaneResult>;
+  pushToCiServer(input: PushInput): Promise<PushResult>;
+}
+
+/** Every activity, as workflow code proxies them (each on its role's queue). */
+export type Activities = ControlActivities & RunnerActivities;

@@ -271,3 +271,13 @@ export async function suiteJUnitPatternOfSession(db: Db, sessionId: number): Pro
   );
   return rows[0]?.junit_pattern ?? null;
 }
+
+/** Of `ids`, the sessions that have ended or no longer exist (their checkouts may go). */
+export async function endedSessions(db: Db, ids: readonly number[]): Promise<number[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT i.id FROM unnest($1::bigint[]) AS i(id) LEFT JOIN sessions s ON s.id = i.id
+      WHERE s.id IS NULL OR s.status NOT IN ('queued', 'running')`,
+    [ids],
+  );
+  return rows.map((r) => Number(r.id));
+}

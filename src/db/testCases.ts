@@ -55,7 +55,12 @@ export async function listFailingCases(db: Db, sessionId: number, withOutput: bo
 }
 
 export async function listJUnitFiles(db: Db, sessionId: number): Promise<JUnitFileRow[]> {
-  const { rows } = await db.query<JUnitFileRow>('SELECT file, cases, note FROM junit_files WHERE session_id = $1 ORDER BY file', [sessionId]);
+  // Lanes that wrote a report of the same name each have a row: one line per file.
+  const { rows } = await db.query<JUnitFileRow>(
+    `SELECT file, sum(cases)::int AS cases, string_agg(note, '; ' ORDER BY lane) AS note
+       FROM junit_files WHERE session_id = $1 GROUP BY file ORDER BY file`,
+    [sessionId],
+  );
   return rows;
 }
 
@@ -66,27 +71,27 @@ export interface JUnitFileResult {
 }
 
 /**
- * Replaces a session's JUnit files and test cases with `files`, in one transaction (a retried
+ * Replaces the JUnit files and test cases one lane of a session stored with `files`, in one transaction (a retried
  * activity replaces what an earlier attempt stored). Text is made storable here; masking
  * secrets is the caller's business.
  */
-export async function replaceJUnitResults(pool: Pool, sessionId: number, files: readonly JUnitFileResult[]): Promise<void> {
+export async function replaceJUnitResults(pool: Pool, sessionId: number, lane: number, files: readonly JUnitFileResult[]): Promise<void> {
   const orNull = storableTextOrNull;
   await withTransaction(pool, async (client) => {
-    await client.query('DELETE FROM test_cases WHERE session_id = $1', [sessionId]);
-    await client.query('DELETE FROM junit_files WHERE session_id = $1', [sessionId]);
+    await client.query('DELETE FROM test_cases WHERE session_id = $1 AND lane = $2', [sessionId, lane]);
+    await client.query('DELETE FROM junit_files WHERE session_id = $1 AND lane = $2', [sessionId, lane]);
     for (const f of files) {
       await client.query(
-        `INSERT INTO junit_files (session_id, file, cases, note) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (session_id, file) DO UPDATE SET cases = junit_files.cases + EXCLUDED.cases,
+        `INSERT INTO junit_files (session_id, lane, file, cases, note) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (session_id, lane, file) DO UPDATE SET cases = junit_files.cases + EXCLUDED.cases,
            note = concat_ws('; ', junit_files.note, EXCLUDED.note)`,
-        [sessionId, storableText(f.file), f.cases.length, orNull(f.note)],
+        [sessionId, lane, storableText(f.file), f.cases.length, orNull(f.note)],
       );
       for (let at = 0; at < f.cases.length; at += 1000) {
         const chunk = f.cases.slice(at, at + 1000);
         await client.query(
-          `INSERT INTO test_cases (session_id, file, classname, name, status, time, message, output)
-           SELECT $1::bigint, $2::text, * FROM unnest($3::text[], $4::text[], $5::text[], $6::float8[], $7::text[], $8::text[])`,
+          `INSERT INTO test_cases (session_id, lane, file, classname, name, status, time, message, output)
+           SELECT $1::bigint, $9::int, $2::text, * FROM unnest($3::text[], $4::text[], $5::text[], $6::float8[], $7::text[], $8::text[])`,
           [
             sessionId,
             storableText(f.file),
@@ -96,6 +101,7 @@ export async function replaceJUnitResults(pool: Pool, sessionId: number, files: 
             chunk.map((c) => c.time),
             chunk.map((c) => orNull(c.message)),
             chunk.map((c) => orNull(c.output)),
+            lane,
           ],
         );
       }

@@ -4,9 +4,8 @@ import { runWorker } from './run';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const extra = (process.env.SLUICE_EXTRA_BUILD_QUEUES ?? '').split(',').map((q) => q.trim()).filter(Boolean);
-  const worker = await runWorker(config, { buildQueues: extra });
-  console.log(`sluice worker: serving ${config.taskQueue}, ${[config.buildQueue, ...extra].join(', ')} and ${worker.workerQueue}`);
+  const worker = await runWorker(config);
+  console.log(`sluice worker: workflows, records, deliveries, chat and e-mail on ${config.taskQueue}`);
   const stop = () => void worker.shutdown().then(() => process.exit(0));
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

@@ -13,13 +13,13 @@ import {
   ParentClosePolicy,
   startChild,
 } from '@temporalio/workflow';
-import type { CheckoutResult, RepoConfigResult, SessionContext } from '../activities/types';
+import type { CheckoutResult, RepoConfigResult, SessionContext, TreeRef } from '../activities/types';
 import { planStatus, sumCounts } from '../core/counts';
 import type { SessionSnapshot } from '../core/payload';
 import { resolveProfiles, type ResolvedProfile } from '../core/profiles';
 import { skipTagReason } from '../core/skipTags';
 import type { Counts, EventName, SessionStatus } from '../core/types';
-import { local, records, remote } from './proxies';
+import { records, runner } from './proxies';
 import { sessionWorkflowId, stopSignal, type PlanPart } from './signals';
 import { failureMessage, now, setStatus } from './status';
 import { runProfile } from './tests';
@@ -39,7 +39,8 @@ export interface Outcome {
   profile: SessionProfile | null;
   /** Set when tests ran: becomes the suite's last built commit. */
   builtCommit: string | null;
-  checkout: CheckoutResult | null;
+  /** The commit checked out, for the push. */
+  tree: TreeRef | null;
 }
 
 export interface SessionResult {
@@ -53,13 +54,13 @@ export async function build(
   emit: Emit,
   part: PlanPart | undefined,
 ): Promise<Outcome> {
-  const outcome: Outcome = { reason: null, profile: null, builtCommit: null, checkout: null };
+  const outcome: Outcome = { reason: null, profile: null, builtCommit: null, tree: null };
   setStatus(snap, 'running');
   const { lastBuiltCommit } = await records.recordStart(ctx.sessionId, snap.timing);
   try {
     snap.timing.workers_assigned_at = now();
     emit('start');
-    const checkout = await remote(ctx).checkout({
+    const checkout = await runner(ctx).checkout({
       sessionId: ctx.sessionId,
       repoId: ctx.repoId,
       branch: ctx.branch,
@@ -67,11 +68,11 @@ export async function build(
       head: part?.commitId ?? ctx.head,
       refspecs: ctx.refspecs,
     });
-    outcome.checkout = checkout;
+    const tree: TreeRef = { sessionId: ctx.sessionId, repoId: ctx.repoId, branch: ctx.branch, commitId: checkout.commitId, refspecs: ctx.refspecs };
+    outcome.tree = tree;
     snap.commitId = checkout.commitId;
     snap.committers = checkout.committers;
     snap.timing.setup = now();
-    const on = local(ctx, checkout.workerQueue);
 
     let profile: ResolvedProfile;
     if (part) {
@@ -83,7 +84,7 @@ export async function build(
         outcome.reason = skip;
         return outcome;
       }
-      const chosen = chooseProfiles(ctx, await on.readRepoConfig({ workdir: checkout.workdir }));
+      const chosen = chooseProfiles(ctx, checkout.repoConfig);
       if ('error' in chosen) {
         setStatus(snap, 'error');
         outcome.reason = chosen.error;
@@ -97,7 +98,9 @@ export async function build(
       profile = chosen.profiles[0]!;
     }
     outcome.profile = { name: profile.name, workers: profile.workers };
-    const run = await runProfile(ctx, snap, on, checkout, profile, (event) => emit(event, outcome.profile!));
+    const run = await runProfile(ctx, snap, tree, profile, (event) => emit(event, outcome.profile!));
+    // The payload's `workers` is the number of runners the build used.
+    outcome.profile = { name: profile.name, workers: run.runners };
     outcome.reason = run.reason;
     outcome.builtCommit = checkout.commitId;
   } catch (err) {

@@ -5,21 +5,15 @@
  * step, so none of them changes the build's status.
  */
 import { log } from '@temporalio/workflow';
-import type { BuildSummary, CheckoutResult, SessionContext } from '../activities/types';
+import type { BuildSummary, SessionContext, TreeRef } from '../activities/types';
 import type { SessionSnapshot } from '../core/payload';
 import { notifications, pushing } from './proxies';
 import { failureMessage, now } from './status';
 
-/** On the checkout's worker, before the checkout is cleaned up. */
-export async function pushIfPassed(ctx: SessionContext, snap: SessionSnapshot, checkout: CheckoutResult): Promise<void> {
+/** On a runner: the one holding the session's checkout reuses it, any other fetches the commit. */
+export async function pushIfPassed(ctx: SessionContext, snap: SessionSnapshot, tree: TreeRef): Promise<void> {
   if (snap.status !== 'passed') return;
-  await pushing(ctx, checkout.workerQueue).pushToCiServer({
-    sessionId: ctx.sessionId,
-    repoId: ctx.repoId,
-    workdir: checkout.workdir,
-    commitId: checkout.commitId,
-    branch: ctx.branch,
-  });
+  await pushing(ctx).pushToCiServer(tree);
 }
 
 /** Chat, then e-mail; after the suite has moved on, so a slow server holds up no build. */

@@ -14,28 +14,40 @@ export const records = proxyActivities<Activities>({
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
 });
 
-/** Checkout, on the session's build queue: any worker serving it may take it. */
-export function remote(ctx: SessionContext) {
+/**
+ * Runners' work, on the session's build queue: any runner serving it may take any of it, since
+ * each activity names the commit it needs and makes its own tree (activities/build/tree.ts).
+ * Heartbeats every second or two and a 10 s heartbeat timeout notice a dead runner within
+ * seconds; the retry then runs on a live one.
+ */
+const ON_RUNNER = { heartbeatTimeout: '10 seconds' } as const;
+
+/** The first checkout (with sluice.yml) and the list of test files. */
+export function runner(ctx: SessionContext) {
   return proxyActivities<Activities>({
+    ...ON_RUNNER,
     taskQueue: ctx.buildQueue,
     startToCloseTimeout: '30 minutes',
-    heartbeatTimeout: '1 minute',
     summary: 'checkout',
     // checkout throws non-retryable for what retrying cannot mend (wrong key, unknown commit).
-    retry: { maximumAttempts: 3, initialInterval: '2 seconds' },
+    retry: { maximumAttempts: 5, initialInterval: '2 seconds' },
   });
 }
 
-/** What reads the checkout must run on the worker that holds it, on that worker's own queue. */
-export function local(ctx: SessionContext, workerQueue: string) {
+/**
+ * Lanes run until the session's list is done, however long that is: the heartbeat, not a
+ * deadline, tells a dead runner from a slow build. A lane whose runner died is retried; its
+ * files went back to the list meanwhile. On stop, the workflow waits until the lane has killed
+ * its tests' process groups before the suite moves on.
+ */
+export function lanes(ctx: SessionContext) {
   return proxyActivities<Activities>({
-    taskQueue: workerQueue,
-    scheduleToStartTimeout: '5 minutes',
-    startToCloseTimeout: ctx.settings.testTimeoutMs + 60_000,
-    heartbeatTimeout: '30 seconds',
-    // On stop, wait until the test's process group is dead before the suite moves on.
+    ...ON_RUNNER,
+    taskQueue: ctx.buildQueue,
+    startToCloseTimeout: '7 days',
+    summary: 'test lane',
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    retry: { maximumAttempts: 1 },
+    retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 20 },
   });
 }
 
@@ -56,13 +68,12 @@ export function retryPolicy(r: RetrySettings): RetryPolicy {
  * attempt may mend things, and records the final outcome itself (activities/post/activities.ts).
  */
 
-/** Push, on the worker that holds the checkout (it pushes from the checkout's objects). */
-export function pushing(ctx: SessionContext, workerQueue: string) {
+/** Push, on a runner (it pushes from the session's checkout, or fetches the commit again). */
+export function pushing(ctx: SessionContext) {
   return proxyActivities<Activities>({
-    taskQueue: workerQueue,
-    scheduleToStartTimeout: '5 minutes',
-    startToCloseTimeout: ctx.settings.testTimeoutMs + 60_000,
-    heartbeatTimeout: '30 seconds',
+    ...ON_RUNNER,
+    taskQueue: ctx.buildQueue,
+    startToCloseTimeout: '30 minutes',
     summary: 'push to the CI server',
     retry: retryPolicy(ctx.settings.postRetry.push),
   });

@@ -5,16 +5,16 @@
  * deliveries. A `stop` signal ends it whether it is queued or building; `squashed` while it is
  * queued. A plan's part (input.part) skips the queue: its parent holds the suite's turn.
  */
-import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, log, setHandler, uuid4 } from '@temporalio/workflow';
+import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, setHandler, uuid4 } from '@temporalio/workflow';
 import { emptyCounts } from '../core/counts';
 import { buildPayload, type SessionSnapshot } from '../core/payload';
 import type { EventName } from '../core/types';
 import { build, type Emit, type Outcome, type SessionProfile, type SessionResult } from './build';
 import { openDeliveryLanes } from './deliveryLanes';
 import { notify, pushIfPassed } from './postBuild';
-import { local, records } from './proxies';
+import { records } from './proxies';
 import { buildDoneSignal, goSignal, squashedSignal, stopSignal, suiteWorkflowId, type SessionWorkflowInput } from './signals';
-import { failureMessage, now, setStatus } from './status';
+import { now, setStatus } from './status';
 
 export async function sessionWorkflow(input: SessionWorkflowInput): Promise<SessionResult> {
   const ctx = await records.loadSession(input.sessionId);
@@ -52,7 +52,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
   emit('received');
   await condition(() => allowed || squashedInto !== null || snap.stoppedBy !== null);
 
-  let outcome: Outcome = { reason: null, profile: null, builtCommit: null, checkout: null };
+  let outcome: Outcome = { reason: null, profile: null, builtCommit: null, tree: null };
   const ran = allowed && !snap.stoppedBy;
   if (ran) {
     snap.timing.queue_first_allowed_at = now();
@@ -76,15 +76,8 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
   // moves on; chat, e-mail and the deliveries below must never hold it up.
   await CancellationScope.nonCancellable(async () => {
     try {
-      if (outcome.checkout) {
-        if (!input.part) await pushIfPassed(ctx, snap, outcome.checkout);
-        const { workdir } = outcome.checkout;
-        await local(ctx, outcome.checkout.workerQueue)
-          .cleanupWorkspace(workdir)
-          // Not worth failing the session for (the build is over and recorded below): a worker
-          // that is gone took its disk with it. Logged, so a worker that keeps failing shows.
-          .catch((err: unknown) => log.warn('workspace not cleaned up', { workdir, error: failureMessage(err) }));
-      }
+      // Checkouts are swept by the runners that hold them once the session has ended.
+      if (outcome.tree && !input.part) await pushIfPassed(ctx, snap, outcome.tree);
       snap.timing.done = now();
       await records.recordFinish({
         sessionId: ctx.sessionId,

@@ -3,7 +3,9 @@
  * scheme. Safe to import outside workflow code (the API uses them to signal-with-start).
  */
 import { defineSignal } from '@temporalio/workflow';
+import type { FirstFailure } from '../activities/types';
 import type { ResolvedProfile } from '../core/profiles';
+import { FIRST_FAIL_SIGNAL } from '../core/signalNames';
 import type { EnqueueRequest as BuildEnqueueRequest } from '../core/types';
 
 /** The `enqueue` signal's payload: the part of core's EnqueueRequest the suite needs (recorded in histories: keep its shape). */
@@ -43,6 +45,9 @@ export const buildDoneSignal = defineSignal<[{ sessionId: number }]>('buildDone'
 export const squashedSignal = defineSignal<[{ into: number }]>('squashed');
 /** API → session: stop, whether queued or building. */
 export const stopSignal = defineSignal<[{ stoppedBy: string }]>('stop');
+
+/** Runner → session: the build's first failing file was recorded, with the counts as they stood then. */
+export const firstFailSignal = defineSignal<[FirstFailure]>(FIRST_FAIL_SIGNAL);
 
 export const suiteWorkflowId = (suiteId: number): string => `suite-${suiteId}`;
 export const sessionWorkflowId = (sessionId: number): string => `session-${sessionId}`;

@@ -1,91 +1,97 @@
 /**
- * Running one profile's tests on the checkout's worker: discover the files, run them
- * `workers` at a time keeping counts live, send `first-fail` once, collect JUnit results.
- * Workflow code only.
+ * Running one profile's tests, spread over runners (workflow code only): a runner writes the
+ * session's list of test files to PostgreSQL; then `workers` lanes, each a long activity on the
+ * build queue with its own checkout, take files from that list until it is done (queue mode,
+ * activities/build/lane.ts). Per file nothing crosses Temporal, so a build of thousands of
+ * files keeps a history of a few dozen events; the first failing file reaches the workflow as
+ * one signal, and the counts come from the list, exact whichever runner ran what.
  */
-import { CancellationScope, CancelledFailure, isCancellation, log } from '@temporalio/workflow';
-import type { Activities, CheckoutResult, SessionContext } from '../activities/types';
-import { countTests, finalStatus, isFailure } from '../core/counts';
+import { CancellationScope, isCancellation, log, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { SessionContext, TreeRef } from '../activities/types';
+import { countTests } from '../core/counts';
 import type { SessionSnapshot } from '../core/payload';
 import type { ResolvedProfile } from '../core/profiles';
-import type { EventName, TestStatus } from '../core/types';
+import type { Counts, EventName, SessionStatus } from '../core/types';
+import { lanes, records, runner } from './proxies';
+import { firstFailSignal } from './signals';
 import { failureMessage, now, setStatus } from './status';
 
 export interface ProfileRun {
   /** Set when the run ended in error for a reason of its own (e.g. no file matched). */
   reason: string | null;
+  /** How many runners it used: the payload's `workers`. */
+  runners: number;
 }
 
 export async function runProfile(
   ctx: SessionContext,
   snap: SessionSnapshot,
-  on: Activities,
-  checkout: CheckoutResult,
+  tree: TreeRef,
   profile: ResolvedProfile,
   emit: (event: EventName) => void,
 ): Promise<ProfileRun> {
-  const tests = await on.discoverTests({ workdir: checkout.workdir, pattern: profile.test_pattern });
-  const done: TestStatus[] = [];
-  snap.counts = countTests(tests.length, 0, done);
+  const { total } = await runner(ctx).queueTests({ tree, suiteId: ctx.suiteId, profileName: profile.name, pattern: profile.test_pattern });
+  snap.counts = countTests(total, 0, []);
   snap.timing.exec = now();
   emit('test');
-
-  let next = 0;
-  let running = 0;
-  let failedOnce = false;
-  // Profile env under the trigger's env; the activity adds the repository's secrets over both.
-  const env = { ...profile.env, ...ctx.env };
-  const lane = async () => {
-    while (next < tests.length) {
-      const path = tests[next++]!;
-      running += 1;
-      snap.counts = countTests(tests.length, running, done);
-      let result: TestStatus;
-      try {
-        ({ status: result } = await on.runTest({
-          sessionId: ctx.sessionId,
-          repoId: ctx.repoId,
-          workdir: checkout.workdir,
-          path,
-          command: profile.test_command,
-          env,
-          timeoutMs: ctx.settings.testTimeoutMs,
-        }));
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        // The worker died or lost the activity: the file did not run properly, which is the
-        // file's verdict (`error`); the other files still run.
-        log.warn('test file did not run', { sessionId: ctx.sessionId, path, error: failureMessage(err) });
-        result = 'error';
-      } finally {
-        running -= 1;
-      }
-      // A stop asked for while this test ran: its result is not the build's.
-      if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('stopped');
-      done.push(result);
-      snap.counts = countTests(tests.length, running, done);
-      if (isFailure(result) && !failedOnce) {
-        failedOnce = true;
-        emit('first-fail');
-      }
-    }
-  };
-  try {
-    await Promise.all(Array.from({ length: Math.min(profile.workers, tests.length) }, lane));
-  } catch (err) {
-    if (isCancellation(err)) snap.counts = countTests(tests.length, 0, done); // cut short: not started
-    throw err;
-  }
-  snap.timing.post_build = now();
-
-  if (profile.junit_pattern) {
-    await on.collectResults({ sessionId: ctx.sessionId, workdir: checkout.workdir, pattern: profile.junit_pattern });
-    snap.timing.artifact_collect = now();
-  }
-  if (tests.length === 0) {
+  if (total === 0) {
+    snap.timing.post_build = now();
     setStatus(snap, 'error');
-    return { reason: `no file matches the test pattern ${JSON.stringify(profile.test_pattern)}` };
+    return { reason: `no file matches the test pattern ${JSON.stringify(profile.test_pattern)}`, runners: 0 };
   }
-  setStatus(snap, finalStatus(done));
-  return { reason: null };
+
+  let failedOnce = false;
+  const firstFail = (counts: Counts) => {
+    if (failedOnce) return;
+    failedOnce = true;
+    snap.counts = counts;
+    emit('first-fail');
+  };
+  setHandler(firstFailSignal, ({ counts }) => {
+    // A stop asked for meanwhile: the build's events end with `stop`.
+    if (!CancellationScope.current().consideredCancelled) firstFail(counts);
+  });
+
+  const runners = Math.min(profile.workers, total);
+  // Profile env under the trigger's env; the runner adds the repository's secrets over both.
+  const env = { ...profile.env, ...ctx.env };
+  const { runLane } = lanes(ctx);
+  const ended = await Promise.all(
+    Array.from({ length: runners }, (_, lane) =>
+      runLane({
+        tree,
+        lane,
+        workflowId: workflowInfo().workflowId,
+        command: profile.test_command,
+        env,
+        timeoutMs: ctx.settings.testTimeoutMs,
+        junitPattern: profile.junit_pattern,
+      }).then(
+        () => null,
+        (err: unknown) => err,
+      ),
+    ),
+  );
+  // Whatever the lanes came to, the counts are the list's.
+  const counts = await CancellationScope.nonCancellable(() => records.testCounts(ctx.sessionId));
+  snap.counts = { ...counts, started: 0, notstarted: counts.notstarted + counts.started };
+  const cancelled = ended.find((e) => e !== null && isCancellation(e));
+  if (cancelled) throw cancelled;
+  snap.timing.post_build = now();
+  if (profile.junit_pattern) snap.timing.artifact_collect = now();
+
+  const failures = ended.filter((e) => e !== null);
+  for (const err of failures) log.warn('test lane failed', { sessionId: ctx.sessionId, error: failureMessage(err) });
+  // The signal was lost (the runner could not reach Temporal): `first-fail` still precedes `stop`.
+  if (!failedOnce && counts.failed + counts.error > 0) firstFail(snap.counts);
+  const status: SessionStatus = counts.failed > 0 ? 'failed' : counts.error > 0 ? 'error' : 'passed';
+  const unrun = counts.notstarted + counts.started;
+  if (unrun > 0) {
+    // Every lane gave up (each retried its runner's loss many times): say why, not just "error".
+    setStatus(snap, 'error');
+    const why = failures.length > 0 ? failureMessage(failures[0]) : 'the lanes ended early';
+    return { reason: `${unrun} of ${total} test files did not run: ${why}`, runners };
+  }
+  setStatus(snap, status);
+  return { reason: null, runners };
 }

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { runWorker } from '../../src/worker/run';
+import { runRunner } from '../../src/runner/run';
 import { eventually } from '../support/sluice';
 import { script, World, type Payload, type Repo } from '../support/world';
 
@@ -188,10 +188,7 @@ describe('a named build queue', () => {
     await new Promise((r) => setTimeout(r, 1_000));
     expect(await status(session)).toBe('running');
 
-    const gpu = await runWorker(
-      { ...w.sluice.config, buildQueue: 'gpu-pool' },
-      { workflowBundle: { codePath: process.env.SLUICE_TEST_WORKFLOW_BUNDLE! } },
-    );
+    const gpu = await runRunner({ ...w.sluice.config, buildQueue: 'gpu-pool' });
     try {
       expect((await w.eventsOf(session)).at(-1)).toMatchObject({ status: 'passed' });
     } finally {

@@ -8,10 +8,10 @@
  * which, with the policy's maximumAttempts in info.retryPolicy.
  */
 import { createServer, type AddressInfo } from 'node:net';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fetchRepository } from '../../src/activities/build/git';
+import { fetchTree, treeDir } from '../../src/activities/build/tree';
 import { FAILURE_TYPES } from '../../src/activities/failures';
 import { createPostActivities } from '../../src/activities/post/activities';
 import type { Config } from '../../src/config';
@@ -52,15 +52,21 @@ async function ciRepo(): Promise<string> {
   return dir;
 }
 
-/** The source checked out into a fresh workdir, as checkout does. */
-async function checkout(head = 'HEAD'): Promise<{ workdir: string; commitId: string }> {
-  const workdir = join(tmp, `work-${++count}`);
-  const got = await fetchRepository({ pullUrl: server.url(source), privateKey: key.privateKey, workdir, branch: 'master', head });
+/**
+ * The session's checkout on this runner, as the checkout activity leaves it; the push reuses
+ * it (a runner without it fetches the commit again: see the last test).
+ */
+async function checkout(s: PostSession, head = 'HEAD'): Promise<{ workdir: string; commitId: string }> {
+  const workdir = treeDir(config.workspaceDir, s.sessionId);
+  const got = await fetchTree({ pool: db.pool, secretKey: config.secretKey, workspaceDir: config.workspaceDir }, { sessionId: s.sessionId, repoId: s.repoId, branch: 'master', head }, workdir, undefined);
   return { workdir, commitId: got.commitId };
 }
 
-async function session(ciPushUrl: string | null, opts: { scm?: 'git' | 'hg' } = {}): Promise<PostSession> {
-  return insertPostSession(db.pool, config.secretKey, { key, ciPushUrl, scm: opts.scm });
+/** What pushToCiServer takes: the session's tree, by commit. */
+const tree = (s: PostSession, commitId: string, branch = 'master') => ({ sessionId: s.sessionId, repoId: s.repoId, commitId, branch });
+
+async function session(ciPushUrl: string | null, opts: { scm?: 'git' | 'hg'; key?: RepoKeyPair } = {}): Promise<PostSession> {
+  return insertPostSession(db.pool, config.secretKey, { key: opts.key ?? key, ciPushUrl, scm: opts.scm, pullUrl: server.url(source) });
 }
 
 async function refOf(bare: string, ref: string): Promise<string | null> {
@@ -69,8 +75,8 @@ async function refOf(bare: string, ref: string): Promise<string | null> {
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  config = postTestConfig(db.url);
   tmp = await mkdtemp(join(tmpdir(), 'sluice-post-push-'));
+  config = postTestConfig(db.url, { workspaceDir: join(tmp, 'workspaces') });
   key = generateRepoKeyPair('sluice:test/push');
   server = await startSshGitServer({ authorizedKeys: [key.publicKey] });
   source = join(tmp, 'source.git');
@@ -87,10 +93,10 @@ describe('pushToCiServer', () => {
   it('pushes the tested commit to refs/heads/<branch> of the CI server, and records it', async () => {
     const ci = await ciRepo();
     const s = await session(server.url(ci));
-    const { workdir, commitId } = await checkout();
+    const { commitId } = await checkout(s);
     const before = await pushDirs();
 
-    const result = await activities().pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId, branch: 'master' });
+    const result = await activities().pushToCiServer(tree(s, commitId, 'master'));
 
     expect(result).toEqual({ pushed: true, detail: `refs/heads/master pushed ${commitId} on ${server.url(ci)}` });
     expect(await refOf(ci, 'refs/heads/master')).toBe(commitId);
@@ -103,18 +109,18 @@ describe('pushToCiServer', () => {
   it('pushes a later commit as a fast-forward, to any branch name, and says when it is already there', async () => {
     const ci = await ciRepo();
     const s = await session(server.url(ci));
-    const first = await checkout();
+    const first = await checkout(s);
     const a = activities();
-    expect((await a.pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, ...first, branch: 'release/1.x' })).pushed).toBe(true);
+    expect((await a.pushToCiServer(tree(s, first.commitId, 'release/1.x'))).pushed).toBe(true);
 
     const next = await pushCommit(source, { 'test/b_test.sh': { content: '#!/bin/sh\nexit 0\n', mode: 0o755 } }, 'second');
-    const second = await checkout();
+    const second = await checkout(s);
     expect(second.commitId).toBe(next);
-    const r2 = await a.pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, ...second, branch: 'release/1.x' });
+    const r2 = await a.pushToCiServer(tree(s, second.commitId, 'release/1.x'));
     expect(r2).toEqual({ pushed: true, detail: `refs/heads/release/1.x pushed ${next} on ${server.url(ci)}` });
     expect(await refOf(ci, 'refs/heads/release/1.x')).toBe(next);
 
-    const r3 = await a.pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, ...second, branch: 'release/1.x' });
+    const r3 = await a.pushToCiServer(tree(s, second.commitId, 'release/1.x'));
     expect(r3).toEqual({ pushed: true, detail: `refs/heads/release/1.x already at ${next} on ${server.url(ci)}` });
     expect((await postBuildSteps(db.pool, s.sessionId)).map((r) => r.ok)).toEqual([true, true, true]);
   });
@@ -123,9 +129,9 @@ describe('pushToCiServer', () => {
     const ci = join(tmp, `ci-diverged-${++count}.git`);
     const theirs = await createBareRepo(ci, { 'other.txt': { content: 'not ours\n' } }, 'someone else');
     const s = await session(server.url(ci));
-    const { workdir, commitId } = await checkout();
+    const { commitId } = await checkout(s);
 
-    const result = await activities().pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId, branch: 'master' });
+    const result = await activities().pushToCiServer(tree(s, commitId, 'master'));
 
     expect(result.pushed).toBe(false);
     expect(result.detail).toMatch(/^could not push to ssh:\/\/.*: refs\/heads\/master \[rejected\] \((non-fast-forward|fetch first)\)/);
@@ -138,11 +144,16 @@ describe('pushToCiServer', () => {
     const ci = await ciRepo();
     const stranger = generateRepoKeyPair('stranger');
     // The repository's key is `stranger`'s, which the server does not authorize.
-    const s = await insertPostSession(db.pool, config.secretKey, { key: stranger, ciPushUrl: server.url(ci) });
-    const { workdir, commitId } = await checkout();
+    const s = await session(server.url(ci), { key: stranger });
+    // The runner holds the session's checkout (made here with a key the server knows), so only
+    // the push uses the repository's key.
+    const helper = await checkout(await session(null));
+    const { commitId } = helper;
+    await rename(helper.workdir, treeDir(config.workspaceDir, s.sessionId));
+    await rename(`${helper.workdir}.json`, `${treeDir(config.workspaceDir, s.sessionId)}.json`);
     const before = await pushDirs();
 
-    const result = await activities().pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId, branch: 'master' });
+    const result = await activities().pushToCiServer(tree(s, commitId, 'master'));
 
     expect(result.pushed).toBe(false);
     expect(result.detail).toMatch(/^could not push to ssh:\/\/git@127\.0\.0\.1:\d+\/.*\.git: .*Permission denied \(publickey\)/);
@@ -165,12 +176,12 @@ describe('pushToCiServer', () => {
     const ci = await ciRepo();
     const decoy = await ciRepo();
     const s = await session(server.url(ci));
-    const { workdir, commitId } = await checkout();
+    const { workdir, commitId } = await checkout(s);
     // A test rewrote where pushes to the CI server go.
     await git(join(workdir, '.git'), ['config', `url.${server.url(decoy)}.pushInsteadOf`, server.url(ci)]);
     await git(join(workdir, '.git'), ['config', 'remote.pushDefault', 'nowhere']);
 
-    const result = await activities().pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId, branch: 'master' });
+    const result = await activities().pushToCiServer(tree(s, commitId, 'master'));
 
     expect(result.pushed).toBe(true);
     expect(await refOf(ci, 'refs/heads/master')).toBe(commitId);
@@ -181,9 +192,9 @@ describe('pushToCiServer', () => {
   it('retries an unreachable CI server a few times, then records the failure', async () => {
     const port = await closedPort();
     const s = await session(`ssh://git@127.0.0.1:${port}/nowhere.git`);
-    const { workdir, commitId } = await checkout();
+    const { commitId } = await checkout(s);
 
-    const run = await activities().attempts({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId, branch: 'master' });
+    const run = await activities().attempts(tree(s, commitId, 'master'));
     const result = run.result;
 
     expect(result.pushed).toBe(false);
@@ -198,32 +209,33 @@ describe('pushToCiServer', () => {
   it('a commit that is not in the checkout', async () => {
     const ci = await ciRepo();
     const s = await session(server.url(ci));
-    const { workdir } = await checkout();
+    await checkout(s);
     const missing = 'f'.repeat(40);
-    const result = await activities().pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId: missing, branch: 'master' });
-    expect(result).toEqual({ pushed: false, detail: `could not push to ${server.url(ci)}: commit ${missing} is not in the checkout` });
+    const result = await activities().pushToCiServer(tree(s, missing));
+    // Not in the session's checkout, so the runner fetches it, and the repository has no such commit.
+    expect(result).toEqual({ pushed: false, detail: `could not pull from ${server.url(source)}: head '${missing}' not found` });
   });
 
   it('refuses what is not a commit id or a branch name, before connecting', async () => {
     const s = await session('ssh://git@127.0.0.1:1/x.git');
-    const { workdir, commitId } = await checkout();
+    const { commitId } = await checkout(s);
     const a = activities();
-    expect((await a.pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId: 'HEAD', branch: 'master' })).detail).toBe(
+    expect((await a.pushToCiServer(tree(s, 'HEAD'))).detail).toBe(
       'could not push to ssh://git@127.0.0.1:1/x.git: "HEAD" is not a full commit id',
     );
-    expect((await a.pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId, branch: '--force' })).detail).toBe(
+    expect((await a.pushToCiServer(tree(s, commitId, '--force'))).detail).toBe(
       'could not push to ssh://git@127.0.0.1:1/x.git: invalid branch name "--force"',
     );
     const local = await session('/srv/git/x.git');
-    expect((await a.pushToCiServer({ sessionId: local.sessionId, repoId: local.repoId, workdir, commitId, branch: 'master' })).detail).toBe(
+    expect((await a.pushToCiServer(tree(local, commitId))).detail).toBe(
       'could not push to /srv/git/x.git: not an SSH URL (ssh://host/path or user@host:path)',
     );
   });
 
   it('does nothing, and records nothing, without a CI push URL', async () => {
     const s = await session(null);
-    const { workdir, commitId } = await checkout();
-    expect(await activities().pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir, commitId, branch: 'master' })).toEqual({
+    const { commitId } = await checkout(s);
+    expect(await activities().pushToCiServer(tree(s, commitId, 'master'))).toEqual({
       pushed: false,
       detail: 'no CI push URL configured',
     });
@@ -232,7 +244,7 @@ describe('pushToCiServer', () => {
 
   it('Mercurial repositories: not supported, and recorded as such', async () => {
     const s = await session('ssh://hg@127.0.0.1:1//srv/hg/x', { scm: 'hg' });
-    const result = await activities().pushToCiServer({ sessionId: s.sessionId, repoId: s.repoId, workdir: tmp, commitId: 'a'.repeat(40), branch: 'default' });
+    const result = await activities().pushToCiServer(tree(s, 'a'.repeat(40), 'default'));
     expect(result).toEqual({
       pushed: false,
       detail: 'could not push to ssh://hg@127.0.0.1:1//srv/hg/x: pushing to a CI server is supported for git repositories only',

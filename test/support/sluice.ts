@@ -17,6 +17,7 @@ import type { PostRetry } from '../../src/core/retry';
 import { createPool, type Pool } from '../../src/db/pool';
 import { enqueueSession } from '../../src/temporal/enqueue';
 import { stopSession } from '../../src/temporal/stop';
+import { runRunner, type RunnerHandle } from '../../src/runner/run';
 import { runWorker, type WorkerHandle } from '../../src/worker/run';
 
 export interface Sluice {
@@ -45,7 +46,7 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startSluice(
-  opts: { webhookRetry?: Partial<WebhookRetry>; postRetry?: PostRetry; testTimeoutMs?: number; suiteHistoryLimit?: number; smtpUrl?: string } = {},
+  opts: { webhookRetry?: Partial<WebhookRetry>; postRetry?: PostRetry; testTimeoutMs?: number; suiteHistoryLimit?: number; smtpUrl?: string; runnerSlots?: number } = {},
 ): Promise<Sluice> {
   const port = await freePort();
   const tag = randomBytes(4).toString('hex');
@@ -83,6 +84,7 @@ export async function startSluice(
   const worker: WorkerHandle = await runWorker(config, {
     workflowBundle: { codePath: requireEnv('SLUICE_TEST_WORKFLOW_BUNDLE') },
   });
+  const runner: RunnerHandle = await runRunner(config, { slots: opts.runnerSlots });
   const app: FastifyInstance = buildApp({
     config,
     pool,
@@ -111,6 +113,7 @@ export async function startSluice(
     },
     async stop() {
       await app.close();
+      await runner.shutdown();
       await worker.shutdown();
       await connection.close();
       await pool.end();

@@ -1,133 +1,129 @@
 /**
- * Build activities: the Temporal-facing wrappers of git.ts / hg.ts, discover.ts,
- * runTestFile.ts and junit.ts. They load what is secret (the SSH key, build secrets) from
- * PostgreSQL themselves, so it never enters Temporal's history, and they store test output
- * (with every secret masked) in PostgreSQL, returning only the verdict.
+ * Build activities, run by runners from the session's build queue: the first checkout (with
+ * sluice.yml, parsed), the list of test files, and the lanes that run them. None relies on a
+ * tree an earlier activity left on some runner: each gets its tree through tree.ts, so any
+ * runner can take any of them and a runner's death costs a re-fetch, never a stuck build.
+ *
+ * They load what is secret (the SSH key, build secrets) from PostgreSQL themselves, so it
+ * never enters Temporal's history, and store test output (secrets masked) in PostgreSQL,
+ * returning only what the workflow decides on.
  */
-import { rm } from 'node:fs/promises';
-import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { Pool } from 'pg';
 import type { Config } from '../../config';
-import { unseal } from '../../crypto/sealed';
+import { FIRST_FAIL_SIGNAL } from '../../core/signalNames';
+import type { Counts } from '../../core/types';
+import { enqueueTests, recordedDurations } from '../../db/testQueue';
+import { FAILURE_TYPES } from '../failures';
 import { withHeartbeat } from '../heartbeat';
-import { maskSecrets } from '../../core/mask';
-import type {
-  CheckoutInput,
-  CheckoutResult,
-  CollectResultsInput,
-  CollectResultsResult,
-  DiscoverInput,
-  RunTestInput,
-  RunTestResult,
-} from '../types';
+import { readRepoConfig } from '../post/repoConfig';
+import type { CheckoutInput, CheckoutResult, QueueTestsInput, QueueTestsResult, RunLaneInput, RunLaneResult } from '../types';
 import { discoverTests, InvalidPatternError } from './discover';
-import { fetchRepository, GitPullError } from './git';
-import { fetchHgRepository } from './hg';
+import { GitPullError } from './git';
 import { collectJUnitResults } from './junit';
-import { runTestFile } from './runTestFile';
-import { buildEnvironment, loadBuildSecrets } from './secrets';
-import { repoIdOfSession, upsertTestResult } from '../../db/sessions';
-import { loadPullSource } from '../../db/repos';
-
-/** How runTestFile marks output it cut at the front (TailBuffer). */
-const TRUNCATED_MARKER = /^\[sluice\] output truncated: [^\n]*\n/;
-
-/** Test output with every secret value masked; a front cut may have split one. */
-export function maskOutput(output: string, secrets: string[]): string {
-  if (secrets.length === 0) return output;
-  const marker = TRUNCATED_MARKER.exec(output);
-  if (!marker) return maskSecrets(output, secrets);
-  return marker[0] + maskSecrets(output.slice(marker[0].length), secrets, { cutAtStart: true });
-}
+import { laneHasWork, runLane, type ProcessGroups } from './lane';
+import { ensureTree, fetchTree, markUsed, removeTree, TreeGoneError, treeDir, type TreeDeps } from './tree';
 
 export interface BuildDeps {
   config: Config;
   pool: Pool;
-  /** The task queue only this worker process listens on; returned by checkout. */
-  workerQueue: string;
+  /** This runner's name (host-pid), recorded with each test file it runs. */
+  runner: string;
+  /** Where test process groups are reported so that none outlives this runner. */
+  processGroups?: ProcessGroups;
 }
 
-export function createBuildActivities({ config, pool, workerQueue }: BuildDeps) {
+/** What a failed fetch means for the activity: stopped, worth another attempt, or final. */
+export function checkoutFailure(err: unknown): Error {
+  // Stopped: git or hg (and its ssh) were killed through the signal.
+  if (err instanceof GitPullError && err.reason === 'aborted') return new CancelledFailure('stopped while checking out');
+  // A wrong key, an unknown commit or a bad URL do not mend by retrying; an unreachable host
+  // might. git.ts and hg.ts scrub their messages of anything secret.
+  if (err instanceof GitPullError && err.retryable) return ApplicationFailure.retryable(err.message, FAILURE_TYPES.checkoutUnreachable);
+  if (err instanceof GitPullError || err instanceof TreeGoneError) return ApplicationFailure.nonRetryable(err.message, FAILURE_TYPES.checkoutFailed);
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+export function createBuildActivities({ config, pool, runner, processGroups }: BuildDeps) {
+  const trees: TreeDeps = { pool, secretKey: config.secretKey, workspaceDir: config.workspaceDir };
+
   return {
+    /** The session's first checkout: which commit builds, who wrote it, and its sluice.yml. */
     async checkout(input: CheckoutInput): Promise<CheckoutResult> {
-      const repo = await loadPullSource(pool, input.repoId);
-      if (!repo) throw ApplicationFailure.nonRetryable(`repository ${input.repoId} no longer exists`, 'CheckoutFailed');
-      const workdir = path.resolve(config.workspaceDir, `session-${input.sessionId}`);
-      try {
-        // The repository's SCM decides (the API refuses a trigger naming the other one).
-        const privateKey = unseal(config.secretKey, repo.ssh_private_key_sealed);
-        const common = { pullUrl: repo.pull_url, privateKey, workdir, branch: input.branch, head: input.head };
-        const got = await withHeartbeat((signal) =>
-          repo.scm === 'hg'
-            ? fetchHgRepository({ ...common, signal })
-            : fetchRepository({ ...common, refspecs: input.refspecs ?? [], signal }),
-        );
-        return { workerQueue, workdir, commitId: got.commitId, committers: got.committers, message: got.message };
-      } catch (err) {
-        // Stopped: git or hg (and its ssh) were killed through the signal.
-        if (err instanceof GitPullError && err.reason === 'aborted') throw new CancelledFailure('stopped while checking out');
-        // A wrong key, an unknown commit or a bad URL do not mend by retrying; an unreachable
-        // host might. git.ts and hg.ts scrub their messages of anything secret.
-        if (err instanceof GitPullError && err.retryable) throw ApplicationFailure.retryable(err.message, 'CheckoutUnreachable');
-        throw ApplicationFailure.nonRetryable((err as Error).message, 'CheckoutFailed');
-      }
+      const workdir = treeDir(config.workspaceDir, input.sessionId);
+      const got = await withHeartbeat((signal) => fetchTree(trees, input, workdir, signal)).catch((err: unknown) => {
+        throw checkoutFailure(err);
+      });
+      return { commitId: got.commitId, committers: got.committers, message: got.message, repoConfig: await readRepoConfig(workdir) };
     },
 
-    async discoverTests(input: DiscoverInput): Promise<string[]> {
+    /**
+     * The session's list of test files, longest first by the durations the suite's earlier
+     * builds recorded (files never run first: they may be long), written to PostgreSQL for its
+     * lanes to share. Only the count crosses Temporal, however many files there are.
+     */
+    async queueTests(input: QueueTestsInput): Promise<QueueTestsResult> {
+      const workdir = treeDir(config.workspaceDir, input.tree.sessionId);
+      await withHeartbeat((signal) => ensureTree(trees, input.tree, workdir, 'pristine', signal)).catch((err: unknown) => {
+        throw checkoutFailure(err);
+      });
+      let paths: string[];
       try {
-        return await discoverTests(input.workdir, input.pattern);
+        paths = await discoverTests(workdir, input.pattern);
       } catch (err) {
-        if (err instanceof InvalidPatternError) throw ApplicationFailure.nonRetryable(err.message, 'InvalidPattern');
+        if (err instanceof InvalidPatternError) throw ApplicationFailure.nonRetryable(err.message, FAILURE_TYPES.invalidPattern);
         throw err;
       }
+      const known = await recordedDurations(pool, input.suiteId, input.profileName, paths);
+      const files = paths.map((path) => ({ path, estimateMs: known.get(path) ?? null }));
+      // Stable: equal estimates keep discovery's (path) order.
+      files.sort((a, b) => (b.estimateMs ?? Infinity) - (a.estimateMs ?? Infinity) || 0);
+      return { total: await enqueueTests(pool, input.tree.sessionId, files) };
     },
 
-    async runTest(input: RunTestInput): Promise<RunTestResult> {
+    /** One lane: its own checkout, files from the shared list until none is left, its JUnit reports. */
+    async runLane(input: RunLaneInput): Promise<RunLaneResult> {
       const ctx = Context.current();
-      // Build secrets come from PostgreSQL, never through Temporal (see secrets.ts).
-      const repoId = input.repoId ?? (await repoIdOfSession(pool, input.sessionId));
-      const secrets = repoId === null ? { values: {}, unreadable: [] } : await loadBuildSecrets(pool, config.secretKey, repoId);
-      const result = await withHeartbeat((signal) =>
-        runTestFile({
-          workdir: input.workdir,
-          path: input.path,
-          command: input.command,
-          env: buildEnvironment(input.env, secrets.values),
-          timeoutMs: input.timeoutMs,
-          signal,
-        }),
-      );
-      // Stopped: the process group is dead now; the session reports it as stopped, not failed.
-      if (ctx.cancellationSignal.aborted) throw new CancelledFailure('stopped while running');
-      let output = maskOutput(result.output, Object.values(secrets.values));
-      for (const name of secrets.unreadable) {
-        output += `[sluice] secret ${name} could not be decrypted (was SLUICE_SECRET_KEY changed?); it was not set\n`;
-      }
-      await upsertTestResult(pool, {
-        sessionId: input.sessionId,
-        path: input.path,
-        status: result.status,
-        exitCode: result.exitCode,
-        durationMs: result.durationMs,
-        output,
-      });
-      return { path: input.path, status: result.status, exitCode: result.exitCode, durationMs: result.durationMs };
-    },
-
-    async collectResults(input: CollectResultsInput): Promise<CollectResultsResult> {
-      // Only where checkout put it: the tree is the only place reports are read from.
-      if (path.dirname(path.resolve(input.workdir)) !== path.resolve(config.workspaceDir)) {
-        throw ApplicationFailure.nonRetryable('not a workspace', 'InvalidWorkdir');
-      }
-      return withHeartbeat(() => collectJUnitResults({ pool, secretKey: config.secretKey }, input));
-    },
-
-    async cleanupWorkspace(workdir: string): Promise<void> {
-      // Only ever remove what checkout made.
-      if (path.dirname(path.resolve(workdir)) !== path.resolve(config.workspaceDir)) throw new Error('not a workspace');
-      await rm(workdir, { recursive: true, force: true });
+      const { sessionId } = input.tree;
+      // A retry after a lost runner may find every file done by the other lanes.
+      if (!(await laneHasWork(pool, sessionId))) return { ran: 0, runner };
+      const workdir = treeDir(config.workspaceDir, sessionId, input.lane);
+      return withHeartbeat(async (signal) => {
+        await ensureTree(trees, input.tree, workdir, 'pristine', signal).catch((err: unknown) => {
+          throw checkoutFailure(err);
+        });
+        await markUsed(workdir);
+        const firstFailure = async (counts: Counts) => {
+          // Best effort: the workflow also sends `first-fail` at the end if this never arrived.
+          try {
+            await ctx.client.workflow.getHandle(input.workflowId).signal(FIRST_FAIL_SIGNAL, { counts });
+          } catch (err) {
+            ctx.log.warn('first-fail signal not delivered', { sessionId, error: String(err) });
+          }
+        };
+        const out = await runLane(
+          { pool, secretKey: config.secretKey, runner, processGroups, firstFailure, signal },
+          {
+            sessionId,
+            repoId: input.tree.repoId,
+            lane: input.lane,
+            attempt: ctx.info.attempt,
+            workdir,
+            command: input.command,
+            env: input.env,
+            timeoutMs: input.timeoutMs,
+          },
+        );
+        // Stopped: running tests' process groups are dead; the session reports it as stopped.
+        if (out.stopped) throw new CancelledFailure('stopped while running');
+        if (input.junitPattern && out.ran > 0) {
+          await collectJUnitResults({ pool, secretKey: config.secretKey }, { sessionId, workdir, pattern: input.junitPattern, lane: input.lane });
+        }
+        // Lane 0's tree is the session's first checkout: kept for the push, swept when the session ends.
+        if (input.lane > 0) await removeTree(workdir);
+        return { ran: out.ran, runner };
+      }, 1_000);
     },
   };
 }

@@ -100,7 +100,7 @@ export async function collectJUnitResults(deps: CollectDeps, input: CollectResul
     note: cleanOrNull(f.note),
     cases: f.cases.map((c) => ({ ...c, classname: clean(c.classname), name: clean(c.name), message: cleanOrNull(c.message), output: cleanOrNull(c.output) })),
   }));
-  await replaceJUnitResults(deps.pool, input.sessionId, masked);
+  await replaceJUnitResults(deps.pool, input.sessionId, input.lane ?? 0, masked);
 
   const failed = files.reduce((n, f) => n + f.cases.filter((c) => c.status === 'failed' || c.status === 'error').length, 0);
   return { cases: total, failed };

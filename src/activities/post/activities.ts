@@ -1,6 +1,6 @@
 /**
- * The activities of the steps after the tests (spec §1 steps 4-6) and the reader of the
- * repository's sluice.yml.
+ * The activities of the steps after the tests (spec §1 steps 4-6). The push runs on runners
+ * (it pushes from a checkout); chat and e-mail on workers.
  *
  * pushToCiServer, postChat and sendEmail run one attempt each, under the retry policy the
  * workflow gives them (workflows/proxies.ts; the model of activities/attempt.ts, as for webhook
@@ -15,24 +15,23 @@
  * themselves, so it never enters Temporal's history; the messages of retryable failures (which
  * Temporal keeps) are scrubbed like the recorded details.
  */
-import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from 'pg';
 import type { ConnectionOptions } from 'node:tls';
 import type { Config } from '../../config';
 import { unseal } from '../../crypto/sealed';
 import { activityLog, attemptsText, currentAttempt, isFinal, retryLater, type AttemptInfo } from '../attempt';
-import { displayUrl } from '../build/git';
+import { displayUrl, GitPullError } from '../build/git';
+import { ensureTree, treeDir } from '../build/tree';
 import { FAILURE_TYPES, type FailureType } from '../failures';
 import { withHeartbeat } from '../heartbeat';
-import type { ChatInput, ChatResult, EmailInput, EmailResult, PushInput, PushResult, RepoConfigInput, RepoConfigResult } from '../types';
+import type { ChatInput, ChatResult, EmailInput, EmailResult, PushInput, PushResult } from '../types';
 import { postChatMessage } from './chat';
 import { parseSmtpUrl, sendMail } from './email';
-import { GitPushError, pushCommit } from './push';
+import { GitPushError, pushCommit, pushInputProblem } from './push';
 import { recordStep, type PostStep } from '../../db/postBuildSteps';
 import { loadPushTarget } from '../../db/repos';
 import { listFailingTests, loadSessionTargets } from '../../db/sessions';
-import { readRepoConfig } from './repoConfig';
 import { chatMessage, emailSubject, emailText } from './summary';
 
 export interface PostDeps {
@@ -84,7 +83,7 @@ export function createPostActivities(deps: PostDeps) {
   }
 
   return {
-    /** Spec §1 step 4. Call on the checkout's worker queue, only when the build passed. */
+    /** Spec §1 step 4, on a runner (it pushes from a checkout), only when the build passed. */
     async pushToCiServer(input: PushInput): Promise<PushResult> {
       const info = currentAttempt();
       const repo = await loadPushTarget(pool, input.repoId);
@@ -98,10 +97,15 @@ export function createPostActivities(deps: PostDeps) {
       } else {
         result = await withHeartbeat(async (signal) => {
           try {
+            const problem = pushInputProblem({ pushUrl, branch: input.branch, commitId: input.commitId });
+            if (problem) throw problem;
+            // The session's checkout if this runner has it, else the commit fetched afresh.
+            const workdir = treeDir(config.workspaceDir, input.sessionId);
+            await ensureTree({ pool, secretKey: config.secretKey, workspaceDir: config.workspaceDir }, input, workdir, 'objects', signal);
             const pushed = await pushCommit({
               pushUrl,
               privateKey: unseal(config.secretKey, repo.sshPrivateKeySealed),
-              workdir: input.workdir,
+              workdir,
               commitId: input.commitId,
               branch: input.branch,
               signal,
@@ -112,7 +116,8 @@ export function createPostActivities(deps: PostDeps) {
             // git.ts-style messages: already scrubbed of anything key-like.
             const message = err instanceof Error ? err.message : String(err);
             const detail = info.attempt > 1 ? `${message} ${attemptsText(info.attempt)}` : message;
-            return err instanceof GitPushError && err.retryable ? { ok: false, detail, retry: { error: message } } : { ok: false, detail };
+            const retryable = (err instanceof GitPushError || err instanceof GitPullError) && err.retryable;
+            return retryable ? { ok: false, detail, retry: { error: message } } : { ok: false, detail };
           }
         });
       }
@@ -168,17 +173,6 @@ export function createPostActivities(deps: PostDeps) {
       }
       const { ok, detail } = await settle('email', input.sessionId, info, result);
       return { sent: ok, detail };
-    },
-
-    /** The repository's sluice.yml, read from the checkout and parsed. Call on the checkout's worker queue. */
-    async readRepoConfig(input: RepoConfigInput): Promise<RepoConfigResult> {
-      // Only ever read what checkout made.
-      if (path.dirname(path.resolve(input.workdir)) !== path.resolve(config.workspaceDir)) {
-        throw ApplicationFailure.nonRetryable('not a workspace', FAILURE_TYPES.invalidWorkspace);
-      }
-      const result = await readRepoConfig(input.workdir);
-      if ('error' in result) activityLog().info(`sluice.yml cannot be used: ${result.error}`, { workdir: input.workdir });
-      return result;
     },
   };
 }

@@ -80,18 +80,20 @@ function isRejection(text: string): boolean {
   );
 }
 
+/** Why a push of `commitId` to `branch` at `pushUrl` cannot even be tried, before any checkout or connection. */
+export function pushInputProblem(input: Pick<PushCommitInput, 'pushUrl' | 'branch' | 'commitId'>): GitPushError | null {
+  const what = `could not push to ${displayUrl(input.pushUrl)}`;
+  if (!isSshUrl(input.pushUrl)) return new GitPushError(`${what}: not an SSH URL (ssh://host/path or user@host:path)`, 'invalid-input');
+  if (!isSafeRevision(input.branch)) return new GitPushError(`${what}: invalid branch name ${JSON.stringify(input.branch)}`, 'invalid-input');
+  if (!COMMIT_ID.test(input.commitId)) return new GitPushError(`${what}: ${JSON.stringify(input.commitId)} is not a full commit id`, 'invalid-input');
+  return null;
+}
+
 export async function pushCommit(input: PushCommitInput): Promise<PushCommitResult> {
   const url = displayUrl(input.pushUrl);
   const what = `could not push to ${url}`;
-  if (!isSshUrl(input.pushUrl)) {
-    throw new GitPushError(`${what}: not an SSH URL (ssh://host/path or user@host:path)`, 'invalid-input');
-  }
-  if (!isSafeRevision(input.branch)) {
-    throw new GitPushError(`${what}: invalid branch name ${JSON.stringify(input.branch)}`, 'invalid-input');
-  }
-  if (!COMMIT_ID.test(input.commitId)) {
-    throw new GitPushError(`${what}: ${JSON.stringify(input.commitId)} is not a full commit id`, 'invalid-input');
-  }
+  const problem = pushInputProblem(input);
+  if (problem) throw problem;
   const ref = `refs/heads/${input.branch}`;
 
   const scratch = await makeScratch('push', input.privateKey);

@@ -6,7 +6,7 @@ import type { Pool } from 'pg';
 import type { Config } from '../../config';
 import { DEFAULT_POST_RETRY } from '../../core/retry';
 import type { FinishInput, PlanSessionsInput, SessionContext, StartRecord } from '../types';
-import type { Timing } from '../../core/types';
+import type { Counts, Timing } from '../../core/types';
 import {
   ensurePlanSessions,
   findSessionWithRepo,
@@ -14,6 +14,7 @@ import {
   recordSessionOutcome,
   suiteCiSquash,
 } from '../../db/sessions';
+import { queueCounts } from '../../db/testQueue';
 import { listActiveWebhookIds } from '../../db/webhooks';
 
 export function createSessionRecords(pool: Pool, config: Config) {
@@ -69,6 +70,10 @@ export function createSessionRecords(pool: Pool, config: Config) {
 
     async suiteSettings(suiteId: number): Promise<{ ciSquash: boolean }> {
       return { ciSquash: await suiteCiSquash(pool, suiteId) };
+    },
+
+    async testCounts(sessionId: number): Promise<Counts> {
+      return queueCounts(pool, sessionId);
     },
 
     async recordFinish(f: FinishInput): Promise<void> {

@@ -1,0 +1,164 @@
+/**
+ * One lane of a build: a runner's share of the session's test files, taken from the shared
+ * list (db/testQueue.ts) whenever it is free, the way Knapsack Pro's and Buildkite's queue
+ * mode split tests. A build of `workers: N` runs N lanes, each on its own checkout.
+ *
+ * Per file the lane spends one UPDATE (its result, counted once) besides running it; it takes
+ * files in batches whose estimated length fits BATCH_BUDGET_MS, so short files cost one claim
+ * per batch, not per file. It holds what it took under a lease it renews every second; a lane
+ * whose runner dies stops renewing, and its files go back to the list LEASE_MS later for any
+ * other lane to take. A lane that finds nothing to take waits while files are still running
+ * elsewhere, so a file given back is picked up by a live runner that has a checkout.
+ */
+import type { Pool } from 'pg';
+import type { Counts } from '../../core/types';
+import { claimFiles, queueProgress, recordFileResult, releaseClaims, renewClaims, type Claim } from '../../db/testQueue';
+import { buildEnvironment, loadBuildSecrets } from './secrets';
+import { maskOutput } from './output';
+import { runTestFile } from './runTestFile';
+
+/** Where the lane reports each test's process group, so none outlives the runner (runner/reaper.ts). */
+export interface ProcessGroups {
+  track(pgid: number): void;
+  untrack(pgid: number): void;
+}
+
+export const LEASE_MS = 5_000;
+const RENEW_EVERY_MS = 1_000;
+const WAIT_FOR_OTHERS_MS = 200;
+/** A batch of short files is about this long by the files' recorded durations. */
+const BATCH_BUDGET_MS = 250;
+const MAX_BATCH = 100;
+/** What a file never run is guessed to take until this lane has timed a few of its own. */
+const FIRST_GUESS_MS = 1_000;
+
+export interface LaneJob {
+  sessionId: number;
+  repoId: number;
+  lane: number;
+  /** Which attempt of this lane's activity this is (a retry follows a lost runner). */
+  attempt: number;
+  workdir: string;
+  command: string | null;
+  env: Record<string, string>;
+  timeoutMs: number;
+}
+
+export interface LaneDeps {
+  pool: Pool;
+  secretKey: Buffer;
+  /** This runner's name (host-pid): recorded with each file it runs. */
+  runner: string;
+  processGroups?: ProcessGroups;
+  /** Tell the session its first file failed, with the counts as they stood then. */
+  firstFailure(counts: Counts): Promise<void>;
+  /** Aborted when the session is stopped. */
+  signal?: AbortSignal;
+}
+
+export interface LaneOutcome {
+  /** Files this lane ran and counted. */
+  ran: number;
+  stopped: boolean;
+}
+
+/** Whether anything is left for a lane of this session to do (an attempt after a lost runner may find all done). */
+export async function laneHasWork(pool: Pool, sessionId: number): Promise<boolean> {
+  return (await queueProgress(pool, sessionId)).unfinished > 0;
+}
+
+/** Runs files from the session's list in `job.workdir` (already checked out) until none is left. */
+export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome> {
+  const { pool, signal } = deps;
+  const claim: Claim = { token: `lane ${job.lane} attempt ${job.attempt} on ${deps.runner}`, lane: job.lane, leaseMs: LEASE_MS };
+  // An earlier attempt of this lane lost its runner: what it held goes back now, not at lease end.
+  await releaseClaims(pool, job.sessionId, { lane: job.lane, exceptToken: claim.token });
+  // Secrets are read once per lane, from PostgreSQL, never through Temporal (see secrets.ts).
+  const secrets = await loadBuildSecrets(pool, deps.secretKey, job.repoId);
+  const env = buildEnvironment(job.env, secrets.values);
+  const secretValues = Object.values(secrets.values);
+  const unreadable = secrets.unreadable
+    .map((name) => `[sluice] secret ${name} could not be decrypted (was SLUICE_SECRET_KEY changed?); it was not set\n`)
+    .join('');
+
+  // A file whose lease another lane took over is killed: its result would not count.
+  const running = new Map<string, AbortController>();
+  const renewer = setInterval(() => {
+    renewClaims(pool, job.sessionId, claim).then(
+      (held) => {
+        for (const [path, ctl] of running) if (!held.has(path)) ctl.abort();
+      },
+      () => undefined, // PostgreSQL away for a moment: the next renewal tries again
+    );
+  }, RENEW_EVERY_MS);
+
+  let ran = 0;
+  let timedMs = 0;
+  let timed = 0;
+  try {
+    for (;;) {
+      if (signal?.aborted) break;
+      const unknownMs = timed >= 3 ? Math.max(1, timedMs / timed) : FIRST_GUESS_MS;
+      const batch = await claimFiles(pool, job.sessionId, claim, { budgetMs: BATCH_BUDGET_MS, unknownMs, maxFiles: MAX_BATCH });
+      if (batch.length === 0) {
+        const progress = await queueProgress(pool, job.sessionId);
+        if (progress.unfinished === 0) break;
+        if (progress.takeable === 0) await sleep(WAIT_FOR_OTHERS_MS, signal);
+        continue;
+      }
+      for (const file of batch) {
+        if (signal?.aborted) break;
+        const ctl = new AbortController();
+        running.set(file.path, ctl);
+        const onStop = () => ctl.abort();
+        signal?.addEventListener('abort', onStop, { once: true });
+        try {
+          const result = await runTestFile({
+            workdir: job.workdir,
+            path: file.path,
+            command: job.command,
+            env,
+            timeoutMs: job.timeoutMs,
+            signal: ctl.signal,
+            ...(deps.processGroups ? { processGroups: deps.processGroups } : {}),
+          });
+          // Stopped, or taken over by another lane: this run is not the file's verdict.
+          if (ctl.signal.aborted) continue;
+          timedMs += result.durationMs;
+          timed += 1;
+          const recorded = await recordFileResult(pool, job.sessionId, claim, {
+            path: file.path,
+            status: result.status,
+            exitCode: result.exitCode,
+            durationMs: result.durationMs,
+            output: maskOutput(result.output, secretValues) + unreadable,
+            runner: deps.runner,
+          });
+          if (!recorded.recorded) continue;
+          ran += 1;
+          if (recorded.firstFailure) await deps.firstFailure(recorded.firstFailure);
+        } finally {
+          signal?.removeEventListener('abort', onStop);
+          running.delete(file.path);
+        }
+      }
+    }
+  } finally {
+    clearInterval(renewer);
+    // Stopped (or failing): what this lane took and did not finish goes back to the list.
+    await releaseClaims(pool, job.sessionId, { token: claim.token }).catch(() => undefined);
+  }
+  return { ran, stopped: signal?.aborted === true };
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,121 @@
+/**
+ * Checkouts on a runner's disk. Every build activity runs on whichever runner takes it from
+ * the build queue, so none may assume the tree an earlier step made is here: each names the
+ * commit it needs (a TreeRef) and gets a tree of it, reusing one this runner already has when
+ * it can, else fetching. A runner that dies takes its trees with it and nothing waits for it.
+ *
+ * Lane 0 of a session uses `session-<id>` (also the session's first checkout, the one sluice.yml
+ * and the list of test files come from); lane k > 0 uses `session-<id>-<k>`. Beside each tree a
+ * marker (`<tree>.json`) says which commit it holds and whether tests have run in it yet.
+ */
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Pool } from 'pg';
+import { unseal } from '../../crypto/sealed';
+import { loadPullSource } from '../../db/repos';
+import { endedSessions } from '../../db/sessions';
+import type { TreeRef } from '../types';
+import { fetchRepository, type FetchRepositoryResult } from './git';
+import { fetchHgRepository } from './hg';
+
+export interface TreeDeps {
+  pool: Pool;
+  secretKey: Buffer;
+  workspaceDir: string;
+}
+
+interface Marker extends FetchRepositoryResult {
+  /** No test has run in the tree yet. */
+  pristine: boolean;
+}
+
+export function treeDir(workspaceDir: string, sessionId: number, lane = 0): string {
+  return path.resolve(workspaceDir, lane === 0 ? `session-${sessionId}` : `session-${sessionId}-${lane}`);
+}
+
+const markerOf = (workdir: string) => `${workdir}.json`;
+
+async function readMarker(workdir: string): Promise<Marker | null> {
+  try {
+    return JSON.parse(await readFile(markerOf(workdir), 'utf8')) as Marker;
+  } catch {
+    return null;
+  }
+}
+
+/** Fetches `head` (a branch tip, commit, tag or ref) into `workdir`; the tree is pristine. */
+export async function fetchTree(
+  deps: TreeDeps,
+  ref: Omit<TreeRef, 'commitId'> & { head: string },
+  workdir: string,
+  signal: AbortSignal | undefined,
+): Promise<FetchRepositoryResult> {
+  const repo = await loadPullSource(deps.pool, ref.repoId);
+  if (!repo) throw new TreeGoneError(`repository ${ref.repoId} no longer exists`);
+  await rm(markerOf(workdir), { force: true });
+  // The repository's SCM decides (the API refuses a trigger naming the other one).
+  const privateKey = unseal(deps.secretKey, repo.ssh_private_key_sealed);
+  const common = { pullUrl: repo.pull_url, privateKey, workdir, branch: ref.branch, head: ref.head, signal };
+  const got = repo.scm === 'hg' ? await fetchHgRepository(common) : await fetchRepository({ ...common, refspecs: ref.refspecs ?? [] });
+  await writeFile(markerOf(workdir), JSON.stringify({ ...got, pristine: true } satisfies Marker));
+  return got;
+}
+
+/**
+ * A tree of `ref.commitId` in `workdir`: the one already there when it holds that commit and,
+ * for `pristine`, no test has run in it; else fetched afresh (a tree tests ran in is removed
+ * first: they may have left anything in it).
+ */
+export async function ensureTree(deps: TreeDeps, ref: TreeRef, workdir: string, want: 'pristine' | 'objects', signal: AbortSignal | undefined): Promise<void> {
+  const marker = await readMarker(workdir);
+  if (marker?.commitId === ref.commitId && (want === 'objects' || marker.pristine)) return;
+  if (marker && !marker.pristine) await rm(workdir, { recursive: true, force: true });
+  await fetchTree(deps, { ...ref, head: ref.commitId }, workdir, signal);
+}
+
+/** Tests are about to run in `workdir`: it is no longer pristine. */
+export async function markUsed(workdir: string): Promise<void> {
+  const marker = await readMarker(workdir);
+  if (marker) await writeFile(markerOf(workdir), JSON.stringify({ ...marker, pristine: false }));
+}
+
+export async function removeTree(workdir: string): Promise<void> {
+  await rm(markerOf(workdir), { force: true });
+  await rm(workdir, { recursive: true, force: true });
+}
+
+/** Whether `workdir` is a tree this module made (only those are ever read from or removed). */
+export function isTreeDir(workspaceDir: string, workdir: string): boolean {
+  return path.dirname(path.resolve(workdir)) === path.resolve(workspaceDir) && /^session-\d+(-\d+)?$/.test(path.basename(workdir));
+}
+
+/**
+ * Removes the trees of sessions that have ended (and of sessions that no longer exist). Runs
+ * on every runner from time to time: whichever runner did a session's checkouts cleans them up,
+ * and a runner that starts where a dead one left trees cleans those too.
+ */
+export async function sweepTrees(deps: TreeDeps): Promise<number> {
+  const names = await readdir(deps.workspaceDir).catch(() => [] as string[]);
+  const bySession = new Map<number, string[]>();
+  for (const name of names) {
+    const m = /^session-(\d+)(?:-\d+)?(?:\.json)?$/.exec(name);
+    if (!m) continue;
+    const id = Number(m[1]);
+    bySession.set(id, [...(bySession.get(id) ?? []), name]);
+  }
+  if (bySession.size === 0) return 0;
+  const ended = await endedSessions(deps.pool, [...bySession.keys()]);
+  let removed = 0;
+  for (const id of ended) {
+    for (const name of bySession.get(id) ?? []) {
+      await rm(path.join(deps.workspaceDir, name), { recursive: true, force: true });
+      removed += 1;
+    }
+  }
+  return removed;
+}
+
+/** The repository of a build is gone: nothing to check out, ever. */
+export class TreeGoneError extends Error {
+  override readonly name = 'TreeGoneError';
+}

@@ -1,0 +1,7 @@
+/**
+ * Names of the signals that activities send to workflows by name (activity code may not import
+ * workflow code, where the signals are defined: workflows/signals.ts).
+ */
+
+/** Runner → session: the build's first failing file was recorded; carries `{ counts }` as they stood then. */
+export const FIRST_FAIL_SIGNAL = 'firstFail';

@@ -1,0 +1,192 @@
+/**
+ * SQL of a build's shared list of test files (queue mode, migration 007). Runners' lanes take
+ * files from it, hold each under a lease they renew, and mark it done once; the counts every
+ * payload carries are read from it, so they are exact whichever runner ran what.
+ */
+import type { Pool } from 'pg';
+import type { Counts, TestStatus } from '../core/types';
+import { storableText } from './text';
+import { withTransaction, type Db } from './transaction';
+
+export interface QueuedFile {
+  path: string;
+  /** Recorded duration in an earlier build, or null for a file never run. */
+  estimateMs: number | null;
+}
+
+/**
+ * The latest recorded duration of each of `paths` in earlier builds of the suite (and the same
+ * profile, whose command may differ), for ordering the list longest first.
+ */
+export async function recordedDurations(db: Db, suiteId: number, profileName: string, paths: readonly string[]): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ path: string; duration_ms: number }>(
+    `SELECT DISTINCT ON (tr.path) tr.path, tr.duration_ms
+       FROM test_results tr JOIN sessions s ON s.id = tr.session_id
+      WHERE s.suite_id = $1 AND s.profile_name = $2 AND tr.path = ANY($3::text[])
+      ORDER BY tr.path, tr.session_id DESC`,
+    [suiteId, profileName, paths],
+  );
+  return new Map(rows.map((r) => [r.path, r.duration_ms]));
+}
+
+/**
+ * Writes the session's list in the order given, unless it is already there (a retried
+ * activity, or another checkout of the same commit, found the same files). Returns its size.
+ */
+export async function enqueueTests(pool: Pool, sessionId: number, files: readonly QueuedFile[]): Promise<number> {
+  return withTransaction(pool, async (client) => {
+    // One writer per session at a time; the second finds the list made.
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1), $2::int)', ['sluice-test-queue', sessionId]);
+    const existing = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM test_queue WHERE session_id = $1', [sessionId]);
+    if (existing.rows[0]!.n > 0) return existing.rows[0]!.n;
+    for (let at = 0; at < files.length; at += 5000) {
+      const chunk = files.slice(at, at + 5000);
+      await client.query(
+        `INSERT INTO test_queue (session_id, path, position, estimate_ms)
+         SELECT $1::bigint, path, $2::int + ord::int, est FROM unnest($3::text[], $4::int[]) WITH ORDINALITY AS f(path, est, ord)`,
+        [sessionId, at, chunk.map((f) => f.path), chunk.map((f) => f.estimateMs)],
+      );
+    }
+    return files.length;
+  });
+}
+
+export interface Claim {
+  /** Who holds the claim: `lane <n> attempt <a> on <runner>`. */
+  token: string;
+  lane: number;
+  leaseMs: number;
+}
+
+/**
+ * Takes the next files in list order, whether never taken or held by a lease that ran out
+ * (its runner died), as many as fit in `budgetMs` by their estimates (`unknownMs` for a file
+ * without one), at least one and at most `maxFiles`. Concurrent lanes never take the same file:
+ * the UPDATE re-checks each row's state under its row lock.
+ */
+export async function claimFiles(db: Db, sessionId: number, claim: Claim, opts: { budgetMs: number; unknownMs: number; maxFiles: number }): Promise<QueuedFile[]> {
+  const { rows: candidates } = await db.query<{ path: string; estimate_ms: number | null }>(
+    `SELECT path, estimate_ms FROM test_queue
+      WHERE session_id = $1 AND (state = 'pending' OR (state = 'claimed' AND lease_until < now()))
+      ORDER BY position LIMIT $2`,
+    [sessionId, opts.maxFiles],
+  );
+  if (candidates.length === 0) return [];
+  const take: string[] = [];
+  let planned = 0;
+  for (const c of candidates) {
+    const cost = c.estimate_ms ?? opts.unknownMs;
+    if (take.length > 0 && planned + cost > opts.budgetMs) break;
+    take.push(c.path);
+    planned += cost;
+  }
+  const { rows } = await db.query<{ path: string; estimate_ms: number | null }>(
+    `UPDATE test_queue SET state = 'claimed', claimed_by = $3, lane = $4, lease_until = now() + $5 * interval '1 millisecond'
+      WHERE session_id = $1 AND path = ANY($2::text[])
+        AND (state = 'pending' OR (state = 'claimed' AND lease_until < now()))
+      RETURNING path, estimate_ms, position`,
+    [sessionId, take, claim.token, claim.lane, claim.leaseMs],
+  );
+  const order = new Map(take.map((p, i) => [p, i]));
+  return rows.sort((a, b) => order.get(a.path)! - order.get(b.path)!).map((r) => ({ path: r.path, estimateMs: r.estimate_ms }));
+}
+
+/** Extends the lane's leases; returns the paths it still holds (a path missing was taken from it). */
+export async function renewClaims(db: Db, sessionId: number, claim: Claim): Promise<Set<string>> {
+  const { rows } = await db.query<{ path: string }>(
+    `UPDATE test_queue SET lease_until = now() + $3 * interval '1 millisecond'
+      WHERE session_id = $1 AND claimed_by = $2 AND state = 'claimed' RETURNING path`,
+    [sessionId, claim.token, claim.leaseMs],
+  );
+  return new Set(rows.map((r) => r.path));
+}
+
+/** Puts back what the lane holds and has not finished (it was stopped), or what an earlier attempt of the same lane held. */
+export async function releaseClaims(db: Db, sessionId: number, match: { token: string } | { lane: number; exceptToken: string }): Promise<number> {
+  const { rowCount } =
+    'token' in match
+      ? await db.query(
+          `UPDATE test_queue SET state = 'pending', claimed_by = NULL, lane = NULL, lease_until = NULL
+            WHERE session_id = $1 AND claimed_by = $2 AND state = 'claimed'`,
+          [sessionId, match.token],
+        )
+      : await db.query(
+          `UPDATE test_queue SET state = 'pending', claimed_by = NULL, lane = NULL, lease_until = NULL
+            WHERE session_id = $1 AND lane = $2 AND claimed_by <> $3 AND state = 'claimed'`,
+          [sessionId, match.lane, match.exceptToken],
+        );
+  return rowCount ?? 0;
+}
+
+export interface FileResult {
+  path: string;
+  status: TestStatus;
+  exitCode: number | null;
+  durationMs: number;
+  output: string;
+  runner: string;
+}
+
+export interface RecordedResult {
+  /** False when the lane no longer held the file (another runner took it over): not counted. */
+  recorded: boolean;
+  /** Set when this was the build's first failing file: the counts as they stood then. */
+  firstFailure: Counts | null;
+}
+
+/** Marks a file done and stores its result, once, by the lane holding it; notes the build's first failure. */
+export async function recordFileResult(pool: Pool, sessionId: number, claim: Claim, r: FileResult): Promise<RecordedResult> {
+  return withTransaction(pool, async (client) => {
+    const done = await client.query(
+      `UPDATE test_queue SET state = 'done', status = $4, lease_until = NULL
+        WHERE session_id = $1 AND path = $2 AND claimed_by = $3 AND state = 'claimed'`,
+      [sessionId, r.path, claim.token, r.status],
+    );
+    if (done.rowCount !== 1) return { recorded: false, firstFailure: null };
+    await client.query(
+      `INSERT INTO test_results (session_id, path, status, exit_code, duration_ms, output, runner)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (session_id, path) DO UPDATE
+         SET status = EXCLUDED.status, exit_code = EXCLUDED.exit_code, duration_ms = EXCLUDED.duration_ms,
+             output = EXCLUDED.output, runner = EXCLUDED.runner, finished_at = now()`,
+      // Test output sometimes holds NUL, which PostgreSQL text cannot.
+      [sessionId, r.path, r.status, r.exitCode, Math.round(r.durationMs), storableText(r.output), r.runner],
+    );
+    if (r.status !== 'failed' && r.status !== 'error') return { recorded: true, firstFailure: null };
+    const first = await client.query('UPDATE sessions SET first_failure = $2 WHERE id = $1 AND first_failure IS NULL', [sessionId, r.path]);
+    return { recorded: true, firstFailure: first.rowCount === 1 ? await queueCounts(client, sessionId) : null };
+  });
+}
+
+export interface QueueProgress {
+  /** Files not done yet, wherever they are. */
+  unfinished: number;
+  /** Files a lane could take now: never taken, or their lease ran out. */
+  takeable: number;
+}
+
+export async function queueProgress(db: Db, sessionId: number): Promise<QueueProgress> {
+  const { rows } = await db.query<QueueProgress>(
+    `SELECT count(*) FILTER (WHERE state <> 'done')::int AS unfinished,
+            count(*) FILTER (WHERE state = 'pending' OR (state = 'claimed' AND lease_until < now()))::int AS takeable
+       FROM test_queue WHERE session_id = $1`,
+    [sessionId],
+  );
+  return rows[0]!;
+}
+
+/** The build's counts (spec §2 keys) from its list: every file in exactly one bucket. */
+export async function queueCounts(db: Db, sessionId: number): Promise<Counts> {
+  const { rows } = await db.query<Counts>(
+    `SELECT count(*) FILTER (WHERE state = 'pending')::int AS notstarted,
+            count(*) FILTER (WHERE state = 'claimed')::int AS started,
+            count(*) FILTER (WHERE status = 'passed')::int AS passed,
+            count(*) FILTER (WHERE status = 'failed')::int AS failed,
+            0 AS pending,
+            0 AS skipped,
+            count(*) FILTER (WHERE status = 'error')::int AS error
+       FROM test_queue WHERE session_id = $1`,
+    [sessionId],
+  );
+  return rows[0]!;
+}

@@ -1,0 +1,80 @@
+import os from 'node:os';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createRunnerActivities } from '../activities';
+import { sweepTrees } from '../activities/build/tree';
+import type { Config } from '../config';
+import { createPool } from '../db/pool';
+import { installRuntime } from '../temporal/runtime';
+import { startReaper } from './reaper';
+
+export interface RunnerHandle {
+  /** host-pid: recorded with every test file this runner ran. */
+  name: string;
+  shutdown(): Promise<void>;
+}
+
+export interface RunRunnerOptions {
+  /** Extra build task queues this runner serves besides config.buildQueue (a trigger's `queue`). */
+  buildQueues?: string[];
+  /** How many activities (test lanes, checkouts, pushes) it runs at once. Default config.runnerSlots. */
+  slots?: number;
+}
+
+const DEFAULT_SLOTS = 4;
+/** How often a runner removes the checkouts of sessions that have ended. */
+const SWEEP_EVERY_MS = 30_000;
+
+/**
+ * One runner process: checkouts, test lanes and pushes from the build queue(s), nothing else.
+ * Test process groups are reported to a reaper (runner/reaper.ts), so they die with the runner
+ * however it dies. Start as many as you like, on as many machines; each takes up to `slots`
+ * lanes of builds at once.
+ */
+export async function runRunner(config: Config, options: RunRunnerOptions = {}): Promise<RunnerHandle> {
+  installRuntime();
+  const name = `${os.hostname()}-${process.pid}`;
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const pool = createPool(config.databaseUrl);
+  const reaper = await startReaper();
+  const activities = createRunnerActivities({ config, pool, runner: name, processGroups: reaper });
+  const slots = options.slots ?? config.runnerSlots ?? DEFAULT_SLOTS;
+  const queues = [...new Set([config.buildQueue, ...(options.buildQueues ?? [])])];
+  const workers = await Promise.all(
+    queues.map((taskQueue) =>
+      Worker.create({
+        connection,
+        namespace: config.temporalNamespace,
+        taskQueue,
+        activities,
+        maxConcurrentActivityTaskExecutions: slots,
+        // A stop reaches a running test through its heartbeats; the SDK's default throttle (80% of
+        // the heartbeat timeout) would let a stopped test run on for seconds.
+        defaultHeartbeatThrottleInterval: '1 second',
+        maxHeartbeatThrottleInterval: '2 seconds',
+      }),
+    ),
+  );
+  const running = Promise.all(workers.map((w) => w.run()));
+
+  const trees = { pool, secretKey: config.secretKey, workspaceDir: config.workspaceDir };
+  const sweep = () =>
+    sweepTrees(trees).catch((err: unknown) => console.warn(`sluice runner: sweeping old checkouts failed: ${(err as Error).message}`));
+  void sweep();
+  const sweeper = setInterval(sweep, SWEEP_EVERY_MS);
+  sweeper.unref();
+
+  return {
+    name,
+    async shutdown() {
+      clearInterval(sweeper);
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+      try {
+        await running;
+      } finally {
+        await reaper.close();
+        await connection.close();
+        await pool.end();
+      }
+    },
+  };
+}
