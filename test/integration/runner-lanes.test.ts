@@ -1,0 +1,164 @@
+/**
+ * Test lanes (activities/build/lane.ts) sharing one session's list in a real PostgreSQL, running
+ * real test processes in a real directory. Temporal plays no part here (the e2e tests run lanes
+ * in real runners): what is checked is the queue itself, that every file runs and counts once
+ * whichever lane takes it, longest first, in batches, and that a lane whose runner died gives its
+ * files back.
+ */
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runLane, LEASE_MS, type LaneDeps, type LaneJob } from '../../src/activities/build/lane';
+import type { Counts } from '../../src/core/types';
+import { claimFiles, enqueueTests, queueCounts, recordFileResult, type QueuedFile } from '../../src/db/testQueue';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { insertPostSession } from '../support/postSession';
+
+let db: TestDatabase;
+let tmp: string;
+const secretKey = Buffer.alloc(32, 1);
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  tmp = await mkdtemp(join(tmpdir(), 'sluice-lanes-'));
+});
+
+afterAll(async () => {
+  await db.drop();
+  await rm(tmp, { recursive: true, force: true });
+});
+
+/** A session, and a directory of test files each appending `<name> <lane>` to a log when it runs. */
+async function setup(files: Record<string, { exit?: number; sleep?: number }>): Promise<{ sessionId: number; repoId: number; workdir: string; log: string }> {
+  const s = await insertPostSession(db.pool, secretKey);
+  const workdir = join(tmp, `session-${s.sessionId}`);
+  const log = join(tmp, `runs-${s.sessionId}.log`);
+  await mkdir(join(workdir, 'test'), { recursive: true });
+  for (const [name, f] of Object.entries(files)) {
+    const body = `#!/bin/sh\necho "${name} $LANE" >> ${log}\n${f.sleep ? `sleep ${f.sleep}\n` : ''}exit ${f.exit ?? 0}\n`;
+    await writeFile(join(workdir, 'test', name), body, { mode: 0o755 });
+  }
+  return { sessionId: s.sessionId, repoId: s.repoId, workdir, log };
+}
+
+const queued = (names: string[], estimates: Record<string, number> = {}): QueuedFile[] =>
+  names.map((n) => ({ path: `test/${n}`, estimateMs: estimates[n] ?? null }));
+
+function deps(over: Partial<LaneDeps> = {}): LaneDeps & { firstFailures: Counts[] } {
+  const firstFailures: Counts[] = [];
+  return {
+    pool: db.pool,
+    secretKey,
+    runner: 'host-1',
+    firstFailure: async (c) => {
+      firstFailures.push(c);
+    },
+    firstFailures,
+    ...over,
+  };
+}
+
+const job = (s: { sessionId: number; repoId: number; workdir: string }, lane: number, over: Partial<LaneJob> = {}): LaneJob => ({
+  sessionId: s.sessionId,
+  repoId: s.repoId,
+  lane,
+  attempt: 1,
+  workdir: s.workdir,
+  command: null,
+  env: { LANE: String(lane) },
+  timeoutMs: 10_000,
+  ...over,
+});
+
+async function runs(log: string): Promise<string[]> {
+  const text = await readFile(log, 'utf8').catch(() => '');
+  return text.split('\n').filter(Boolean);
+}
+
+describe('lanes sharing a list', () => {
+  it('run every file once between them, and the counts are exact', async () => {
+    const names = Array.from({ length: 30 }, (_, i) => `f${String(i).padStart(2, '0')}_test.sh`);
+    const s = await setup(Object.fromEntries(names.map((n, i) => [n, { exit: i === 7 ? 1 : 0 }])));
+    expect(await enqueueTests(db.pool, s.sessionId, queued(names))).toBe(30);
+    const d = deps();
+    const outcomes = await Promise.all([0, 1, 2].map((lane) => runLane({ ...d, runner: `host-${lane}` }, job(s, lane))));
+
+    expect(outcomes.reduce((n, o) => n + o.ran, 0)).toBe(30);
+    const ran = (await runs(s.log)).map((l) => l.split(' ')[0]);
+    expect(ran.sort()).toEqual(names);
+    expect(await queueCounts(db.pool, s.sessionId)).toEqual({ notstarted: 0, started: 0, passed: 29, failed: 1, pending: 0, skipped: 0, error: 0 });
+    // One first failure, whichever lane met it, with the counts as they stood.
+    expect(d.firstFailures).toHaveLength(1);
+    expect(d.firstFailures[0]!.failed).toBe(1);
+    const { rows } = await db.pool.query('SELECT count(*)::int AS n, count(DISTINCT runner)::int AS runners FROM test_results WHERE session_id = $1', [s.sessionId]);
+    expect(rows[0]!.n).toBe(30);
+    expect(rows[0]!.runners).toBeGreaterThanOrEqual(1);
+  });
+
+  it('take the longest files first by recorded durations, new files before them', async () => {
+    const s = await setup({ 'a_test.sh': {}, 'b_test.sh': {}, 'c_test.sh': {}, 'new_test.sh': {} });
+    await enqueueTests(db.pool, s.sessionId, [
+      { path: 'test/new_test.sh', estimateMs: null },
+      { path: 'test/c_test.sh', estimateMs: 3000 },
+      { path: 'test/a_test.sh', estimateMs: 2000 },
+      { path: 'test/b_test.sh', estimateMs: 1000 },
+    ]);
+    await runLane(deps(), job(s, 0));
+    expect((await runs(s.log)).map((l) => l.split(' ')[0])).toEqual(['new_test.sh', 'c_test.sh', 'a_test.sh', 'b_test.sh']);
+  });
+
+  it('claim short files in batches by their estimates, long ones one at a time', async () => {
+    const s = await setup({});
+    await enqueueTests(db.pool, s.sessionId, [
+      { path: 'test/long_test.sh', estimateMs: 5000 },
+      ...Array.from({ length: 20 }, (_, i) => ({ path: `test/s${i}_test.sh`, estimateMs: 10 })),
+    ]);
+    const claim = { token: 'lane 0 attempt 1 on host', lane: 0, leaseMs: LEASE_MS };
+    const opts = { budgetMs: 250, unknownMs: 1000, maxFiles: 100 };
+    expect((await claimFiles(db.pool, s.sessionId, claim, opts)).map((f) => f.path)).toEqual(['test/long_test.sh']);
+    expect(await claimFiles(db.pool, s.sessionId, claim, opts)).toHaveLength(20);
+    expect(await claimFiles(db.pool, s.sessionId, claim, opts)).toEqual([]);
+  });
+});
+
+describe('a lane whose runner died', () => {
+  it('gives its files back when its lease runs out; the late result is not counted', async () => {
+    const s = await setup({ 'a_test.sh': {}, 'b_test.sh': {} });
+    await enqueueTests(db.pool, s.sessionId, queued(['a_test.sh', 'b_test.sh']));
+    // The dead runner's lane took a file, with a lease that has run out, and never renewed it.
+    const dead = { token: 'lane 1 attempt 1 on gone-host', lane: 1, leaseMs: 1 };
+    expect(await claimFiles(db.pool, s.sessionId, dead, { budgetMs: 0, unknownMs: 1, maxFiles: 1 })).toHaveLength(1);
+    await db.pool.query("UPDATE test_queue SET lease_until = now() - interval '1 second' WHERE claimed_by = $1", [dead.token]);
+
+    const out = await runLane(deps(), job(s, 0));
+    expect(out.ran).toBe(2);
+    expect((await runs(s.log)).sort()).toEqual(['a_test.sh 0', 'b_test.sh 0']);
+    // The dead lane's result, arriving late, changes nothing: each file counts once.
+    const late = await recordFileResult(db.pool, s.sessionId, dead, { path: 'test/a_test.sh', status: 'failed', exitCode: 1, durationMs: 5, output: '', runner: 'gone-host' });
+    expect(late).toEqual({ recorded: false, firstFailure: null });
+    expect(await queueCounts(db.pool, s.sessionId)).toMatchObject({ passed: 2, failed: 0, started: 0, notstarted: 0 });
+  });
+
+  it("the lane's next attempt takes back what its last attempt held at once", async () => {
+    const s = await setup({ 'a_test.sh': {} });
+    await enqueueTests(db.pool, s.sessionId, queued(['a_test.sh']));
+    // Attempt 1 of lane 0 holds the file under a fresh lease (its runner was just lost).
+    await claimFiles(db.pool, s.sessionId, { token: 'lane 0 attempt 1 on gone-host', lane: 0, leaseMs: 60_000 }, { budgetMs: 0, unknownMs: 1, maxFiles: 1 });
+    const started = Date.now();
+    const out = await runLane(deps(), job(s, 0, { attempt: 2 }));
+    expect(out.ran).toBe(1);
+    expect(Date.now() - started).toBeLessThan(LEASE_MS);
+  });
+
+  it('a stopped lane kills its test and puts the file back, not counted', async () => {
+    const s = await setup({ 'slow_test.sh': { sleep: 30 } });
+    await enqueueTests(db.pool, s.sessionId, queued(['slow_test.sh']));
+    const stop = new AbortController();
+    const lane = runLane(deps({ signal: stop.signal }), job(s, 0));
+    for (let i = 0; i < 100 && (await runs(s.log)).length === 0; i += 1) await new Promise((r) => setTimeout(r, 50));
+    expect(await runs(s.log)).toEqual(['slow_test.sh 0']);
+    stop.abort();
+    expect(await lane).toEqual({ ran: 0, stopped: true });
+    expect(await queueCounts(db.pool, s.sessionId)).toMatchObject({ notstarted: 1, started: 0, passed: 0, failed: 0, error: 0 });
+  });
+});
