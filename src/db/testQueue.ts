@@ -134,28 +134,35 @@ export interface RecordedResult {
   firstFailure: Counts | null;
 }
 
-/** Marks a file done and stores its result, once, by the lane holding it; notes the build's first failure. */
-export async function recordFileResult(pool: Pool, sessionId: number, claim: Claim, r: FileResult): Promise<RecordedResult> {
-  return withTransaction(pool, async (client) => {
-    const done = await client.query(
-      `UPDATE test_queue SET state = 'done', status = $4, lease_until = NULL
-        WHERE session_id = $1 AND path = $2 AND claimed_by = $3 AND state = 'claimed'`,
-      [sessionId, r.path, claim.token, r.status],
-    );
-    if (done.rowCount !== 1) return { recorded: false, firstFailure: null };
-    await client.query(
-      `INSERT INTO test_results (session_id, path, status, exit_code, duration_ms, output, runner)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)
+/**
+ * Marks a file done and stores its result, once, by the lane holding it, and notes the build's
+ * first failure: one statement, one round trip per file.
+ */
+export async function recordFileResult(db: Db, sessionId: number, claim: Claim, r: FileResult): Promise<RecordedResult> {
+  const { rows } = await db.query<{ recorded: boolean; first: boolean }>(
+    `WITH done AS (
+       UPDATE test_queue SET state = 'done', status = $4, lease_until = NULL
+        WHERE session_id = $1 AND path = $2 AND claimed_by = $3 AND state = 'claimed'
+        RETURNING session_id, path
+     ), saved AS (
+       INSERT INTO test_results (session_id, path, status, exit_code, duration_ms, output, runner)
+       SELECT session_id, path, $4, $5, $6, $7, $8 FROM done
        ON CONFLICT (session_id, path) DO UPDATE
          SET status = EXCLUDED.status, exit_code = EXCLUDED.exit_code, duration_ms = EXCLUDED.duration_ms,
-             output = EXCLUDED.output, runner = EXCLUDED.runner, finished_at = now()`,
-      // Test output sometimes holds NUL, which PostgreSQL text cannot.
-      [sessionId, r.path, r.status, r.exitCode, Math.round(r.durationMs), storableText(r.output), r.runner],
-    );
-    if (r.status !== 'failed' && r.status !== 'error') return { recorded: true, firstFailure: null };
-    const first = await client.query('UPDATE sessions SET first_failure = $2 WHERE id = $1 AND first_failure IS NULL', [sessionId, r.path]);
-    return { recorded: true, firstFailure: first.rowCount === 1 ? await queueCounts(client, sessionId) : null };
-  });
+             output = EXCLUDED.output, runner = EXCLUDED.runner, finished_at = now()
+       RETURNING 1
+     ), first AS (
+       UPDATE sessions SET first_failure = $2
+        WHERE id = $1 AND first_failure IS NULL AND $4 IN ('failed', 'error') AND EXISTS (SELECT 1 FROM done)
+        RETURNING 1
+     )
+     SELECT EXISTS (SELECT 1 FROM saved) AS recorded, EXISTS (SELECT 1 FROM first) AS first`,
+    // Test output sometimes holds NUL, which PostgreSQL text cannot.
+    [sessionId, r.path, claim.token, r.status, r.exitCode, Math.round(r.durationMs), storableText(r.output), r.runner],
+  );
+  const { recorded, first } = rows[0]!;
+  // The counts just after: a lane finishing meanwhile may be in them; the first failure always is.
+  return { recorded, firstFailure: first ? await queueCounts(db, sessionId) : null };
 }
 
 export interface QueueProgress {
