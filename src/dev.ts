@@ -18,8 +18,9 @@ import { runRunner } from './runner/run';
 import { runWorker } from './worker/run';
 
 const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/sluice';
-const TEMPORAL_PORT = 7233;
-const TEMPORAL_UI_PORT = 8233;
+/** Where the embedded Temporal dev server listens (SLUICE_TEMPORAL_PORT, SLUICE_TEMPORAL_UI_PORT). */
+const TEMPORAL_PORT = Number(process.env.SLUICE_TEMPORAL_PORT ?? 7233);
+const TEMPORAL_UI_PORT = Number(process.env.SLUICE_TEMPORAL_UI_PORT ?? 8233);
 
 /** Things to stop on the way out, last started first. */
 const running: { name: string; stop: () => Promise<void> }[] = [];
