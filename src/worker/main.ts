@@ -1,18 +1,30 @@
-// `npm run start:worker`: a worker process on its own, for production and scale-out.
+// `npm run start:worker` (`node dist/worker/main.js`): a worker process on its own, for
+// production and scale-out. It waits for Temporal and registers Sluice's search attributes
+// there (workflow code sets them) before it polls.
 import { loadConfig } from '../config';
-import { runWorker } from './run';
+import { prepareTemporal } from '../temporal/prepare';
+import { runWorker, type WorkerHandle } from './run';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const extra = (process.env.SLUICE_EXTRA_BUILD_QUEUES ?? '').split(',').map((q) => q.trim()).filter(Boolean);
-  const worker = await runWorker(config, { buildQueues: extra });
-  console.log(`sluice worker: serving ${config.taskQueue}, ${[config.buildQueue, ...extra].join(', ')} and ${worker.workerQueue}`);
-  const stop = () => void worker.shutdown().then(() => process.exit(0));
+  const log = (line: string) => console.log(`sluice worker: ${line}`);
+
+  const started: { worker?: WorkerHandle } = {};
+  const stop = () => {
+    // Still waiting for Temporal or starting: nothing to drain.
+    if (!started.worker) process.exit(0);
+    void started.worker.shutdown().then(() => process.exit(0));
+  };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+
+  await prepareTemporal(config, { log });
+  const worker = (started.worker = await runWorker(config, { buildQueues: extra }));
+  log(`serving ${config.taskQueue}, ${[config.buildQueue, ...extra].join(', ')} and ${worker.workerQueue}`);
 }
 
 main().catch((err) => {
-  console.error(err instanceof Error ? err.message : err);
+  console.error(`sluice worker: ${err instanceof Error ? err.message : err}`);
   process.exit(1);
 });
