@@ -4,6 +4,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type W
 import type { Config } from '../config';
 import { createPool } from '../db/pool';
 import { createActivities } from '../activities';
+import { workflowCode } from './workflowBundle';
 
 export interface WorkerHandle {
   /** The task queue only this process listens on (checkouts live on its disk). */
@@ -39,9 +40,7 @@ export async function runWorker(config: Config, options: RunWorkerOptions = {}):
     maxHeartbeatThrottleInterval: '2 seconds',
   };
 
-  const workflows: Partial<WorkerOptions> = options.workflowBundle
-    ? { workflowBundle: options.workflowBundle }
-    : { workflowsPath: require.resolve('../workflows') };
+  const workflows: Partial<WorkerOptions> = options.workflowBundle ? { workflowBundle: options.workflowBundle } : workflowCode();
   const queues = [...new Set([config.buildQueue, ...(options.buildQueues ?? [])])];
   const workers = await Promise.all([
     Worker.create({ ...common, ...workflows, taskQueue: config.taskQueue }),
