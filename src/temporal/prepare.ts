@@ -3,11 +3,17 @@
  * and the namespace exists, and, for the roles that need them (api, worker), register Sluice's
  * search attributes and wait until the server accepts them. Roles may start before Temporal
  * (docker compose starts them together) and in any number: this retries with backoff while the
- * server is unreachable, and registration is idempotent and safe to race.
+ * server is unreachable, and registration is idempotent and taken in turns (see attempt()).
  */
 import { Connection, defaultGrpcRetryOptions, isGrpcServiceError, makeGrpcRetryInterceptor } from '@temporalio/client';
 import type { Config } from '../config';
-import { registerSearchAttributes, SearchAttributeConflict, searchAttributesUsable } from './registerSearchAttributes';
+import { SEARCH_ATTRIBUTES_LOCK, withAdvisoryLock } from '../db/locks';
+import {
+  doublyMappedSearchAttributes,
+  registerSearchAttributes,
+  SearchAttributeConflict,
+  searchAttributesUsable,
+} from './registerSearchAttributes';
 
 export interface PrepareTemporalOptions {
   /** Register the search attributes and wait until they are usable (api, worker). Default true. */
@@ -30,6 +36,8 @@ export interface PreparedTemporal {
   added: string[];
 }
 
+type TemporalConfig = Pick<Config, 'temporalAddress' | 'temporalNamespace' | 'databaseUrl'>;
+
 /** How long one attempt may take: connect, list, add, and wait for the attributes to be usable. */
 const ATTEMPT_MS = 30_000;
 const CONNECT_TIMEOUT_MS = 5_000;
@@ -50,7 +58,7 @@ const PERMANENT_CODES = new Set([
  * denied), and after `giveUpAfterMs` on the rest.
  */
 export async function prepareTemporal(
-  config: Pick<Config, 'temporalAddress' | 'temporalNamespace'>,
+  config: TemporalConfig,
   options: PrepareTemporalOptions = {},
 ): Promise<PreparedTemporal> {
   const { searchAttributes = true, giveUpAfterMs = Infinity, log = console.log, signal } = options;
@@ -62,9 +70,10 @@ export async function prepareTemporal(
   for (;;) {
     signal?.throwIfAborted();
     try {
-      const added = await attempt(config, searchAttributes);
+      const { added, warnings } = await attempt(config, searchAttributes);
       if (lastProblem !== undefined) log(`${where} answers now`);
       if (added.length > 0) log(`registered search attributes ${added.join(', ')} in namespace ${config.temporalNamespace}`);
+      for (const warning of warnings) log(`warning: ${warning}`);
       return { added };
     } catch (err) {
       const problem = describe(err);
@@ -84,7 +93,7 @@ export async function prepareTemporal(
   }
 }
 
-async function attempt(config: Pick<Config, 'temporalAddress' | 'temporalNamespace'>, searchAttributes: boolean): Promise<string[]> {
+async function attempt(config: TemporalConfig, searchAttributes: boolean): Promise<{ added: string[]; warnings: string[] }> {
   const namespace = config.temporalNamespace;
   const connection = await Connection.connect({
     address: config.temporalAddress,
@@ -95,18 +104,26 @@ async function attempt(config: Pick<Config, 'temporalAddress' | 'temporalNamespa
   const deadline = Date.now() + ATTEMPT_MS;
   try {
     return await connection.withDeadline(deadline, async () => {
-      if (!searchAttributes) {
-        await connection.workflowService.describeNamespace({ namespace });
-        return [];
-      }
-      const added = await registerSearchAttributes(connection, namespace);
+      await connection.workflowService.describeNamespace({ namespace });
+      if (!searchAttributes) return { added: [], warnings: [] };
+      // In turns, not at once: on SQL visibility two adds racing may each map an attribute to a
+      // storage field of their own, and the server keeps both (searches then go by either).
+      // Every process registering shares the database, so a lock there orders them.
+      const added = await withAdvisoryLock(config.databaseUrl, SEARCH_ATTRIBUTES_LOCK, ATTEMPT_MS, () =>
+        registerSearchAttributes(connection, namespace),
+      );
       while (!(await searchAttributesUsable(connection, namespace))) {
         if (Date.now() + PROBE_INTERVAL_MS >= deadline) {
           throw new Error('the search attributes are registered but the server does not accept them in queries yet');
         }
         await sleep(PROBE_INTERVAL_MS);
       }
-      return added;
+      const warnings = Object.entries(await doublyMappedSearchAttributes(connection, namespace)).map(
+        ([name, fields]) =>
+          `search attribute ${name} is mapped to ${fields.length} storage fields (${fields.join(', ')}) in namespace ${namespace}, ` +
+          'so searching by it may miss workflows (registered at once by processes of an older Sluice, or by hand?)',
+      );
+      return { added, warnings };
     });
   } finally {
     await connection.close().catch(() => undefined);

@@ -1,8 +1,8 @@
 /**
  * Registers Sluice's search attributes in a namespace, as every role that needs them does at
- * start (src/temporal/prepare.ts): the API (it starts workflows with SluiceRepo and
- * SluiceBranch) and the worker (workflow code upserts SluiceSession and SluiceStatus). Any
- * number of processes may do this at the same moment; see registerSearchAttributes.
+ * start (src/temporal/prepare.ts, which lets Sluice processes do it one at a time): the API (it
+ * starts workflows with SluiceRepo and SluiceBranch) and the worker (workflow code upserts
+ * SluiceSession and SluiceStatus).
  */
 import { isGrpcServiceError, type Connection } from '@temporalio/client';
 // Not re-exported from the package index; the SDK's own tests use the encoder the same way.
@@ -31,11 +31,12 @@ export class SearchAttributeConflict extends Error {}
  * already there are left alone; one that exists with a different type is an error
  * (SearchAttributeConflict), because writes to it would fail at run time.
  *
- * Concurrent registration by several processes is fine. The server answers the loser of a race
- * with ALREADY_EXISTS (Elasticsearch visibility) or, on SQL visibility, where two adds may pick
- * the same storage field, UNAVAILABLE ("Generated search attributes mapping unavailable"); it
- * keeps one mapping either way. So after any such answer this lists again, and returns only
- * once the listing shows every attribute with its type.
+ * Someone else adding attributes at the same moment makes the server answer ALREADY_EXISTS
+ * (Elasticsearch visibility) or, on SQL visibility when both picked the same storage field,
+ * UNAVAILABLE ("Generated search attributes mapping unavailable"). After either this lists
+ * again, and returns once the listing shows every attribute with its type. (When the two picked
+ * different fields, SQL visibility keeps both mappings and says nothing: see
+ * doublyMappedSearchAttributes; Sluice's own processes take turns to avoid that.)
  * Returns the names this call added.
  */
 export async function registerSearchAttributes(
@@ -109,6 +110,24 @@ export async function searchAttributesUsable(connection: Connection, namespace: 
     if (isGrpcServiceError(err) && err.code === GRPC_INVALID_ARGUMENT) return false;
     throw err;
   }
+}
+
+/**
+ * Sluice's attributes that SQL visibility maps to more than one storage field, with the fields
+ * (none on Elasticsearch visibility, which maps names directly). Adds that race can leave such
+ * a mapping, and which field a write or a query then uses is up to the server.
+ */
+export async function doublyMappedSearchAttributes(
+  connection: Connection,
+  namespace: string,
+  keys: Keys = SLUICE_SEARCH_ATTRIBUTES,
+): Promise<Record<string, string[]>> {
+  const aliases = (await connection.workflowService.describeNamespace({ namespace })).config?.customSearchAttributeAliases ?? {};
+  const fieldsOf: Record<string, string[]> = {};
+  for (const [field, name] of Object.entries(aliases)) (fieldsOf[name] ??= []).push(field);
+  return Object.fromEntries(
+    keys.filter((key) => (fieldsOf[key.name]?.length ?? 0) > 1).map((key) => [key.name, fieldsOf[key.name]!.sort()]),
+  );
 }
 
 function sleep(ms: number): Promise<void> {
