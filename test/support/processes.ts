@@ -59,6 +59,8 @@ const OUTPUT_LIMIT = 4 * 1024 * 1024;
 
 const roles = new Set<RoleProcess>();
 const servers = new Set<DevServer>();
+/** Workspace directories sluiceEnv made; stopAllProcesses removes them. */
+const workspaces = new Set<string>();
 
 /**
  * Starts `node dist/<role>/main.js` (build it first: buildDist) with `env` over a minimal
@@ -151,11 +153,16 @@ export async function startBareTemporal(opts: { port?: number; namespace?: strin
   };
 }
 
-/** Stops every role process and bare Temporal server this module started and that still runs. */
+/**
+ * Stops every role process and bare Temporal server this module started and that still runs,
+ * and removes the workspace directories of sluiceEnv.
+ */
 export async function stopAllProcesses(graceMs = 5_000): Promise<void> {
   await Promise.allSettled([...roles].map((r) => r.stop(graceMs)));
   await Promise.allSettled([...servers].map((s) => s.stop()));
   servers.clear();
+  for (const dir of workspaces) rmSync(dir, { recursive: true, force: true });
+  workspaces.clear();
 }
 
 // Jest killed, or a test file that forgot stopAllProcesses: leave nothing running behind.
@@ -178,6 +185,8 @@ export async function sluiceEnv(opts: {
 }): Promise<NodeJS.ProcessEnv> {
   const tag = randomBytes(4).toString('hex');
   const port = await freePort();
+  const workspace = await mkdtemp(path.join(os.tmpdir(), 'sluice-ws-'));
+  workspaces.add(workspace);
   return {
     DATABASE_URL: opts.databaseUrl,
     TEMPORAL_ADDRESS: opts.temporalAddress,
@@ -189,7 +198,7 @@ export async function sluiceEnv(opts: {
     SLUICE_BASE_URL: `http://127.0.0.1:${port}`,
     SLUICE_TASK_QUEUE: `sluice-${tag}`,
     SLUICE_BUILD_QUEUE: `sluice-build-${tag}`,
-    SLUICE_WORKSPACE_DIR: await mkdtemp(path.join(os.tmpdir(), 'sluice-ws-')),
+    SLUICE_WORKSPACE_DIR: workspace,
     ...opts.env,
   };
 }
