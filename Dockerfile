@@ -1,12 +1,29 @@
-# One image for both Sluice processes; docker-compose.yml picks the command.
+# Sluice's image: the compiled build (npm run build) and production dependencies, for every role.
+# The command picks the role (docker-compose.yml does):
+#   node dist/api/main.js       HTTP API
+#   node dist/worker/main.js    workflows, database, deliveries, chat and e-mail
+#   node dist/runner/main.js    checkouts and test files (needs git, ssh, hg: installed below)
+
+# ---- build: all dependencies, TypeScript compiled, workflow code bundled ----
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
+COPY src ./src
+RUN npm run build
+
+# ---- run: production dependencies and dist/ only ----
 FROM node:20-bookworm-slim
+# Runners pull over SSH with git or Mercurial; certificates for HTTPS webhooks, chat and SMTP.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git openssh-client mercurial ca-certificates \
  && rm -rf /var/lib/apt/lists/*
+ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev
-COPY tsconfig.json ./
-COPY src ./src
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
 USER node
-CMD ["npx", "tsx", "src/api/main.ts"]
+CMD ["node", "dist/api/main.js"]

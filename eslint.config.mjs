@@ -90,7 +90,7 @@ export const layers = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'coverage/', '.data/'] },
+  { ignores: ['node_modules/', 'dist/', '.dist-*/', 'coverage/', '.data/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

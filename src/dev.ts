@@ -7,13 +7,12 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
 import { startApi } from './api/main';
-import { loadConfig, type Config } from './config';
+import { loadConfig } from './config';
 import { migrate } from './db/migrate';
 import { createPool, ensureDatabase } from './db/pool';
 import { startDevServer, type DevServer } from './temporal/devServer';
-import { registerSearchAttributes } from './temporal/registerSearchAttributes';
+import { prepareTemporal } from './temporal/prepare';
 import { runRunner } from './runner/run';
 import { runWorker } from './worker/run';
 
@@ -21,6 +20,8 @@ const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/sluice';
 /** Where the embedded Temporal dev server listens (SLUICE_TEMPORAL_PORT, SLUICE_TEMPORAL_UI_PORT). */
 const TEMPORAL_PORT = Number(process.env.SLUICE_TEMPORAL_PORT ?? 7233);
 const TEMPORAL_UI_PORT = Number(process.env.SLUICE_TEMPORAL_UI_PORT ?? 8233);
+/** How long `npm start` waits for a Temporal server of yours (TEMPORAL_ADDRESS) before it gives up. */
+const EXTERNAL_TEMPORAL_WAIT_MS = 15_000;
 
 /** Things to stop on the way out, last started first. */
 const running: { name: string; stop: () => Promise<void> }[] = [];
@@ -67,7 +68,9 @@ async function main(): Promise<void> {
   // One machine: receivers often run on it too, so loopback is open to webhooks by default.
   env.SLUICE_WEBHOOK_ALLOW ??= '127.0.0.0/8,::1/128';
   const config = loadConfig(env);
-  if (!temporal) await registerOnExternalServer(config);
+  // Our own dev server has the search attributes from its command line; a server of yours gets
+  // them here, as the api and worker roles register them. Not reachable soon: say so and stop.
+  if (!temporal) await prepareTemporal(config, { giveUpAfterMs: EXTERNAL_TEMPORAL_WAIT_MS });
 
   const worker = await runWorker(config);
   running.push({ name: 'worker', stop: () => worker.shutdown() });
@@ -75,6 +78,7 @@ async function main(): Promise<void> {
   running.push({ name: 'runner', stop: () => runner.shutdown() });
   const api = await startApi(config);
   running.push({ name: 'API', stop: () => api.close() });
+  await api.ready;
 
   console.log(
     [
@@ -99,18 +103,6 @@ function keptSecret(file: string, make: () => string): { value: string; created:
   // 'wx': never overwrite a file another start created in between.
   writeFileSync(file, `${value}\n`, { mode: 0o600, flag: 'wx' });
   return { value, created: true };
-}
-
-async function registerOnExternalServer(config: Config): Promise<void> {
-  const connection = await Connection.connect({ address: config.temporalAddress }).catch((err: Error) => {
-    throw new Error(`cannot reach Temporal at TEMPORAL_ADDRESS=${config.temporalAddress}: ${err.message}`, { cause: err });
-  });
-  try {
-    const added = await registerSearchAttributes(connection, config.temporalNamespace);
-    if (added.length > 0) console.log(`Registered search attributes on ${config.temporalAddress}: ${added.join(', ')}`);
-  } finally {
-    await connection.close();
-  }
 }
 
 /** Stops everything that started, API first and Temporal last. */

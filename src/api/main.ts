@@ -1,13 +1,14 @@
 /**
  * The api process: HTTP on config.host:config.port, PostgreSQL, and a Temporal client that
- * enqueues accepted builds. Run directly (`npm run start:api`) it reads its configuration from
- * the environment; `startApi` is the same thing for the dev launcher and tests.
+ * enqueues accepted builds. Run directly (`node dist/api/main.js`, `npm run start:api`) it reads
+ * its configuration from the environment; `startApi` is the same thing for the dev launcher.
  */
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { loadConfig, type Config } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { enqueueSession } from '../temporal/enqueue';
+import { prepareTemporal } from '../temporal/prepare';
 import { stopSession } from '../temporal/stop';
 import { buildApp, type HealthReport } from './app';
 import { pingPostgres } from './routes/health';
@@ -15,7 +16,19 @@ import { pingPostgres } from './routes/health';
 export interface RunningApi {
   /** Where it listens, e.g. `http://127.0.0.1:8080`. */
   url: string;
+  /**
+   * Resolves once Temporal answers and Sluice's search attributes are registered there, from
+   * when on triggers are accepted (before, they answer 503 and /healthz names
+   * `temporal-search-attributes`). Rejects when that cannot happen without an operator (an
+   * attribute exists with another type, permission denied). After close() it never rejects.
+   */
+  ready: Promise<void>;
   close(): Promise<void>;
+}
+
+export interface StartApiOptions {
+  /** Lines about Temporal's readiness (waiting for it, attributes registered); default console.log. */
+  log?: (line: string) => void;
 }
 
 const HEALTH_TIMEOUT_MS = 2_000;
@@ -26,7 +39,7 @@ const HEALTH_TIMEOUT_MS = 2_000;
  */
 const ENQUEUE_TIMEOUT_MS = 5_000;
 
-export async function startApi(config: Config): Promise<RunningApi> {
+export async function startApi(config: Config, options: StartApiOptions = {}): Promise<RunningApi> {
   const pool = createPool(config.databaseUrl);
   // Migrations take an advisory lock, so api and workers may all start at once.
   await migrate(pool);
@@ -41,6 +54,22 @@ export async function startApi(config: Config): Promise<RunningApi> {
   });
   const client = new Client({ connection, namespace: config.temporalNamespace });
 
+  // Builds start with search attributes, which the server refuses until they are registered
+  // ("Namespace default has no mapping defined for search attribute SluiceRepo", and the
+  // trigger answers 503): register them (harmlessly again if they are there), waiting for
+  // Temporal as long as it takes, and take triggers only after that.
+  let searchAttributesReady = false;
+  const stopPreparing = new AbortController();
+  const ready = prepareTemporal(config, { log: options.log, signal: stopPreparing.signal }).then(
+    () => {
+      searchAttributesReady = true;
+    },
+    (err: unknown) => {
+      if (!stopPreparing.signal.aborted) throw err;
+    },
+  );
+  ready.catch(() => undefined); // the caller hears of it through `ready`; not an unhandled rejection
+
   async function health(): Promise<HealthReport> {
     const [pg, temporal] = await Promise.all([
       pingPostgres(pool, HEALTH_TIMEOUT_MS),
@@ -52,7 +81,11 @@ export async function startApi(config: Config): Promise<RunningApi> {
         () => false,
       ),
     ]);
-    const missing = [...(pg ? [] : ['postgresql']), ...(temporal ? [] : ['temporal'])];
+    const missing = [
+      ...(pg ? [] : ['postgresql']),
+      ...(temporal ? [] : ['temporal']),
+      ...(searchAttributesReady ? [] : ['temporal-search-attributes']),
+    ];
     return { ok: missing.length === 0, missing };
   }
 
@@ -60,10 +93,12 @@ export async function startApi(config: Config): Promise<RunningApi> {
     config,
     pool,
     enqueue: (req) =>
-      withTimeout(
-        connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => enqueueSession(client, config, req)),
-        ENQUEUE_TIMEOUT_MS,
-      ),
+      !searchAttributesReady
+        ? Promise.reject(new Error("Sluice's search attributes are not registered on Temporal yet"))
+        : withTimeout(
+            connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => enqueueSession(client, config, req)),
+            ENQUEUE_TIMEOUT_MS,
+          ),
     stop: (sessionId, stoppedBy) =>
       withTimeout(
         connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => stopSession(client, sessionId, stoppedBy)),
@@ -77,6 +112,7 @@ export async function startApi(config: Config): Promise<RunningApi> {
   try {
     url = await app.listen({ host: config.host, port: config.port });
   } catch (err) {
+    stopPreparing.abort();
     await connection.close().catch(() => undefined);
     await pool.end();
     throw err;
@@ -84,7 +120,9 @@ export async function startApi(config: Config): Promise<RunningApi> {
 
   return {
     url,
+    ready,
     async close() {
+      stopPreparing.abort();
       await app.close();
       await connection.close().catch(() => undefined);
       await pool.end();
@@ -102,19 +140,28 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 }
 
 if (require.main === module) {
-  startApi(loadConfig())
+  const log = (line: string) => console.log(`sluice api: ${line}`);
+  startApi(loadConfig(), { log })
     .then((api) => {
-      const stop = (): void => {
+      log(`listening on ${api.url}; triggers wait for Temporal`);
+      const stop = (code = 0): void => {
         api.close().then(
-          () => process.exit(0),
+          () => process.exit(code),
           (err: unknown) => {
             console.error(err);
             process.exit(1);
           },
         );
       };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+      process.once('SIGINT', () => stop());
+      process.once('SIGTERM', () => stop());
+      api.ready.then(
+        () => log('Temporal is ready; accepting triggers'),
+        (err: unknown) => {
+          console.error(`sluice api: ${err instanceof Error ? err.message : String(err)}`);
+          stop(1);
+        },
+      );
     })
     .catch((err: unknown) => {
       console.error(err instanceof Error ? err.message : err);

@@ -35,12 +35,19 @@ export interface DevServerOptions {
    * Ctrl-C on a test run stops it together with everything else.
    */
   ownProcessGroup?: boolean;
+  /**
+   * Register Sluice's search attributes at launch (`--search-attribute`); default true. False
+   * gives a bare server, like one Sluice did not start, where the roles register them.
+   */
+  searchAttributes?: boolean;
 }
 
 export interface DevServer {
   /** host:port of the gRPC frontend, for TEMPORAL_ADDRESS. */
   address: string;
   uiUrl?: string;
+  /** The server process (tests kill it to see what the roles do). */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -78,7 +85,7 @@ async function startOnce(opts: DevServerOptions): Promise<DevServer> {
     args.push('--db-filename', path.join(opts.dataDir, 'temporal.db'));
   }
   if (namespace !== 'default') args.push('--namespace', namespace);
-  for (const flag of SLUICE_SEARCH_ATTRIBUTE_FLAGS) args.push('--search-attribute', flag);
+  if (opts.searchAttributes ?? true) for (const flag of SLUICE_SEARCH_ATTRIBUTE_FLAGS) args.push('--search-attribute', flag);
 
   const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: opts.ownProcessGroup ?? false });
   // If we exit without stop() (an uncaught error, process.exit), don't leave the server behind.
@@ -119,6 +126,7 @@ async function startOnce(opts: DevServerOptions): Promise<DevServer> {
   return {
     address,
     uiUrl: uiPort === undefined ? undefined : `http://${HOST}:${uiPort}`,
+    pid: child.pid!,
     stop: () => {
       stopping = true;
       return kill(child);

@@ -1,17 +1,29 @@
-// `npm run start:worker`: a worker process on its own, for production and scale-out.
+// `npm run start:worker` (`node dist/worker/main.js`): a worker process on its own, for
+// production and scale-out. It waits for Temporal and registers Sluice's search attributes
+// there (workflow code sets them) before it polls.
 import { loadConfig } from '../config';
-import { runWorker } from './run';
+import { prepareTemporal } from '../temporal/prepare';
+import { runWorker, type WorkerHandle } from './run';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const worker = await runWorker(config);
-  console.log(`sluice worker: workflows, records, deliveries, chat and e-mail on ${config.taskQueue}`);
-  const stop = () => void worker.shutdown().then(() => process.exit(0));
+  const log = (line: string) => console.log(`sluice worker: ${line}`);
+
+  const started: { worker?: WorkerHandle } = {};
+  const stop = () => {
+    // Still waiting for Temporal or starting: nothing to drain.
+    if (!started.worker) process.exit(0);
+    void started.worker.shutdown().then(() => process.exit(0));
+  };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+
+  await prepareTemporal(config, { log });
+  started.worker = await runWorker(config);
+  log(`serving ${config.taskQueue}: workflows, records, deliveries, chat and e-mail`);
 }
 
 main().catch((err) => {
-  console.error(err instanceof Error ? err.message : err);
+  console.error(`sluice worker: ${err instanceof Error ? err.message : err}`);
   process.exit(1);
 });

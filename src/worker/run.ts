@@ -3,6 +3,7 @@ import type { Config } from '../config';
 import { createPool } from '../db/pool';
 import { createControlActivities } from '../activities';
 import { installRuntime } from '../temporal/runtime';
+import { workflowCode } from './workflowBundle';
 
 export interface WorkerHandle {
   shutdown(): Promise<void>;
@@ -23,9 +24,7 @@ export async function runWorker(config: Config, options: RunWorkerOptions = {}):
   installRuntime();
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const pool = createPool(config.databaseUrl);
-  const workflows: Partial<WorkerOptions> = options.workflowBundle
-    ? { workflowBundle: options.workflowBundle }
-    : { workflowsPath: require.resolve('../workflows') };
+  const workflows: Partial<WorkerOptions> = options.workflowBundle ? { workflowBundle: options.workflowBundle } : workflowCode();
   const worker = await Worker.create({
     connection,
     namespace: config.temporalNamespace,

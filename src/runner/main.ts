@@ -1,0 +1,31 @@
+// `npm run start:runner` (`node dist/runner/main.js`): a runner process, which checks
+// repositories out and runs their test files. Start as many as you like, on as many machines;
+// SLUICE_EXTRA_BUILD_QUEUES names build queues it serves besides SLUICE_BUILD_QUEUE. It runs no
+// workflow code, so it only waits for Temporal; the api and workers register search attributes.
+import { loadConfig } from '../config';
+import { prepareTemporal } from '../temporal/prepare';
+import { runRunner } from './run';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const extra = (process.env.SLUICE_EXTRA_BUILD_QUEUES ?? '').split(',').map((q) => q.trim()).filter(Boolean);
+  const log = (line: string) => console.log(`sluice runner: ${line}`);
+
+  const started: { runner?: Awaited<ReturnType<typeof runRunner>> } = {};
+  const stop = () => {
+    // Still waiting for Temporal or starting: nothing to drain.
+    if (!started.runner) process.exit(0);
+    void started.runner.shutdown().then(() => process.exit(0));
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+
+  await prepareTemporal(config, { searchAttributes: false, log });
+  const runner = (started.runner = await runRunner(config, { buildQueues: extra }));
+  log(`${runner.name} serving ${[config.buildQueue, ...extra].join(', ')}`);
+}
+
+main().catch((err) => {
+  console.error(`sluice runner: ${err instanceof Error ? err.message : err}`);
+  process.exit(1);
+});
