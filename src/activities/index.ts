@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import type { Config } from '../config';
 import { createBuildActivities } from './build/activities';
-import type { ProcessGroups } from './build/lane';
+import type { ProcessGroups } from './build/runTestFile';
 import { createDeliverActivity } from './delivery';
 import { createPostActivities } from './post/activities';
 import { createSessionRecords } from './session/records';

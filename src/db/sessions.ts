@@ -212,12 +212,14 @@ export interface TestRow {
   status: string;
   exit_code: number | null;
   duration_ms: number;
+  /** The runner (host-pid) that ran it. */
+  runner: string | null;
   output?: string;
 }
 
 export async function listTests(db: Db, sessionId: number, withOutput: boolean): Promise<TestRow[]> {
   const { rows } = await db.query<TestRow>(
-    `SELECT path, status, exit_code, duration_ms${withOutput ? ', output' : ''} FROM test_results WHERE session_id = $1 ORDER BY path`,
+    `SELECT path, status, exit_code, duration_ms, runner${withOutput ? ', output' : ''} FROM test_results WHERE session_id = $1 ORDER BY path`,
     [sessionId],
   );
   return rows;

@@ -307,8 +307,8 @@ describe('status and reports', () => {
     const view = res.json();
     expect(view).toMatchObject({ session, guid, status: 'failed', commit_id: 'c0ffee', workers: 2 });
     expect(view.tests).toEqual([
-      { path: 'tests/<b>bad</b>.sh', status: 'failed', exit_code: 1, duration_ms: 30 },
-      { path: 'tests/ok.sh', status: 'passed', exit_code: 0, duration_ms: 1200 },
+      { path: 'tests/<b>bad</b>.sh', status: 'failed', exit_code: 1, duration_ms: 30, runner: null },
+      { path: 'tests/ok.sh', status: 'passed', exit_code: 0, duration_ms: 1200, runner: null },
     ]);
   });
 });

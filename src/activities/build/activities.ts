@@ -22,7 +22,8 @@ import type { CheckoutInput, CheckoutResult, QueueTestsInput, QueueTestsResult, 
 import { discoverTests, InvalidPatternError } from './discover';
 import { GitPullError } from './git';
 import { collectJUnitResults } from './junit';
-import { laneHasWork, runLane, type ProcessGroups } from './lane';
+import { laneHasWork, runLane } from './lane';
+import type { ProcessGroups } from './runTestFile';
 import { ensureTree, fetchTree, markUsed, removeTree, TreeGoneError, treeDir, type TreeDeps } from './tree';
 
 export interface BuildDeps {

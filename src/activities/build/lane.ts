@@ -15,13 +15,7 @@ import type { Counts } from '../../core/types';
 import { claimFiles, queueProgress, recordFileResult, releaseClaims, renewClaims, type Claim } from '../../db/testQueue';
 import { buildEnvironment, loadBuildSecrets } from './secrets';
 import { maskOutput } from './output';
-import { runTestFile } from './runTestFile';
-
-/** Where the lane reports each test's process group, so none outlives the runner (runner/reaper.ts). */
-export interface ProcessGroups {
-  track(pgid: number): void;
-  untrack(pgid: number): void;
-}
+import { runTestFile, type ProcessGroups } from './runTestFile';
 
 export const LEASE_MS = 5_000;
 const RENEW_EVERY_MS = 1_000;
@@ -49,6 +43,7 @@ export interface LaneDeps {
   secretKey: Buffer;
   /** This runner's name (host-pid): recorded with each file it runs. */
   runner: string;
+  /** Where each test's process group is reported, so none outlives the runner (runner/reaper.ts). */
   processGroups?: ProcessGroups;
   /** Tell the session its first file failed, with the counts as they stood then. */
   firstFailure(counts: Counts): Promise<void>;
@@ -120,7 +115,7 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
             env,
             timeoutMs: job.timeoutMs,
             signal: ctl.signal,
-            ...(deps.processGroups ? { processGroups: deps.processGroups } : {}),
+            processGroups: deps.processGroups,
           });
           // Stopped, or taken over by another lane: this run is not the file's verdict.
           if (ctl.signal.aborted) continue;

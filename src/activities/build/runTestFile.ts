@@ -28,6 +28,14 @@ export interface RunTestFileInput {
   killGraceMs?: number;
   /** How much output is kept (the end of it). Default 64 KiB. */
   maxOutputBytes?: number;
+  /** Told of the test's process group while it lives, so that it dies with the runner (runner/reaper.ts). */
+  processGroups?: ProcessGroups;
+}
+
+/** Where a test's process group is reported while it lives. */
+export interface ProcessGroups {
+  track(pgid: number): void;
+  untrack(pgid: number): void;
 }
 
 export interface RunTestFileResult {
@@ -327,6 +335,8 @@ async function execute(
     return finish('error', null, Math.round(performance.now() - started));
   }
   const pgid = child.pid;
+  // Until its group is known dead below, the runner's reaper kills it if the runner dies.
+  input.processGroups?.track(pgid);
 
   // Set from timer/abort callbacks, hence an object (TypeScript can't see closure writes).
   const stopping: { reason: string | null; killed: Promise<void> | null } = { reason: null, killed: null };
@@ -357,6 +367,7 @@ async function execute(
     await killProcessGroup(pgid, graceMs);
   }
   await waitForClose(child, DRAIN_MS);
+  input.processGroups?.untrack(pgid);
 
   if (stopping.reason !== null) {
     notes.push(stopping.reason);

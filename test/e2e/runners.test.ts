@@ -1,0 +1,136 @@
+/**
+ * One build spread over runner processes, and runners lost mid-build, in the production shape:
+ * a Temporal dev server started without Sluice's search attributes, the API, one worker and
+ * three runners, each `node dist/<role>/main.js` as docker-compose runs them
+ * (test/support/cluster.ts). Runners are killed with SIGKILL, for real.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { startCluster, type Cluster } from '../support/cluster';
+import { waitFor } from '../support/processes';
+import { script } from '../support/world';
+
+let c: Cluster;
+
+beforeAll(async () => {
+  c = await startCluster({ runners: 3 });
+}, 300_000);
+
+afterAll(async () => {
+  await c?.stop();
+});
+
+/** Lines a build's test files appended to `file` (they write there, outside their checkout). */
+async function lines(file: string): Promise<string[]> {
+  return (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function report(session: number): Promise<{ tests: Array<{ path: string; status: string; runner: string }> }> {
+  const res = await fetch(`${c.env.SLUICE_BASE_URL}/1/reports/${session}`, { headers: { accept: 'application/json' } });
+  return (await res.json()) as never;
+}
+
+describe('a build of workers: 3 on three runner processes', () => {
+  it('runs its files on three runners, each file once, and passes', async () => {
+    const log = path.join(c.tmp, 'spread.log');
+    // Each file records the runner that started it ($PPID), then waits until three runners
+    // have started one (bounded): it passes only if the build really ran on three at once.
+    const barrier = (name: string) =>
+      script(
+        `echo "${name} $PPID" >> ${log}\n` +
+          `for i in $(seq 1 600); do [ "$(cut -d' ' -f2 ${log} | sort -u | wc -l)" -ge 3 ] && exit 0; sleep 0.1; done\nexit 1`,
+      );
+    const repo = await c.makeRepo(
+      { 'test/a_test.sh': barrier('a'), 'test/b_test.sh': barrier('b'), 'test/c_test.sh': barrier('c') },
+      { branch: 'master', test_pattern: 'test/*_test.sh', workers: 3 },
+    );
+    const session = await c.build(repo);
+    const events = await c.eventsOf(session);
+    const stop = events.find((e) => e.event === 'stop')!;
+    expect(stop).toMatchObject({ status: 'passed', workers: 3 });
+    expect(stop.counts).toMatchObject({ passed: 3, failed: 0, error: 0, notstarted: 0, started: 0 });
+
+    // Each file once, each on its own runner; the report says which.
+    const ran = await lines(log);
+    expect(ran.map((l) => l.split(' ')[0]).sort()).toEqual(['a', 'b', 'c']);
+    const { tests } = await report(session);
+    expect(tests.map((t) => t.path)).toEqual(['test/a_test.sh', 'test/b_test.sh', 'test/c_test.sh']);
+    const runnerNames = new Set(tests.map((t) => t.runner));
+    expect(runnerNames.size).toBe(3);
+    const pids = c.runners.map((r) => String(r.pid));
+    for (const name of runnerNames) expect(pids).toContain(name.slice(name.lastIndexOf('-') + 1));
+  });
+});
+
+describe('a runner killed with SIGKILL while it runs a file', () => {
+  it('the build still passes, every file counted once, and its test process is gone', async () => {
+    const dir = c.tmp;
+    const slowPid = path.join(dir, 'slow.pid');
+    const runs = path.join(dir, 'killed.log');
+    // The first run of slow_test.sh records itself and hangs; the one after the kill passes.
+    const repo = await c.makeRepo(
+      {
+        'test/slow_test.sh': script(
+          `echo "slow $PPID" >> ${runs}\nif [ ! -e ${slowPid} ]; then echo "$$ $PPID" > ${slowPid}.tmp; mv ${slowPid}.tmp ${slowPid}; sleep 600; fi\nexit 0`,
+        ),
+        ...Object.fromEntries(['1', '2', '3', '4'].map((n) => [`test/quick${n}_test.sh`, script(`echo "quick${n} $PPID" >> ${runs}\nsleep 0.2`)])),
+      },
+      { branch: 'master', test_pattern: 'test/*_test.sh', workers: 2 },
+    );
+    const session = await c.build(repo);
+
+    const [testPid, runnerPid] = (
+      await waitFor('the slow test to start', async () => {
+        const text = await readFile(slowPid, 'utf8').catch(() => '');
+        return /^\d+ \d+\n$/.test(text) && text;
+      })
+    )
+      .trim()
+      .split(' ')
+      .map(Number) as [number, number];
+    const victim = c.runners.find((r) => r.pid === runnerPid)!;
+    expect(victim).toBeDefined();
+    victim.kill('SIGKILL');
+    await victim.exited;
+
+    // The test's process group died with its runner (the reaper saw it go).
+    await waitFor('the killed runner\'s test process to be gone', async () => !alive(testPid), 15_000);
+
+    const events = await c.eventsOf(session);
+    const stop = events.find((e) => e.event === 'stop')!;
+    expect(stop).toMatchObject({ status: 'passed' });
+    expect(stop.counts).toMatchObject({ passed: 5, failed: 0, error: 0, notstarted: 0, started: 0 });
+    expect(events.some((e) => e.event === 'first-fail')).toBe(false);
+
+    // slow_test.sh ran twice (the second time on a live runner), every other file once; the
+    // report has each file once.
+    const ran = (await lines(runs)).map((l) => l.split(' '));
+    const slowRuns = ran.filter(([name]) => name === 'slow').map(([, pid]) => Number(pid));
+    expect(slowRuns).toHaveLength(2);
+    expect(slowRuns[0]).toBe(runnerPid);
+    expect(slowRuns[1]).not.toBe(runnerPid);
+    for (const n of ['1', '2', '3', '4']) expect(ran.filter(([name]) => name === `quick${n}`)).toHaveLength(1);
+    const { tests } = await report(session);
+    expect(tests.map((t) => [t.path, t.status])).toEqual([
+      ['test/quick1_test.sh', 'passed'],
+      ['test/quick2_test.sh', 'passed'],
+      ['test/quick3_test.sh', 'passed'],
+      ['test/quick4_test.sh', 'passed'],
+      ['test/slow_test.sh', 'passed'],
+    ]);
+    expect(tests.find((t) => t.path === 'test/slow_test.sh')!.runner).not.toMatch(new RegExp(`-${runnerPid}$`));
+
+    // Back to three runners for whatever runs next.
+    c.runners.splice(c.runners.indexOf(victim), 1);
+    await c.addRunner();
+  });
+});

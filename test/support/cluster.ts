@@ -1,0 +1,144 @@
+/**
+ * Sluice in its production shape, for e2e tests and the bench: a Temporal server Sluice did not
+ * start, then the API, a worker and N runners, each its own `node dist/<role>/main.js` process
+ * (test/support/processes.ts), plus a real SSH git server and a webhook receiver on loopback.
+ * Runners take one lane at a time (SLUICE_RUNNER_SLOTS=1), so a build of `workers: N` over N
+ * runners puts one lane on each.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { DevServer } from '../../src/temporal/devServer';
+import { createTestDatabase, type TestDatabase } from './db';
+import { createBareRepo, type RepoFiles } from './gitRepo';
+import { buildDist, sluiceEnv, startBareTemporal, startRole, stopAllProcesses, waitForHealthy, type RoleProcess } from './processes';
+import { startReceiver, type Receiver } from './receiver';
+import { startSshGitServer, type SshGitServer } from './sshGitServer';
+import type { Payload } from './world';
+
+export interface ClusterRepo {
+  id: number;
+  webhook_url: string;
+  bare: string;
+}
+
+export interface Cluster {
+  env: NodeJS.ProcessEnv;
+  db: TestDatabase;
+  temporal: DevServer;
+  ssh: SshGitServer;
+  receiver: Receiver;
+  tmp: string;
+  api: RoleProcess;
+  worker: RoleProcess;
+  runners: RoleProcess[];
+  /** Starts one more runner; resolves once it polls. */
+  addRunner(): Promise<RoleProcess>;
+  admin<T = Record<string, unknown>>(method: string, p: string, body?: unknown): Promise<T>;
+  makeRepo(files: RepoFiles, suite: Record<string, unknown>): Promise<ClusterRepo>;
+  /** Triggers a build; returns its session id. */
+  build(repo: ClusterRepo, body?: unknown): Promise<number>;
+  /** The receiver's events of `session`, once `stop` arrived. */
+  eventsOf(session: number, timeoutMs?: number): Promise<Payload[]>;
+  stop(): Promise<void>;
+}
+
+export async function startCluster(opts: { runners: number; env?: NodeJS.ProcessEnv }): Promise<Cluster> {
+  const [temporal, db, ssh, receiver] = await Promise.all([
+    startBareTemporal(),
+    createTestDatabase('sluice_cluster'),
+    startSshGitServer({ authorizedKeys: [] }),
+    startReceiver(),
+    buildDist(180_000),
+  ]);
+  const tmp = await mkdtemp(path.join(os.tmpdir(), 'sluice-cluster-'));
+  // Loopback receivers are allowed; runners take one lane at a time.
+  const env = await sluiceEnv({
+    databaseUrl: db.url,
+    temporalAddress: temporal.address,
+    env: { SLUICE_WEBHOOK_ALLOW: '127.0.0.0/8', SLUICE_RUNNER_SLOTS: '1', ...opts.env },
+  });
+  const api = startRole('api', env);
+  const worker = startRole('worker', env);
+  const startRunner = async () => {
+    const r = startRole('runner', env);
+    await r.waitForOutput(/sluice runner: \S+ serving /, 90_000);
+    return r;
+  };
+  const [runners] = await Promise.all([
+    Promise.all(Array.from({ length: opts.runners }, startRunner)),
+    waitForHealthy(env.SLUICE_BASE_URL!, 90_000),
+    worker.waitForOutput(/sluice worker: serving /, 90_000),
+  ]);
+
+  const admin = async <T>(method: string, p: string, body?: unknown): Promise<T> => {
+    const res = await fetch(`${env.SLUICE_BASE_URL}${p}`, {
+      method,
+      headers: { authorization: `Bearer ${env.SLUICE_ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${p} → ${res.status}: ${text}`);
+    return (text ? JSON.parse(text) : {}) as T;
+  };
+  const org = await admin<{ id: number }>('POST', '/api/v1/orgs', { name: `org-${path.basename(tmp)}`, email: 'builds@acme.test' });
+  await admin('POST', `/api/v1/orgs/${org.id}/webhooks`, { url: receiver.url });
+  const keys: string[] = [];
+  let repos = 0;
+
+  const cluster: Cluster = {
+    env,
+    db,
+    temporal,
+    ssh,
+    receiver,
+    tmp,
+    api,
+    worker,
+    runners,
+    async addRunner() {
+      const r = await startRunner();
+      runners.push(r);
+      return r;
+    },
+    admin,
+    async makeRepo(files, suite) {
+      const name = `app${++repos}`;
+      const bare = path.join(tmp, `${name}.git`);
+      await createBareRepo(bare, files, 'first commit');
+      const repo = await admin<{ id: number; webhook_url: string; ssh_public_key: string }>('POST', `/api/v1/orgs/${org.id}/repos`, {
+        name,
+        scm: 'git',
+        pull_url: ssh.url(bare),
+      });
+      keys.push(repo.ssh_public_key);
+      ssh.setAuthorizedKeys(keys);
+      await admin('POST', `/api/v1/repos/${repo.id}/suites`, suite);
+      return { id: repo.id, webhook_url: repo.webhook_url, bare };
+    },
+    async build(repo, body) {
+      const res = await fetch(repo.webhook_url, {
+        method: 'POST',
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await res.text();
+      if (res.status !== 200) throw new Error(`trigger answered ${res.status}: ${text}`);
+      const { guid } = JSON.parse(text) as { guid: string };
+      const { rows } = await db.pool.query<{ id: string }>('SELECT s.id FROM sessions s JOIN ci_events e ON e.id = s.ci_event_id WHERE e.guid = $1', [guid]);
+      return Number(rows[0]!.id);
+    },
+    async eventsOf(session, timeoutMs = 120_000) {
+      const of = () => receiver.requests.map((r) => r.json as Payload).filter((p) => p?.session === session);
+      await receiver.waitFor(() => of().some((p) => p.event === 'stop'), timeoutMs);
+      return of();
+    },
+    async stop() {
+      await stopAllProcesses();
+      await Promise.allSettled([ssh.close(), receiver.close(), temporal.stop()]);
+      await db.drop();
+      await rm(tmp, { recursive: true, force: true });
+    },
+  };
+  return cluster;
+}
