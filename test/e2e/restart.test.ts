@@ -1,0 +1,164 @@
+/**
+ * `npm start` killed with SIGKILL in the middle of a build, its Temporal dev server with it,
+ * then started again on the same data directory and database, as a user whose machine lost
+ * power would: every build it had accepted finishes with its true result and sends `stop`, and
+ * the test that was running when it died did not outlive it. Real processes, killed for real.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createBareRepo } from '../support/gitRepo';
+import { freePort } from '../../src/temporal/devServer';
+import { REPO_ROOT, waitFor } from '../support/processes';
+import { startReceiver, type Receiver } from '../support/receiver';
+import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
+import { script, type Payload } from '../support/world';
+
+let db: TestDatabase;
+let ssh: SshGitServer;
+let receiver: Receiver;
+let tmp: string;
+let env: NodeJS.ProcessEnv;
+const started: ChildProcess[] = [];
+
+beforeAll(async () => {
+  [db, ssh, receiver] = await Promise.all([createTestDatabase('sluice_restart'), startSshGitServer({ authorizedKeys: [] }), startReceiver()]);
+  tmp = await mkdtemp(path.join(os.tmpdir(), 'sluice-restart-'));
+  const [port, temporalPort, uiPort] = [await freePort(), await freePort(), await freePort()];
+  env = {
+    ...process.env,
+    DATABASE_URL: db.url,
+    SLUICE_DATA_DIR: path.join(tmp, 'data'),
+    SLUICE_WORKSPACE_DIR: path.join(tmp, 'workspaces'),
+    PORT: String(port),
+    SLUICE_TEMPORAL_PORT: String(temporalPort),
+    SLUICE_TEMPORAL_UI_PORT: String(uiPort),
+  };
+  for (const name of ['TEMPORAL_ADDRESS', 'SLUICE_ADMIN_TOKEN', 'SLUICE_SECRET_KEY']) delete env[name];
+}, 60_000);
+
+afterAll(async () => {
+  for (const child of started) killTree(child);
+  await Promise.allSettled([ssh?.close(), receiver?.close()]);
+  await db?.drop();
+  await rm(tmp, { recursive: true, force: true });
+});
+
+/** `npm start`, in a process group of its own; resolves once it says it is running. */
+async function npmStart(): Promise<ChildProcess> {
+  const child = spawn('npm', ['start'], { cwd: REPO_ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  started.push(child);
+  let out = '';
+  for (const s of [child.stdout!, child.stderr!]) s.on('data', (d: Buffer) => (out += d.toString()));
+  await waitFor('npm start to be running', async () => {
+    if (child.exitCode !== null) throw new Error(`npm start exited:\n${out.slice(-3000)}`);
+    return out.includes('Sluice is running.');
+  }, 180_000);
+  return child;
+}
+
+/** SIGKILL to npm start's process group, and to its Temporal dev server (a group of its own). */
+async function killTree(child: ChildProcess): Promise<void> {
+  try {
+    process.kill(-child.pid!, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+  for (const pid of await devServerPids()) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** The Temporal dev servers of this test's data directory. */
+async function devServerPids(): Promise<number[]> {
+  const marker = path.join(env.SLUICE_DATA_DIR!, 'temporal.db');
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.includes(marker)) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function admin<T = Record<string, unknown>>(method: string, p: string, body?: unknown): Promise<T> {
+  const token = (await readFile(path.join(env.SLUICE_DATA_DIR!, 'admin.token'), 'utf8')).trim();
+  const res = await fetch(`http://127.0.0.1:${env.PORT}${p}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${p} → ${res.status}: ${text}`);
+  return JSON.parse(text) as T;
+}
+
+const eventsOf = (session: number) => receiver.requests.map((r) => r.json as Payload).filter((p) => p?.session === session);
+
+it('npm start killed with SIGKILL mid-build and started again finishes every build it accepted', async () => {
+  const first = await npmStart();
+  const slowPid = path.join(tmp, 'slow.pid');
+  const runs = path.join(tmp, 'runs.log');
+  const bare = path.join(tmp, 'app.git');
+  await createBareRepo(
+    bare,
+    {
+      // Its first run records itself and hangs until the machine "loses power"; after, it passes.
+      'test/slow_test.sh': script(`echo slow >> ${runs}\nif [ ! -e ${slowPid} ]; then echo $$ > ${slowPid}.tmp; mv ${slowPid}.tmp ${slowPid}; sleep 600; fi`),
+      'test/quick_test.sh': script(`echo quick >> ${runs}`),
+    },
+    'first',
+  );
+  const org = await admin<{ id: number }>('POST', '/api/v1/orgs', { name: 'acme', email: 'builds@acme.test' });
+  await admin('POST', `/api/v1/orgs/${org.id}/webhooks`, { url: receiver.url });
+  const repo = await admin<{ id: number; webhook_url: string; ssh_public_key: string }>('POST', `/api/v1/orgs/${org.id}/repos`, {
+    name: 'app',
+    scm: 'git',
+    pull_url: ssh.url(bare),
+  });
+  ssh.setAuthorizedKeys([repo.ssh_public_key]);
+  await admin('POST', `/api/v1/repos/${repo.id}/suites`, { branch: 'master', test_pattern: 'test/*_test.sh', workers: 2 });
+
+  // One build running, two queued behind it.
+  const sessions: number[] = [];
+  for (let i = 0; i < 3; i += 1) {
+    const res = await fetch(repo.webhook_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ branch: 'master', force: true }) });
+    expect(res.status).toBe(200);
+    const { guid } = (await res.json()) as { guid: string };
+    const { rows } = await db.pool.query<{ id: string }>('SELECT s.id FROM sessions s JOIN ci_events e ON e.id = s.ci_event_id WHERE e.guid = $1', [guid]);
+    sessions.push(Number(rows[0]!.id));
+  }
+  const testPid = Number(await waitFor('the slow test to run', async () => (await readFile(slowPid, 'utf8').catch(() => '')).match(/^(\d+)\n$/)?.[1]));
+  expect(await devServerPids()).toHaveLength(1);
+
+  await killTree(first);
+  await waitFor('the test that was running to be gone', async () => !alive(testPid), 15_000);
+  await waitFor('the dev server to be gone', async () => (await devServerPids()).length === 0, 15_000);
+
+  await npmStart();
+  for (const session of sessions) {
+    await waitFor(`session ${session}'s stop`, async () => eventsOf(session).some((e) => e.event === 'stop'), 180_000);
+  }
+  const [a, b, c] = sessions.map((s) => eventsOf(s).find((e) => e.event === 'stop')!);
+  // The interrupted build's true result: both files passed, each counted once.
+  expect(a).toMatchObject({ status: 'passed', counts: { passed: 2, failed: 0, error: 0, notstarted: 0, started: 0 } });
+  expect(b).toMatchObject({ status: 'passed' });
+  expect(c).toMatchObject({ status: 'passed' });
+  const { rows } = await db.pool.query<{ id: string; status: string }>('SELECT id, status FROM sessions WHERE id = ANY($1) ORDER BY id', [sessions]);
+  expect(rows.map((r) => r.status)).toEqual(['passed', 'passed', 'passed']);
+}, 600_000);
