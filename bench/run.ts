@@ -1,0 +1,38 @@
+/**
+ * `npm run bench`: Sluice's performance figures from one run on this machine, each beside a
+ * baseline measured in the same run, as a markdown table (printed, and in bench/out/latest.md)
+ * and JSON (bench/out/latest.json) for comparing runs. Not part of `npm test`: these machines
+ * are noisy, and a figure is only worth something beside its baseline.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { startCluster } from '../test/support/cluster';
+import { scaleFigures } from './scale';
+import { markdown, type Row } from './table';
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const log = (line: string) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0)} s] ${line}\n`);
+  log('starting Temporal, PostgreSQL database, API, worker and 4 runner processes');
+  const cluster = await startCluster({ runners: 4 });
+  let rows: Row[];
+  try {
+    rows = await scaleFigures(cluster, log);
+  } finally {
+    await cluster.stop();
+  }
+  const machine = `${os.cpus().length} cores (${os.cpus()[0]?.model.trim() ?? 'unknown'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`;
+  const md = markdown('Scale: runners', machine, rows);
+  const out = path.join(__dirname, 'out');
+  await mkdir(out, { recursive: true });
+  await writeFile(path.join(out, 'latest.md'), md);
+  await writeFile(path.join(out, 'latest.json'), JSON.stringify({ machine, date: new Date().toISOString(), rows }, null, 2));
+  process.stdout.write(`\n${md}\n`);
+  log(`done; written to ${path.relative(process.cwd(), out)}/latest.{md,json}`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
