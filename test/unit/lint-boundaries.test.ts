@@ -45,7 +45,7 @@ describe.each([
   ['src/workflows/x.ts', "import { parse } from 'yaml';", 'yaml in workflow code'],
   ['src/workflows/x.ts', "import { z } from 'zod';", 'zod in workflow code'],
   ['src/workflows/x.ts', "import { Pool } from 'pg';", 'pg in workflow code'],
-  ['src/workflows/x.ts', "import { createActivities } from '../activities';", 'an activity implementation in workflow code'],
+  ['src/workflows/x.ts', "import { createControlActivities } from '../activities';", 'an activity implementation in workflow code'],
   ['src/workflows/x.ts', "import { parseSluiceYml } from '../core/sluiceYml';", 'the sluice.yml parser in workflow code'],
   ['src/core/x.ts', "import { Pool } from 'pg';", 'pg in the core'],
   ['src/core/x.ts', "import { Context } from '@temporalio/activity';", 'Temporal in the core'],
@@ -53,10 +53,12 @@ describe.each([
   ['src/core/x.ts', "import { request } from 'undici';", 'undici in the core'],
   ['src/core/x.ts', "import { readFile } from 'node:fs/promises';", 'file I/O in the core'],
   ['src/providers/github/x.ts', "import { request } from 'undici';", 'I/O in a provider'],
-  ['src/api/x.ts', "import { createActivities } from '../activities';", 'activity code in the API'],
+  ['src/api/x.ts', "import { createControlActivities } from '../activities';", 'activity code in the API'],
   ['src/api/routes/x.ts', "import { deliverAttempt } from '../../activities/delivery';", 'activity code in the API'],
   ['src/db/x.ts', "import { attemptOnce } from '../delivery/attempt';", 'delivery code in the data layer'],
   ['src/delivery/x.ts', "import { Context } from '@temporalio/activity';", 'Temporal in the delivery module'],
+  ['src/activities/build/x.ts', "import { startReaper } from '../../runner/reaper';", "a role's entry point in activity code"],
+  ['src/workflows/x.ts', "import { runRunner } from '../runner/run';", "a role's entry point in workflow code"],
 ])('%s', (file, code, what) => {
   const broken = snippet(file, `${code}\nvoid 0;\n`);
   it(`refuses ${what}`, () => {
