@@ -98,9 +98,11 @@ export async function build(
       profile = chosen.profiles[0]!;
     }
     outcome.profile = { name: profile.name, workers: profile.workers };
-    const run = await runProfile(ctx, snap, tree, profile, (event) => emit(event, outcome.profile!));
-    // The payload's `workers` is the number of runners the build used.
-    outcome.profile = { name: profile.name, workers: run.runners };
+    // From `test` on, the payload's `workers` is the number of runners the build uses.
+    const run = await runProfile(ctx, snap, tree, profile, (event, runners) => {
+      outcome.profile = { name: profile.name, workers: runners };
+      emit(event, outcome.profile);
+    });
     outcome.reason = run.reason;
     outcome.builtCommit = checkout.commitId;
   } catch (err) {

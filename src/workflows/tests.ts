@@ -19,8 +19,6 @@ import { failureMessage, now, setStatus } from './status';
 export interface ProfileRun {
   /** Set when the run ended in error for a reason of its own (e.g. no file matched). */
   reason: string | null;
-  /** How many runners it used: the payload's `workers`. */
-  runners: number;
 }
 
 export async function runProfile(
@@ -28,16 +26,19 @@ export async function runProfile(
   snap: SessionSnapshot,
   tree: TreeRef,
   profile: ResolvedProfile,
-  emit: (event: EventName) => void,
+  /** Sends an event; `runners` is what its payload's `workers` says. */
+  emit: (event: EventName, runners: number) => void,
 ): Promise<ProfileRun> {
   const { total } = await runner(ctx).queueTests({ tree, suiteId: ctx.suiteId, profileName: profile.name, pattern: profile.test_pattern });
+  // One lane per runner, never more lanes than files (the runner that listed none counts as one).
+  const runners = Math.min(profile.workers, Math.max(total, 1));
   snap.counts = countTests(total, 0, []);
   snap.timing.exec = now();
-  emit('test');
+  emit('test', runners);
   if (total === 0) {
     snap.timing.post_build = now();
     setStatus(snap, 'error');
-    return { reason: `no file matches the test pattern ${JSON.stringify(profile.test_pattern)}`, runners: 0 };
+    return { reason: `no file matches the test pattern ${JSON.stringify(profile.test_pattern)}` };
   }
 
   let failedOnce = false;
@@ -45,14 +46,13 @@ export async function runProfile(
     if (failedOnce) return;
     failedOnce = true;
     snap.counts = counts;
-    emit('first-fail');
+    emit('first-fail', runners);
   };
   setHandler(firstFailSignal, ({ counts }) => {
-    // A stop asked for meanwhile: the build's events end with `stop`.
-    if (!CancellationScope.current().consideredCancelled) firstFail(counts);
+    // A failure recorded as a stop came in is not the build's: its events end with `stop`.
+    if (!snap.stoppedBy) firstFail(counts);
   });
 
-  const runners = Math.min(profile.workers, total);
   // Profile env under the trigger's env; the runner adds the repository's secrets over both.
   const env = { ...profile.env, ...ctx.env };
   const { runLane } = lanes(ctx);
@@ -90,8 +90,8 @@ export async function runProfile(
     // Every lane gave up (each retried its runner's loss many times): say why, not just "error".
     setStatus(snap, 'error');
     const why = failures.length > 0 ? failureMessage(failures[0]) : 'the lanes ended early';
-    return { reason: `${unrun} of ${total} test files did not run: ${why}`, runners };
+    return { reason: `${unrun} of ${total} test files did not run: ${why}` };
   }
   setStatus(snap, status);
-  return { reason: null, runners };
+  return { reason: null };
 }

@@ -77,17 +77,19 @@ describe('a passing build', () => {
 });
 
 describe('a failing build', () => {
-  it('sends first-fail once, and stop with status failed and the right counts', async () => {
+  it('sends first-fail once, and stop with status failed and the right counts, spread over as many runners as it has files', async () => {
     const repo = await w.makeRepo({
       'spec/1.sh': { content: 'echo one; exit 0' },
       'spec/2.sh': { content: 'echo two >&2; exit 3' },
       'spec/3.sh': { content: 'exit 1' },
     });
-    await w.sluice.admin('POST', `/api/v1/repos/${repo.id}/suites`, { branch: 'master', test_pattern: 'spec/*.sh', test_command: 'sh' });
+    await w.sluice.admin('POST', `/api/v1/repos/${repo.id}/suites`, { branch: 'master', test_pattern: 'spec/*.sh', test_command: 'sh', workers: 8 });
     const { session } = await w.build(repo, { branch: 'master' });
     const events = await w.eventsOf(session);
 
     expect(events.map((e) => e.event)).toEqual(['received', 'start', 'test', 'first-fail', 'stop']);
+    // `workers` asks for 8 runners; three files use three, from `test` on.
+    expect(events.map((e) => e.workers)).toEqual([8, 8, 3, 3, 3]);
     expect(events[4]).toMatchObject({ status: 'failed', counts: expect.objectContaining({ passed: 1, failed: 2, error: 0, notstarted: 0, started: 0 }) });
     const api = await w.session(session);
     expect(api.tests.find((x) => x.path === 'spec/2.sh')).toMatchObject({ status: 'failed', exit_code: 3 });
