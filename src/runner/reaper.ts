@@ -48,16 +48,19 @@ export async function startReaper(): Promise<Reaper> {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else child.once('exit', () => resolve());
   });
-  const send = (line: string) => {
-    if (!stdin.destroyed && stdin.writable) stdin.write(`${line}\n`);
+  const send = (sign: '+' | '-', pgid: number) => {
+    // Never a group the watchdog must not kill: `kill -- -1` is every process we may signal.
+    if (!Number.isInteger(pgid) || pgid <= 1) return;
+    if (!stdin.destroyed && stdin.writable) stdin.write(`${sign}${pgid}\n`);
   };
   return {
     pid: child.pid!,
-    track: (pgid) => send(`+${pgid}`),
-    untrack: (pgid) => send(`-${pgid}`),
+    track: (pgid) => send('+', pgid),
+    untrack: (pgid) => send('-', pgid),
     async close() {
       stdin.end();
-      await exited;
+      // Bounded: a watchdog stuck on a kill must not hold up the runner's shutdown.
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
     },
   };
 }

@@ -15,6 +15,7 @@ import { REPO_ROOT, waitFor } from '../support/processes';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
 import { script, type Payload } from '../support/world';
+import { isAlive } from '../support/pids';
 
 let db: TestDatabase;
 let ssh: SshGitServer;
@@ -87,14 +88,6 @@ async function devServerPids(): Promise<number[]> {
   return pids;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function admin<T = Record<string, unknown>>(method: string, p: string, body?: unknown): Promise<T> {
   const token = (await readFile(path.join(env.SLUICE_DATA_DIR!, 'admin.token'), 'utf8')).trim();
@@ -147,7 +140,7 @@ it('npm start killed with SIGKILL mid-build and started again finishes every bui
   expect(await devServerPids()).toHaveLength(1);
 
   await killTree(first);
-  await waitFor('the test that was running to be gone', async () => !alive(testPid), 15_000);
+  await waitFor('the test that was running to be gone', async () => !isAlive(testPid), 15_000);
   await waitFor('the dev server to be gone', async () => (await devServerPids()).length === 0, 15_000);
 
   await npmStart();

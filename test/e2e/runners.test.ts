@@ -9,6 +9,7 @@ import path from 'node:path';
 import { startCluster, type Cluster } from '../support/cluster';
 import { waitFor } from '../support/processes';
 import { script } from '../support/world';
+import { isAlive } from '../support/pids';
 
 let c: Cluster;
 
@@ -25,14 +26,6 @@ async function lines(file: string): Promise<string[]> {
   return (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean);
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function report(session: number): Promise<{ tests: Array<{ path: string; status: string; runner: string }> }> {
   const res = await fetch(`${c.env.SLUICE_BASE_URL}/1/reports/${session}`, { headers: { accept: 'application/json' } });
@@ -103,7 +96,7 @@ describe('a runner killed with SIGKILL while it runs a file', () => {
     await victim.exited;
 
     // The test's process group died with its runner (the reaper saw it go).
-    await waitFor('the killed runner\'s test process to be gone', async () => !alive(testPid), 15_000);
+    await waitFor('the killed runner\'s test process to be gone', async () => !isAlive(testPid), 15_000);
 
     const events = await c.eventsOf(session);
     const stop = events.find((e) => e.event === 'stop')!;

@@ -8,6 +8,7 @@ import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fetchRepository, GitPullError, type FetchRepositoryInput } from '../../src/activities/build/git';
+import { scratchBase } from '../../src/activities/build/scmProcess';
 import { generateRepoKeyPair, type RepoKeyPair } from '../../src/ssh/keys';
 import { createBareRepo, git, pushCommit } from '../support/gitRepo';
 import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
@@ -33,8 +34,8 @@ const pull = (overrides: Partial<FetchRepositoryInput> = {}) =>
     ...overrides,
   });
 
-/** Our temp dirs (key files live in them), in this file's own TMPDIR (see beforeAll). */
-const keyDirs = async () => (await readdir(tmpdir())).filter((n) => n.startsWith('sluice-git-'));
+/** Our scratch dirs (key files live in them), in this file's own TMPDIR (see beforeAll; scratchBase reads it). */
+const keyDirs = async () => (await readdir(scratchBase())).filter((n) => n.startsWith('sluice-git-'));
 const savedTmpdir = process.env.TMPDIR;
 
 /** Live ssh processes whose command line mentions `port` (zombies don't count). */

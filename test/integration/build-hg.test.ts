@@ -9,6 +9,7 @@ import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GitPullError } from '../../src/activities/build/git';
+import { scratchBase } from '../../src/activities/build/scmProcess';
 import { fetchHgRepository, isHgSshUrl, isSafeHgName, type FetchHgRepositoryInput } from '../../src/activities/build/hg';
 import { generateRepoKeyPair, type RepoKeyPair } from '../../src/ssh/keys';
 import { createHgRepo, hg, hgBookmark, hgCommit, hgTag } from '../support/hgRepo';
@@ -35,8 +36,8 @@ const pull = (overrides: Partial<FetchHgRepositoryInput> = {}) =>
     ...overrides,
   });
 
-/** Our temp dirs (key files live in them), in this file's own TMPDIR (see beforeAll). */
-const keyDirs = async () => (await readdir(tmpdir())).filter((n) => n.startsWith('sluice-hg-'));
+/** Our scratch dirs (key files live in them), in this file's own TMPDIR (see beforeAll; scratchBase reads it). */
+const keyDirs = async () => (await readdir(scratchBase())).filter((n) => n.startsWith('sluice-hg-'));
 const savedTmpdir = process.env.TMPDIR;
 
 async function sshProcessesTo(port: number): Promise<string[]> {

@@ -8,9 +8,10 @@
  * which, with the policy's maximumAttempts in info.retryPolicy.
  */
 import { createServer, type AddressInfo } from 'node:net';
-import { mkdtemp, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { scratchBase } from '../../src/activities/build/scmProcess';
 import { fetchTree, treeDir } from '../../src/activities/build/tree';
 import { FAILURE_TYPES } from '../../src/activities/failures';
 import { createPostActivities } from '../../src/activities/post/activities';
@@ -42,8 +43,9 @@ const activities = () => {
   };
 };
 
-/** Our push scratch directories (the key file lives in one) present in the system temp dir. */
-const pushDirs = async () => (await readdir(tmpdir())).filter((n) => n.startsWith('sluice-push-'));
+/** Our push scratch directories (the key file lives in one), in this file's own TMPDIR (scratchBase reads it). */
+const pushDirs = async () => (await readdir(scratchBase())).filter((n) => n.startsWith('sluice-push-'));
+const savedTmpdir = process.env.TMPDIR;
 
 /** An empty bare repository for the CI server. */
 async function ciRepo(): Promise<string> {
@@ -76,6 +78,9 @@ async function refOf(bare: string, ref: string): Promise<string | null> {
 beforeAll(async () => {
   db = await createTestDatabase();
   tmp = await mkdtemp(join(tmpdir(), 'sluice-post-push-'));
+  // A directory of this file's own, so pushes of other test files can't come and go while we count.
+  await mkdir(join(tmp, 'scratch'));
+  process.env.TMPDIR = join(tmp, 'scratch');
   config = postTestConfig(db.url, { workspaceDir: join(tmp, 'workspaces') });
   key = generateRepoKeyPair('sluice:test/push');
   server = await startSshGitServer({ authorizedKeys: [key.publicKey] });
@@ -84,6 +89,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  if (savedTmpdir === undefined) delete process.env.TMPDIR;
+  else process.env.TMPDIR = savedTmpdir;
   await server.close();
   await db.drop();
   await rm(tmp, { recursive: true, force: true });

@@ -9,6 +9,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startReaper } from '../../src/runner/reaper';
+import { isAlive } from '../support/pids';
 
 const CHILD = join(__dirname, '..', 'support', 'reaperChild.ts');
 
@@ -20,14 +21,6 @@ afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function until(what: string, fn: () => Promise<boolean> | boolean, ms = 15_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -54,16 +47,16 @@ async function startRunner(name: string, mode: 'guarded' | 'unguarded' = 'guarde
 describe('the reaper', () => {
   it('kills the tests of a runner killed with SIGKILL, and what they left in the background', async () => {
     const r = await startRunner('alone');
-    expect(alive(r.test) && alive(r.background)).toBe(true);
+    expect(isAlive(r.test) && isAlive(r.background)).toBe(true);
     r.child.kill('SIGKILL');
-    await until('the test and its background process to die', () => !alive(r.test) && !alive(r.background));
-    await until('the watchdog to exit', () => !alive(r.watchdog));
+    await until('the test and its background process to die', () => !isAlive(r.test) && !isAlive(r.background));
+    await until('the watchdog to exit', () => !isAlive(r.watchdog));
   });
 
   it('survives a kill of the runner\'s whole process group, and kills the tests', async () => {
     const r = await startRunner('group');
     process.kill(-r.child.pid!, 'SIGKILL');
-    await until('the test and its background process to die', () => !alive(r.test) && !alive(r.background));
+    await until('the test and its background process to die', () => !isAlive(r.test) && !isAlive(r.background));
   });
 
   it('is what kills them: without it, the test outlives its runner', async () => {
@@ -71,7 +64,7 @@ describe('the reaper', () => {
     r.child.kill('SIGKILL');
     await new Promise((res) => r.child.once('exit', res));
     // The runner is gone; its test is not. (Cleaned up here by hand.)
-    expect(alive(r.test)).toBe(true);
+    expect(isAlive(r.test)).toBe(true);
     process.kill(-r.test, 'SIGKILL');
   });
 
@@ -81,8 +74,8 @@ describe('the reaper', () => {
     reaper.track(bystander.pid!);
     reaper.untrack(bystander.pid!);
     await reaper.close();
-    expect(alive(reaper.pid)).toBe(false);
-    expect(alive(bystander.pid!)).toBe(true);
+    expect(isAlive(reaper.pid)).toBe(false);
+    expect(isAlive(bystander.pid!)).toBe(true);
     process.kill(-bystander.pid!, 'SIGKILL');
   });
 });

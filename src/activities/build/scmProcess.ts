@@ -100,9 +100,18 @@ export interface ScmScratch {
   env: NodeJS.ProcessEnv;
 }
 
+/**
+ * Where scratch directories go: $TMPDIR as this module sees it, else the system's. (Under jest,
+ * os.tmpdir() reads the real process's environment, not the test file's; tests that count
+ * scratch directories give each file a TMPDIR of its own.)
+ */
+export function scratchBase(): string {
+  return process.env.TMPDIR || tmpdir();
+}
+
 /** Makes the scratch directory; the caller removes `dir` in `finally`. */
 export async function makeScratch(tool: string, privateKey: string): Promise<ScmScratch> {
-  const dir = await mkdtemp(join(tmpdir(), `sluice-${tool}-`));
+  const dir = await mkdtemp(join(scratchBase(), `sluice-${tool}-`));
   const home = join(dir, 'home');
   const keyDir = join(dir, 'key');
   const keyFile = join(keyDir, 'id');
