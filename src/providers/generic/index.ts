@@ -1,3 +1,4 @@
+import { MAX_ENV_VARS, triggerEnvProblem } from '../../core/triggerEnv';
 import { branchNameProblem, CONTROL, isHttpUrl, isWellFormed, MAX_NAME_BYTES, MAX_URL_LENGTH, tokenProblem } from '../../core/names';
 import type { Scm } from '../../core/types';
 import { defineAdapter, malformed } from '../common';
@@ -34,7 +35,6 @@ import { jsonFields } from './json';
  * with a `changeset`, else `push`) and carries build options (`force`, `env`, `queue`, ...).
  */
 
-const MAX_ENV_VARS = 256;
 
 export const generic = defineAdapter('builds', (input) => {
   const fields = input.body === undefined ? {} : input.format === 'form' ? formFields(input.body) : jsonFields(input.body);
@@ -104,20 +104,24 @@ function checkChangeset(c: NonNullable<GenericFields['changeset']>): NonNullable
   return out;
 }
 
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/** Environment variables for the build: names a shell would accept, string values without NUL. */
+/**
+ * Environment variables for the build: string values without NUL, under the trigger policy of
+ * core/triggerEnv.ts (names, a deny list of what changes how programs load or connect, caps).
+ */
 function checkEnv(env: unknown): Record<string, string> {
   if (env === undefined || env === null) return {};
   if (typeof env !== 'object' || Array.isArray(env)) malformed('env', 'expected object');
   const entries = Object.entries(env);
   if (entries.length > MAX_ENV_VARS) malformed('env', `must have at most ${MAX_ENV_VARS} variables`);
   for (const [name, value] of entries) {
-    if (!ENV_NAME.test(name) || name === '__proto__') malformed(`env.${name}`, 'not a valid variable name');
+    if (name === '__proto__') malformed(`env.${name}`, 'not a valid variable name');
     if (typeof value !== 'string') malformed(`env.${name}`, 'expected string');
     if (value.includes('\u0000')) malformed(`env.${name}`, 'must not contain NUL');
     if (!isWellFormed(value)) malformed(`env.${name}`, 'must be valid Unicode');
   }
   // fromEntries defines own properties, so even odd names cannot reach a prototype.
-  return Object.fromEntries(entries) as Record<string, string>;
+  const checked = Object.fromEntries(entries) as Record<string, string>;
+  const problem = triggerEnvProblem(checked);
+  if (problem) malformed(problem.field, problem.message);
+  return checked;
 }

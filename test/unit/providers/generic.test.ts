@@ -241,9 +241,13 @@ describe('generic JSON', () => {
       ['env as string', { env: 'A=b' }, 'env', 'expected object'],
       ['env value number', { env: { A: 1 } }, 'env.A', 'expected string'],
       ['env value null', { env: { A: null } }, 'env.A', 'expected string'],
-      ['env name with =', { env: { 'A=B': 'x' } }, 'env.A=B', 'not a valid variable name'],
-      ['env name starting with digit', { env: { '1A': 'x' } }, 'env.1A', 'not a valid variable name'],
+      ['env name with =', { env: { 'A=B': 'x' } }, 'env.A=B', 'not a valid variable name: upper-case letters, digits and _, not starting with a digit'],
+      ['env name starting with digit', { env: { '1A': 'x' } }, 'env.1A', 'not a valid variable name: upper-case letters, digits and _, not starting with a digit'],
       ['env value with NUL', { env: { A: 'x\u0000y' } }, 'env.A', 'must not contain NUL'],
+      ['env LD_PRELOAD', { env: { LD_PRELOAD: '/tmp/x.so' } }, 'env.LD_PRELOAD', 'is not allowed in a trigger: LD_… variables change how programs load, run or connect'],
+      ['env HTTPS_PROXY', { env: { HTTPS_PROXY: 'http://evil.example:3128' } }, 'env.HTTPS_PROXY', 'is not allowed in a trigger: proxy variables change where programs connect'],
+      ['env lower-case name', { env: { path: '/tmp' } }, 'env.path', 'not a valid variable name: upper-case letters, digits and _, not starting with a digit'],
+      ['env value over 4 KiB', { env: { A: 'x'.repeat(4097) } }, 'env.A', 'must be at most 4096 bytes'],
       ['queue as number', { queue: 3 }, 'queue', 'expected string'],
     ])('%s', (_name, body, field, message) => {
       expect(problem(json(body))).toEqual({ field, message });
@@ -263,7 +267,7 @@ describe('generic JSON', () => {
     });
 
     it('rejects too many env variables', () => {
-      const env = Object.fromEntries(Array.from({ length: 257 }, (_, i) => [`V${i}`, 'x']));
+      const env = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`V${i}`, 'x']));
       expect(problem(json({ env })).field).toBe('env');
     });
   });
