@@ -277,12 +277,13 @@ export async function fetchRepository(input: FetchRepositoryInput): Promise<Fetc
   }
 }
 
-/** The environment of every git call that may reach the network: SSH only, no prompt, no system config, our key. */
+/** The environment of every git call that may reach the network: SSH only, no prompt, no system or global config, our key. */
 export function gitEnv(scratch: ScmScratch): NodeJS.ProcessEnv {
   return {
     ...scratch.env,
     GIT_TERMINAL_PROMPT: '0',
     GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
     GIT_ALLOW_PROTOCOL: 'ssh',
     GIT_SSH_VARIANT: 'ssh',
     GIT_SSH_COMMAND: sshCommand(scratch.keyFile),

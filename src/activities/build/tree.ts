@@ -43,7 +43,11 @@ async function readMarker(workdir: string): Promise<Marker | null> {
   }
 }
 
-/** Fetches `head` (a branch tip, commit, tag or ref) into `workdir`; the tree is pristine. */
+/**
+ * Fetches `head` (a branch tip, commit, tag or ref) into a `workdir` made afresh: git and hg
+ * never run in a directory they did not create (configuration planted in a `.git` could run a
+ * command during the fetch). The tree is pristine.
+ */
 export async function fetchTree(
   deps: TreeDeps,
   ref: Omit<TreeRef, 'commitId'> & { head: string },
@@ -52,7 +56,7 @@ export async function fetchTree(
 ): Promise<FetchRepositoryResult> {
   const repo = await loadPullSource(deps.pool, ref.repoId);
   if (!repo) throw new TreeGoneError(`repository ${ref.repoId} no longer exists`);
-  await rm(markerOf(workdir), { force: true });
+  await removeTree(workdir);
   // The repository's SCM decides (the API refuses a trigger naming the other one).
   const privateKey = unseal(deps.secretKey, repo.ssh_private_key_sealed);
   const common = { pullUrl: repo.pull_url, privateKey, workdir, branch: ref.branch, head: ref.head, signal };
@@ -63,13 +67,12 @@ export async function fetchTree(
 
 /**
  * A tree of `ref.commitId` in `workdir`: the one already there when it holds that commit and,
- * for `pristine`, no test has run in it; else fetched afresh (a tree tests ran in is removed
- * first: they may have left anything in it).
+ * for `pristine`, no test has run in it (the push reads only its objects, through a repository
+ * of its own); else fetched afresh.
  */
 export async function ensureTree(deps: TreeDeps, ref: TreeRef, workdir: string, want: 'pristine' | 'objects', signal: AbortSignal | undefined): Promise<void> {
   const marker = await readMarker(workdir);
   if (marker?.commitId === ref.commitId && (want === 'objects' || marker.pristine)) return;
-  if (marker && !marker.pristine) await rm(workdir, { recursive: true, force: true });
   await fetchTree(deps, { ...ref, head: ref.commitId }, workdir, signal);
 }
 

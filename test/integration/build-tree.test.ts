@@ -1,0 +1,76 @@
+/**
+ * Checkouts on a runner (activities/build/tree.ts) against a real SSH git server and real git:
+ * a tree is reused only while it holds the commit asked for and no test has run in it, and git
+ * never runs in a directory it did not create, so configuration a build planted in a `.git`
+ * cannot run a command during the next fetch.
+ */
+import { existsSync } from 'node:fs';
+import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ensureTree, fetchTree, markUsed, treeDir, type TreeDeps } from '../../src/activities/build/tree';
+import { generateRepoKeyPair } from '../../src/ssh/keys';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { createBareRepo, pushCommit } from '../support/gitRepo';
+import { insertPostSession, type PostSession } from '../support/postSession';
+import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
+
+let db: TestDatabase;
+let server: SshGitServer;
+let tmp: string;
+let deps: TreeDeps;
+let s: PostSession;
+let first: string;
+let second: string;
+const secretKey = Buffer.alloc(32, 3);
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  tmp = await mkdtemp(join(tmpdir(), 'sluice-tree-'));
+  const key = generateRepoKeyPair('sluice:test/tree');
+  server = await startSshGitServer({ authorizedKeys: [key.publicKey] });
+  const bare = join(tmp, 'app.git');
+  first = await createBareRepo(bare, { 'a.txt': { content: 'one\n' } }, 'first');
+  second = await pushCommit(bare, { 'a.txt': { content: 'two\n' } }, 'second');
+  deps = { pool: db.pool, secretKey, workspaceDir: join(tmp, 'ws') };
+  s = await insertPostSession(db.pool, secretKey, { key, pullUrl: server.url(bare) });
+});
+
+afterAll(async () => {
+  await server.close();
+  await db.drop();
+  await rm(tmp, { recursive: true, force: true });
+});
+
+const ref = (commitId: string) => ({ sessionId: s.sessionId, repoId: s.repoId, branch: 'master', commitId });
+
+it('reuses a pristine tree of the same commit, and fetches afresh once tests ran in it', async () => {
+  const workdir = treeDir(deps.workspaceDir, s.sessionId, 2);
+  expect((await fetchTree(deps, { ...ref(first), head: first }, workdir, undefined)).commitId).toBe(first);
+  await writeFile(join(workdir, 'left-by-nobody'), 'x');
+  await ensureTree(deps, ref(first), workdir, 'pristine', undefined);
+  expect(existsSync(join(workdir, 'left-by-nobody'))).toBe(true); // reused as it was
+
+  await markUsed(workdir);
+  await writeFile(join(workdir, 'left-by-a-test'), 'x');
+  await ensureTree(deps, ref(first), workdir, 'objects', undefined);
+  expect(existsSync(join(workdir, 'left-by-a-test'))).toBe(true); // the push only reads objects
+  await ensureTree(deps, ref(first), workdir, 'pristine', undefined);
+  expect(existsSync(join(workdir, 'left-by-a-test'))).toBe(false);
+  expect(await readFile(join(workdir, 'a.txt'), 'utf8')).toBe('one\n');
+});
+
+it('never lets configuration planted in a tree run during the next fetch', async () => {
+  const workdir = treeDir(deps.workspaceDir, s.sessionId, 3);
+  await fetchTree(deps, { ...ref(first), head: first }, workdir, undefined);
+  // What a build could leave: a command git runs when it refreshes the index (checkout does).
+  const ran = join(tmp, 'planted-command-ran');
+  const hook = join(tmp, 'fsmonitor.sh');
+  await writeFile(hook, `#!/bin/sh\ntouch ${ran}\n`, { mode: 0o755 });
+  await appendFile(join(workdir, '.git', 'config'), `[core]\n\tfsmonitor = ${hook}\n`);
+
+  await ensureTree(deps, ref(second), workdir, 'pristine', undefined);
+  expect(await readFile(join(workdir, 'a.txt'), 'utf8')).toBe('two\n');
+  expect(existsSync(ran)).toBe(false);
+  expect(await readFile(join(workdir, '.git', 'config'), 'utf8')).not.toContain('fsmonitor');
+});
