@@ -27,6 +27,8 @@ export interface Config {
   workspaceDir: string;
   /** Time limit of one test file. */
   testTimeoutMs: number;
+  /** Test files one build may have; more end it in `error` (default 5,000). */
+  maxTestFiles?: number;
   /** Runners: how many activities (test lanes, checkouts, pushes) one runner runs at once (default 4). */
   runnerSlots?: number;
   webhookRetry: WebhookRetry;
@@ -63,6 +65,7 @@ const EnvSchema = z.object({
   SLUICE_WORKSPACE_DIR: z.string().default('/tmp/sluice-workspaces'),
   SLUICE_TEST_TIMEOUT_MS: positiveInt.default(10 * 60_000),
   SLUICE_RUNNER_SLOTS: positiveInt.default(4),
+  SLUICE_MAX_TEST_FILES: positiveInt.default(5_000),
   SLUICE_WEBHOOK_RETRY_INITIAL_MS: positiveInt.default(1_000),
   // Defaults: 1 s doubling to 1 h, 36 attempts: the last one about a day after the first (README).
   SLUICE_WEBHOOK_RETRY_MAX_INTERVAL_MS: positiveInt.default(60 * 60_000),
@@ -105,6 +108,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workspaceDir: e.SLUICE_WORKSPACE_DIR,
     testTimeoutMs: e.SLUICE_TEST_TIMEOUT_MS,
     runnerSlots: e.SLUICE_RUNNER_SLOTS,
+    maxTestFiles: e.SLUICE_MAX_TEST_FILES,
     webhookRetry: {
       initialIntervalMs: e.SLUICE_WEBHOOK_RETRY_INITIAL_MS,
       maximumIntervalMs: e.SLUICE_WEBHOOK_RETRY_MAX_INTERVAL_MS,

@@ -15,6 +15,8 @@ export const FAILURE_TYPES = {
   // tests (activities/build)
   /** A test or JUnit pattern that is absolute or leaves the tree. */
   invalidPattern: 'InvalidPattern',
+  /** More test files match than one build may run (SLUICE_MAX_TEST_FILES). */
+  tooManyTestFiles: 'TooManyTestFiles',
   // after the tests (activities/post): a failed step is recorded, not thrown, once it is final
   /** The repository to push from is gone. */
   pushFailed: 'PushFailed',

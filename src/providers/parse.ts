@@ -27,6 +27,11 @@ export interface Delivery {
   repoScm?: Scm;
 }
 
+/** Refs one delivery may change: each is a session with its own events (a Bitbucket Server body once made 8,000). */
+export const MAX_REFS_PER_DELIVERY = 20;
+/** Fields of a form body, counting repeats; no hook sends more than a handful. */
+export const MAX_FORM_FIELDS = 100;
+
 export type DeliveryResult =
   | { ok: true; events: [TriggerEvent, ...TriggerEvent[]] }
   | { ok: true; ignore: string }
@@ -49,6 +54,14 @@ export function parseDelivery(adapter: ProviderAdapter, d: Delivery): DeliveryRe
     repoScm: d.repoScm,
   });
   if (!result.ok || 'ignore' in result) return result;
+  if (result.triggers.length > MAX_REFS_PER_DELIVERY) {
+    return {
+      ok: false,
+      status: 400,
+      field: 'body',
+      message: `this delivery changes ${result.triggers.length} refs; Sluice builds at most ${MAX_REFS_PER_DELIVERY} from one delivery (push fewer refs at a time)`,
+    };
+  }
 
   const events: TriggerEvent[] = [];
   const ignored: string[] = [];
@@ -101,13 +114,17 @@ function decodeText(raw: string | Buffer | undefined | null): string {
   }
 }
 
+/** One pass over the fields (getAll per name is quadratic in their number), at most MAX_FORM_FIELDS. */
 function formObject(text: string): Record<string, string | string[]> {
-  const form = new URLSearchParams(text);
+  const byName = new Map<string, string[]>();
+  let count = 0;
+  for (const [name, value] of new URLSearchParams(text)) {
+    count += 1;
+    if (count > MAX_FORM_FIELDS) throw new ProviderProblem(400, 'body', `a form may have at most ${MAX_FORM_FIELDS} fields`);
+    const values = byName.get(name);
+    if (values) values.push(value);
+    else byName.set(name, [value]);
+  }
   // fromEntries defines own properties: a field named `__proto__` stays a field.
-  return Object.fromEntries(
-    [...new Set(form.keys())].map((name) => {
-      const all = form.getAll(name);
-      return [name, all.length === 1 ? all[0]! : all];
-    }),
-  );
+  return Object.fromEntries([...byName].map(([name, all]) => [name, all.length === 1 ? all[0]! : all]));
 }

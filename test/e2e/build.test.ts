@@ -8,7 +8,8 @@ import { script, World } from '../support/world';
 
 let w: World;
 beforeAll(async () => {
-  w = await World.start({ webhook: { username: 'hook', password: 's3cret-hook-pass' } });
+  // A build here may have at most 3 test files (SLUICE_MAX_TEST_FILES; 5,000 by default).
+  w = await World.start({ webhook: { username: 'hook', password: 's3cret-hook-pass' }, maxTestFiles: 3 });
 });
 afterAll(() => w?.stop());
 
@@ -112,6 +113,18 @@ describe('a wrong SSH key', () => {
     const everything = JSON.stringify([api, events]);
     expect(everything).not.toMatch(/PRIVATE KEY/);
     expect(everything).not.toContain(rows[0].ssh_private_key_sealed.slice(3, 40));
+  });
+});
+
+describe('more test files than a build may run', () => {
+  it('ends the build in error, saying how many and what the limit is', async () => {
+    const repo = await w.makeRepo(Object.fromEntries(['a', 'b', 'c', 'd'].map((n) => [`t/${n}_test.sh`, script('true')])));
+    await w.sluice.admin('POST', `/api/v1/repos/${repo.id}/suites`, { branch: 'master', test_pattern: 't/*_test.sh' });
+    const { session } = await w.build(repo);
+    const events = await w.eventsOf(session);
+    expect(events.map((e) => e.event)).toEqual(['received', 'start', 'stop']);
+    expect(events[2]).toMatchObject({ status: 'error' });
+    expect((await w.session(session)).reason).toBe('4 files match the test pattern "t/*_test.sh"; a build runs at most 3 (SLUICE_MAX_TEST_FILES)');
   });
 });
 

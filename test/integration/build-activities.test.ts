@@ -126,6 +126,29 @@ afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
 
+describe('queueTests', () => {
+  it("writes the session's list of matching files, and refuses more than a build may run", async () => {
+    const session = await newSession('git');
+    await checkout('git', session, 'master', 'HEAD');
+    const input = {
+      tree: { sessionId: session, repoId: repos.git.id, branch: 'master', commitId: repos.git.head },
+      suiteId: repos.git.suiteId,
+      profileName: 'default',
+      pattern: 'tests/*.sh',
+    };
+    const capped = createBuildActivities({ config: { ...h.config, maxTestFiles: 2 }, pool: h.db.pool, runner: 'runner-under-test' });
+    const error = await failureOf(runActivity(() => capped.queueTests(input)).result);
+    expect(error).toMatchObject({
+      type: 'TooManyTestFiles',
+      nonRetryable: true,
+      message: '3 files match the test pattern "tests/*.sh"; a build runs at most 2 (SLUICE_MAX_TEST_FILES)',
+    });
+    expect(await runActivity(() => activities.queueTests(input)).result).toEqual({ total: 3 });
+    const { rows } = await h.db.pool.query('SELECT path, state FROM test_queue WHERE session_id = $1 ORDER BY position', [session]);
+    expect(rows).toEqual(['tests/env.sh', 'tests/junit.sh', 'tests/long.sh'].map((path) => ({ path, state: 'pending' })));
+  });
+});
+
 describe('checkout', () => {
   it('pulls an hg repository over SSH with its key, by the repository scm', async () => {
     const session = await newSession('hg', { branch: 'default' });

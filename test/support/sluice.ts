@@ -46,7 +46,7 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startSluice(
-  opts: { webhookRetry?: Partial<WebhookRetry>; postRetry?: PostRetry; testTimeoutMs?: number; suiteHistoryLimit?: number; smtpUrl?: string; runnerSlots?: number } = {},
+  opts: { webhookRetry?: Partial<WebhookRetry>; postRetry?: PostRetry; testTimeoutMs?: number; suiteHistoryLimit?: number; smtpUrl?: string; runnerSlots?: number; maxTestFiles?: number } = {},
 ): Promise<Sluice> {
   const port = await freePort();
   const tag = randomBytes(4).toString('hex');
@@ -76,6 +76,7 @@ export async function startSluice(
     // The receivers of these tests listen on loopback, which the SSRF guard blocks by default.
     webhookAllow: parseAllowList('127.0.0.0/8'),
     suiteHistoryLimit: opts.suiteHistoryLimit,
+    maxTestFiles: opts.maxTestFiles,
   };
 
   const pool = createPool(config.databaseUrl);

@@ -26,6 +26,9 @@ import { laneHasWork, runLane } from './lane';
 import type { ProcessGroups } from './runTestFile';
 import { ensureTree, fetchTree, markUsed, removeTree, TreeGoneError, treeDir, type TreeDeps } from './tree';
 
+/** Test files one build may have unless SLUICE_MAX_TEST_FILES says otherwise. */
+export const DEFAULT_MAX_TEST_FILES = 5_000;
+
 export interface BuildDeps {
   config: Config;
   pool: Pool;
@@ -75,6 +78,13 @@ export function createBuildActivities({ config, pool, runner, processGroups }: B
       } catch (err) {
         if (err instanceof InvalidPatternError) throw ApplicationFailure.nonRetryable(err.message, FAILURE_TYPES.invalidPattern);
         throw err;
+      }
+      const max = config.maxTestFiles ?? DEFAULT_MAX_TEST_FILES;
+      if (paths.length > max) {
+        throw ApplicationFailure.nonRetryable(
+          `${paths.length} files match the test pattern ${JSON.stringify(input.pattern)}; a build runs at most ${max} (SLUICE_MAX_TEST_FILES)`,
+          FAILURE_TYPES.tooManyTestFiles,
+        );
       }
       const known = await recordedDurations(pool, input.suiteId, input.profileName, paths);
       const files = paths.map((path) => ({ path, estimateMs: known.get(path) ?? null }));
