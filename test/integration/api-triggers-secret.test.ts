@@ -68,6 +68,18 @@ describe('webhook secret', () => {
     expect(empty.statusCode).toBe(200);
   });
 
+  it('refuses ?branch=, which the signature does not cover, so a signed trigger cannot be replayed for another branch', async () => {
+    const before = h.enqueued.length;
+    const res = await h.request({ method: 'POST', url: `/1/builds/${key}?branch=release`, headers: { 'x-hub-signature-256': sign('') } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({
+      error: 'invalid trigger',
+      field: 'branch',
+      message: 'with a webhook secret, name the branch in the signed body: ?branch= is not covered by the signature',
+    });
+    expect(h.enqueued).toHaveLength(before);
+  });
+
   it('is removed with null', async () => {
     const res = await h.admin('PATCH', `/api/v1/repos/${repoId}`, { webhook_secret: null });
     expect(res.json().webhook_secret_set).toBe(false);

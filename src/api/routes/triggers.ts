@@ -9,7 +9,8 @@
  * Every path is an adapter of the registry (src/providers): `builds` for the generic formats,
  * then the hosting providers. One way through for all: find the adapter (else 404) and the
  * repository by key (else 404), check the signature when the repository has a webhook secret
- * (optional beyond the spec: else 401), parse the delivery (providers `parseDelivery`). Its
+ * (optional beyond the spec: else 401; and then no `?branch=`, which the signature does not
+ * cover: 400), parse the delivery (providers `parseDelivery`). Its
  * `ignore` (a GitHub ping, a pull-request action Sluice does not build on) answers 200
  * `{status: 0, ignored: <why>}` and records nothing; an event Sluice does not act on answers
  * 422 `{error: "hook misconfigured", field, message}`; a malformed one 400.
@@ -45,6 +46,11 @@ export function registerTriggerRoutes(scope: FastifyInstance, deps: ApiDeps): vo
     if (repo.webhook_secret_sealed !== null) {
       const check = checkHookSignature(unseal(deps.config.secretKey, repo.webhook_secret_sealed), lowerCaseHeaders(request), rawBody(request));
       if (!check.ok) throw new HttpError(401, 'unauthorized', check.message, check.field);
+      // The signature covers the body only: a captured signed trigger must not be replayable
+      // for another branch by adding ?branch=.
+      if ((request.query as Record<string, unknown>).branch !== undefined) {
+        throw new HttpError(400, 'invalid trigger', 'with a webhook secret, name the branch in the signed body: ?branch= is not covered by the signature', 'branch');
+      }
     }
 
     const parsed = parseDelivery(adapter, {
