@@ -53,7 +53,7 @@ const EnvSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   SLUICE_BASE_URL: z.url().optional(),
-  SLUICE_ADMIN_TOKEN: z.string().min(16, 'SLUICE_ADMIN_TOKEN must be at least 16 characters'),
+  SLUICE_ADMIN_TOKEN: z.string().min(16, 'SLUICE_ADMIN_TOKEN must be at least 16 characters').optional(),
   SLUICE_SECRET_KEY: z
     .string()
     .refine((v) => Buffer.from(v, 'base64').length === 32, 'SLUICE_SECRET_KEY must be 32 bytes in base64'),
@@ -85,11 +85,21 @@ const EnvSchema = z.object({
     }),
 });
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+/**
+ * Which process reads the configuration: each role gets only the credentials it uses. Only the
+ * API (and `npm start`, which runs it) needs the admin token; a worker or runner is given none,
+ * so a build that reached one could not take it.
+ */
+export type Role = 'api' | 'worker' | 'runner' | 'all';
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: Role = 'all'): Config {
   const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) {
+  const problems = parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  if (parsed.success && (role === 'api' || role === 'all') && parsed.data.SLUICE_ADMIN_TOKEN === undefined) {
+    problems.push('SLUICE_ADMIN_TOKEN: required by the API (at least 16 characters)');
+  }
+  if (!parsed.success || problems.length > 0) {
     // Name the variable, never echo its value: some of these are secrets.
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
     throw new Error(`invalid configuration:\n  ${problems.join('\n  ')}`);
   }
   const e = parsed.data;
@@ -98,7 +108,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     temporalAddress: e.TEMPORAL_ADDRESS,
     temporalNamespace: e.TEMPORAL_NAMESPACE,
     baseUrl: (e.SLUICE_BASE_URL ?? `http://${e.HOST}:${e.PORT}`).replace(/\/+$/, ''),
-    adminToken: e.SLUICE_ADMIN_TOKEN,
+    // Empty outside the API, whose auth refuses to start without one (loadConfig above).
+    adminToken: e.SLUICE_ADMIN_TOKEN ?? '',
     secretKey: Buffer.from(e.SLUICE_SECRET_KEY, 'base64'),
     smtpUrl: e.SMTP_URL,
     host: e.HOST,

@@ -9,6 +9,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 const sha256 = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
 
 export function requireAdmin(adminToken: string): (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined> {
+  // A worker's or runner's configuration has none (config.ts): never serve the API with it.
+  if (adminToken.length < 16) throw new Error('the management API needs SLUICE_ADMIN_TOKEN (at least 16 characters)');
   const expected = sha256(adminToken);
   return async (request, reply) => {
     const header = request.headers.authorization ?? '';

@@ -141,7 +141,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 
 if (require.main === module) {
   const log = (line: string) => console.log(`sluice api: ${line}`);
-  startApi(loadConfig(), { log })
+  startApi(loadConfig(process.env, 'api'), { log })
     .then((api) => {
       log(`listening on ${api.url}; triggers wait for Temporal`);
       const stop = (code = 0): void => {

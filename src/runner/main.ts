@@ -7,7 +7,7 @@ import { prepareTemporal } from '../temporal/prepare';
 import { runRunner } from './run';
 
 async function main(): Promise<void> {
-  const config = loadConfig();
+  const config = loadConfig(process.env, 'runner');
   const extra = (process.env.SLUICE_EXTRA_BUILD_QUEUES ?? '').split(',').map((q) => q.trim()).filter(Boolean);
   const log = (line: string) => console.log(`sluice runner: ${line}`);
 

@@ -6,7 +6,7 @@ import { prepareTemporal } from '../temporal/prepare';
 import { runWorker, type WorkerHandle } from './run';
 
 async function main(): Promise<void> {
-  const config = loadConfig();
+  const config = loadConfig(process.env, 'worker');
   const log = (line: string) => console.log(`sluice worker: ${line}`);
 
   const started: { worker?: WorkerHandle } = {};

@@ -58,10 +58,12 @@ export async function startCluster(opts: { runners: number; env?: NodeJS.Process
     temporalAddress: temporal.address,
     env: { SLUICE_WEBHOOK_ALLOW: '127.0.0.0/8', SLUICE_RUNNER_SLOTS: '1', ...opts.env },
   });
+  // Workers and runners get no admin token: only the API uses it.
+  const { SLUICE_ADMIN_TOKEN: _adminToken, ...backEnv } = env;
   const api = startRole('api', env);
-  const worker = startRole('worker', env);
+  const worker = startRole('worker', backEnv);
   const startRunner = async () => {
-    const r = startRole('runner', env);
+    const r = startRole('runner', backEnv);
     await r.waitForOutput(/sluice runner: \S+ serving /, 90_000);
     return r;
   };
