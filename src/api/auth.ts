@@ -8,14 +8,22 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 
 const sha256 = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
 
+/** Whether two secrets are equal, in time that tells nothing of either. */
+export function sameSecret(given: string, expected: string): boolean {
+  return timingSafeEqual(sha256(given), sha256(expected));
+}
+
+/** Whether the request carries `Authorization: Bearer <adminToken>`. */
+export function hasAdminToken(request: FastifyRequest, adminToken: string): boolean {
+  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+  return adminToken.length > 0 && match !== null && sameSecret(match[1]!, adminToken);
+}
+
 export function requireAdmin(adminToken: string): (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined> {
   // A worker's or runner's configuration has none (config.ts): never serve the API with it.
   if (adminToken.length < 16) throw new Error('the management API needs SLUICE_ADMIN_TOKEN (at least 16 characters)');
-  const expected = sha256(adminToken);
   return async (request, reply) => {
-    const header = request.headers.authorization ?? '';
-    const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
-    if (match && timingSafeEqual(sha256(match[1]!), expected)) return undefined;
+    if (hasAdminToken(request, adminToken)) return undefined;
     // Returning the reply tells Fastify the request is answered; no route handler runs.
     return reply
       .code(401)

@@ -10,6 +10,7 @@ import type { Db } from '../db/transaction';
 import { findCiEvent, findSessionWithRepo, listEventSessions, listTests, type TestRow } from '../db/sessions';
 import { countCases, listFailingCases, listJUnitFiles, type CaseCounts, type FailingCaseRow, type JUnitFileRow } from '../db/testCases';
 import { listPostBuildSteps, type PostBuildStepRow } from '../db/postBuildSteps';
+import { reportUrl } from '../core/reportUrl';
 
 export interface SessionView {
   session: number;
@@ -44,7 +45,6 @@ export interface SessionView {
   post_build_steps?: PostBuildStepRow[];
 }
 
-export const reportUrl = (config: Config, session: number): string => `${config.baseUrl}/1/reports/${session}`;
 
 /** Every count key present, so clients never meet a missing one on a queued session. */
 const fullCounts = (counts: Record<string, number> | null): Counts => ({ ...emptyCounts(), ...(counts ?? {}) });
@@ -59,7 +59,7 @@ export async function loadSessionView(db: Db, config: Config, id: number, withOu
   const view: SessionView = {
     session: row.id,
     guid: row.guid,
-    url: reportUrl(config, row.id),
+    url: reportUrl(config.baseUrl, row.id, row.report_token),
     profile_name: row.profile_name,
     status: row.status,
     reason: row.reason,
@@ -113,7 +113,7 @@ export async function loadCiEventView(db: Db, config: Config, guid: string): Pro
     sessions: sessions.map((s) => ({
       session: s.id,
       status: s.status,
-      url: reportUrl(config, s.id),
+      url: reportUrl(config.baseUrl, s.id, s.report_token),
       commit_id: s.commit_id,
       counts: fullCounts(s.counts),
     })),

@@ -55,11 +55,12 @@ export interface EventSessionRow {
   status: string;
   commit_id: string | null;
   counts: Record<string, number>;
+  report_token: string;
 }
 
 export async function listEventSessions(db: Db, ciEventId: number): Promise<EventSessionRow[]> {
   const { rows } = await db.query<EventSessionRow>(
-    'SELECT id, status, commit_id, counts FROM sessions WHERE ci_event_id = $1 ORDER BY id',
+    'SELECT id, status, commit_id, counts, report_token FROM sessions WHERE ci_event_id = $1 ORDER BY id',
     [ciEventId],
   );
   return rows;
@@ -87,6 +88,8 @@ export interface SessionWithRepo {
   workers: number;
   timing: Record<string, number>;
   stopped_by: string | null;
+  /** The secret part of the report's URL (migration 008). */
+  report_token: string;
   created_at: Date;
   updated_at: Date;
   received_at: Date;
@@ -111,7 +114,7 @@ export interface SessionWithRepo {
 export async function findSessionWithRepo(db: Db, id: number): Promise<SessionWithRepo | undefined> {
   const { rows } = await db.query<SessionWithRepo>(
     `SELECT s.id, e.guid, s.parent_id, s.suite_id, s.status, s.reason, s.profile_name, s.branch, s.ref, s.head, s.force,
-            s.commit_id, s.committers, s.counts, s.workers, s.timing, s.stopped_by, s.created_at, s.updated_at,
+            s.commit_id, s.committers, s.counts, s.workers, s.timing, s.stopped_by, s.report_token, s.created_at, s.updated_at,
             e.received_at, e.trigger, e.trigger->'changeset' AS changeset,
             su.test_pattern, su.test_command, su.junit_pattern, su.profiles AS suite_profiles, su.plan AS suite_plan,
             r.id AS repo_id, r.name AS repo_name, r.pull_url, r.scm, r.chat_url, r.ci_squash,
@@ -282,4 +285,10 @@ export async function endedSessions(db: Db, ids: readonly number[]): Promise<num
     [ids],
   );
   return rows.map((r) => Number(r.id));
+}
+
+/** The token that opens a session's report page, or undefined when there is no such session. */
+export async function reportTokenOf(db: Db, sessionId: number): Promise<string | undefined> {
+  const { rows } = await db.query<{ report_token: string }>('SELECT report_token FROM sessions WHERE id = $1', [sessionId]);
+  return rows[0]?.report_token;
 }

@@ -5,6 +5,7 @@
  */
 import { pushCommit } from '../support/gitRepo';
 import { script, World } from '../support/world';
+import { reportPath } from '../support/reports';
 
 let w: World;
 beforeAll(async () => {
@@ -36,7 +37,7 @@ describe('a passing build', () => {
       event: 'stop',
       session,
       guid,
-      url: `${w.sluice.url}/1/reports/${session}`,
+      url: `${w.sluice.url}${await reportPath(w.sluice.pool, session)}`,
       profile_name: 'default',
       commit_id: head,
       committers: ['dev1@acme.test'],
@@ -65,7 +66,9 @@ describe('a passing build', () => {
     // What the user sees through status_uri and the report page.
     const status = (await (await fetch(status_uri)).json()) as { sessions: Array<Record<string, unknown>> };
     expect(status.sessions).toEqual([expect.objectContaining({ session, status: 'passed' })]);
-    const html = await (await fetch(`${w.sluice.url}/1/reports/${session}`)).text();
+    // The payload's url opens the report; the session number alone does not.
+    const html = await (await fetch(String(stop.url))).text();
+    expect((await fetch(`${w.sluice.url}/1/reports/${session}`)).status).toBe(404);
     expect(html).toContain('tests/a_test.sh');
     expect(html).toContain('alpha still ok');
     expect(html).toContain('passed');

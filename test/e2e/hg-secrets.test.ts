@@ -6,6 +6,7 @@
 import path from 'node:path';
 import { createHgRepo, hgCommit } from '../support/hgRepo';
 import { script, World, type Repo } from '../support/world';
+import { reportPath } from '../support/reports';
 
 let w: World;
 let hgCount = 0;
@@ -65,7 +66,7 @@ describe('a Mercurial repository', () => {
       repository: { name: repo.name, url: w.ssh.hgUrl(repo.bare) },
     });
     expect(w.ssh.commands).toContain(`hg -R ${repo.bare} serve --stdio`);
-    const html = await (await fetch(`${w.sluice.url}/1/reports/${session}`)).text();
+    const html = await (await fetch(`${w.sluice.url}${await reportPath(w.sluice.pool, session)}`)).text();
     expect(html).toContain('alpha from hg');
 
     // The same rules as git: nothing new is skipped unless forced ...
@@ -106,7 +107,7 @@ describe('build secrets', () => {
     const events = await w.eventsOf(session);
     expect(events.at(-1)).toMatchObject({ status: 'passed' });
 
-    const report = (await (await fetch(`${w.sluice.url}/1/reports/${session}`, { headers: { accept: 'application/json' } })).json()) as {
+    const report = (await (await fetch(`${w.sluice.url}${await reportPath(w.sluice.pool, session)}`, { headers: { accept: 'application/json' } })).json()) as {
       tests: { path: string; output: string }[];
     };
     expect(report.tests[0]!.output).toBe('using **** for staging\n');
@@ -147,7 +148,7 @@ describe('JUnit results', () => {
     expect(api.failing_cases).toEqual([
       { file: 'out/junit.xml', classname: 'calc.Adder', name: 'overflows', status: 'failed', time: 0.02, message: 'expected 0 but was ****' },
     ]);
-    const html = await (await fetch(`${w.sluice.url}/1/reports/${session}`)).text();
+    const html = await (await fetch(`${w.sluice.url}${await reportPath(w.sluice.pool, session)}`)).text();
     expect(html).toContain('<h2>Test cases</h2>');
     expect(html).toContain('overflows');
     expect(html).toContain('calc.Adder');

@@ -11,6 +11,7 @@ import { freePort } from '../support/sluice';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startSmtpSink, type SmtpSink } from '../support/smtpSink';
 import { script, World, type Payload } from '../support/world';
+import { reportPath } from '../support/reports';
 
 let w: World;
 let smtp: SmtpSink;
@@ -59,7 +60,7 @@ describe('after the tests', () => {
     expect(mail!.text).toContain(`/1/reports/${session}`);
 
     // The report shows the failing JUnit case and the post-build steps.
-    const html = await (await fetch(`${w.sluice.url}/1/reports/${session}`)).text();
+    const html = await (await fetch(`${w.sluice.url}${await reportPath(w.sluice.pool, session)}`)).text();
     expect(html).toContain('subtracts');
     expect(html).toContain('expected 1, got 2');
     const view = await w.session(session);
@@ -85,7 +86,7 @@ describe('after the tests', () => {
     // Temporal's retry policy ran the attempts (3, shortened waits: test/support/sluice.ts); the
     // last one recorded the outcome, once.
     expect(steps.filter((s) => s.step === 'chat')).toEqual([expect.objectContaining({ detail: expect.stringMatching(/\(3 attempts\)$/) })]);
-    const html = await (await fetch(`${w.sluice.url}/1/reports/${session}`)).text();
+    const html = await (await fetch(`${w.sluice.url}${await reportPath(w.sluice.pool, session)}`)).text();
     expect(html).toMatch(/chat/i);
   });
 });

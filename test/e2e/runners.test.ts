@@ -10,6 +10,7 @@ import { startCluster, type Cluster } from '../support/cluster';
 import { waitFor } from '../support/processes';
 import { script } from '../support/world';
 import { isAlive } from '../support/pids';
+import { reportPath } from '../support/reports';
 
 let c: Cluster;
 
@@ -28,7 +29,7 @@ async function lines(file: string): Promise<string[]> {
 
 
 async function report(session: number): Promise<{ tests: Array<{ path: string; status: string; runner: string }> }> {
-  const res = await fetch(`${c.env.SLUICE_BASE_URL}/1/reports/${session}`, { headers: { accept: 'application/json' } });
+  const res = await fetch(`${c.env.SLUICE_BASE_URL}${await reportPath(c.db.pool, session)}`, { headers: { accept: 'application/json' } });
   return (await res.json()) as never;
 }
 

@@ -6,6 +6,7 @@ import examples from '@octokit/webhooks-examples';
 import { skipTagReason } from '../../src/core/skipTags';
 import { getProvider, providers } from '../../src/providers';
 import { countRows, seedRepo, startApiHarness, type ApiHarness, type Response } from '../support/apiApp';
+import { reportPath } from '../support/reports';
 
 let h: ApiHarness;
 
@@ -230,7 +231,7 @@ describe('github', () => {
       refspec: [`+refs/pull/${body.number}/head:refs/pull/${body.number}/head`],
       changeset: { kind: 'github', id: String(body.number), url: expect.stringMatching(/^https:\/\/github.com\//) },
     });
-    const report = await h.request({ method: 'GET', url: `/1/reports/${h.enqueued[0]!.sessionId}`, headers: { accept: 'application/json' } });
+    const report = await h.request({ method: 'GET', url: await reportPath(h.db.pool, h.enqueued[0]!.sessionId), headers: { accept: 'application/json' } });
     expect(report.json().changeset).toMatchObject({ kind: 'github', id: String(body.number) });
   });
 

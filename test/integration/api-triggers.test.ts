@@ -2,6 +2,7 @@
 // Temporal is not part of the integration project: `enqueue` is the harness's recording
 // stand-in (test/support/apiApp.ts); the e2e project drives the real one.
 import { countRows, seedRepo, startApiHarness, type ApiHarness, type RequestOptions } from '../support/apiApp';
+import { reportPath } from '../support/reports';
 
 let h: ApiHarness;
 let key: string;
@@ -237,7 +238,7 @@ describe('status and reports', () => {
         {
           session,
           status: 'failed',
-          url: `https://ci.example.test/1/reports/${session}`,
+          url: `https://ci.example.test${await reportPath(h.db.pool, session)}`,
           commit_id: 'c0ffee',
           counts: { notstarted: 0, started: 0, passed: 1, failed: 1, pending: 0, skipped: 0, error: 0 },
         },
@@ -254,7 +255,7 @@ describe('status and reports', () => {
   });
 
   it('the report page is HTML with everything escaped', async () => {
-    const res = await h.request({ method: 'GET', url: `/1/reports/${session}`, headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
+    const res = await h.request({ method: 'GET', url: await reportPath(h.db.pool, session), headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(res.headers['content-security-policy']).toContain("default-src 'none'");
@@ -272,13 +273,13 @@ describe('status and reports', () => {
   });
 
   it('the report as JSON with Accept: application/json', async () => {
-    const res = await h.request({ method: 'GET', url: `/1/reports/${session}`, headers: { accept: 'application/json' } });
+    const res = await h.request({ method: 'GET', url: await reportPath(h.db.pool, session), headers: { accept: 'application/json' } });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(res.json()).toMatchObject({
       session,
       guid,
-      url: `https://ci.example.test/1/reports/${session}`,
+      url: `https://ci.example.test${await reportPath(h.db.pool, session)}`,
       status: 'failed',
       branch: 'dev',
       commit_id: 'c0ffee',
@@ -294,6 +295,20 @@ describe('status and reports', () => {
         { path: 'tests/ok.sh', status: 'passed', exit_code: 0, duration_ms: 1200, output: 'all good & fine' },
       ],
     });
+  });
+
+  it('opens only with its token or the admin token: a session number alone is 404, so reports cannot be walked', async () => {
+    const path = await reportPath(h.db.pool, session);
+    expect((await h.request({ method: 'GET', url: `/1/reports/${session}` })).statusCode).toBe(404);
+    expect((await h.request({ method: 'GET', url: `/1/reports/${session}?token=${'0'.repeat(32)}` })).statusCode).toBe(404);
+    // Another session's token opens only that session.
+    const { rows } = await h.db.pool.query('SELECT report_token FROM sessions WHERE id <> $1 LIMIT 1', [session]);
+    const other = rows[0].report_token as string;
+    expect((await h.request({ method: 'GET', url: `/1/reports/${session}?token=${other}` })).statusCode).toBe(404);
+    expect((await h.request({ method: 'GET', url: path })).statusCode).toBe(200);
+    const admin = await h.request({ method: 'GET', url: `/1/reports/${session}`, headers: { authorization: `Bearer ${h.config.adminToken}` } });
+    expect(admin.statusCode).toBe(200);
+    expect(path).toMatch(/\?token=[0-9a-f]{32}$/);
   });
 
   it('404 for an unknown report', async () => {
@@ -338,6 +353,9 @@ describe('logs', () => {
     expect(logs).toContain('"url":"/1/builds/[redacted]?branch=dev"');
     expect(logs).toContain('"url":"/1/build/[redacted]"');
     expect(logs).toContain(`"url":"/1/reports/`);
+    // Report pages were opened by their tokens above; none is in the log.
+    expect(logs).toContain('?token=[redacted]');
+    expect(logs).not.toMatch(/token=[0-9a-f]{32}/);
     for (const k of KEYS) expect(logs).not.toContain(k);
     expect(logs).not.toContain(h.config.adminToken);
     expect(logs).toContain('enqueue failed');

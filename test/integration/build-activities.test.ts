@@ -18,6 +18,7 @@ import { runActivity } from '../support/activityContext';
 import { createBareRepo } from '../support/gitRepo';
 import { createHgRepo, hgCommit } from '../support/hgRepo';
 import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
+import { reportPath } from '../support/reports';
 
 const TOKEN = 'tok_9f8e7d6c5b4a-deploy';
 const SHARED_SECRET = 'from-the-secret-store';
@@ -337,7 +338,7 @@ describe('JUnit results', () => {
 
   it('shows the cases on the report page and in the session API', async () => {
     await collect('reports/*.xml');
-    const html = (await h.request({ method: 'GET', url: `/1/reports/${session}` })).body;
+    const html = (await h.request({ method: 'GET', url: await reportPath(h.db.pool, session) })).body;
     expect(html).toContain('<h2>Test cases</h2>');
     expect(html).toContain('4 test cases from 2 JUnit reports: 1 passed, 1 failed, 1 error, 1 skipped.');
     expect(html).toContain('test_deploy');
@@ -348,7 +349,7 @@ describe('JUnit results', () => {
     expect(html).toContain('reports/garbage.xml: not a JUnit report: the root element is &lt;html&gt;');
     expect(html).not.toContain(TOKEN);
 
-    const json = (await h.request({ method: 'GET', url: `/1/reports/${session}`, headers: { accept: 'application/json' } })).json();
+    const json = (await h.request({ method: 'GET', url: await reportPath(h.db.pool, session), headers: { accept: 'application/json' } })).json();
     expect(json.cases).toEqual({ total: 4, passed: 1, failed: 1, error: 1, skipped: 1 });
     expect(json.failing_cases).toEqual([
       {
@@ -378,6 +379,6 @@ describe('JUnit results', () => {
       failing_cases: [],
       junit_files: [],
     });
-    expect((await h.request({ method: 'GET', url: `/1/reports/${plain}` })).body).not.toContain('Test cases');
+    expect((await h.request({ method: 'GET', url: await reportPath(h.db.pool, plain) })).body).not.toContain('Test cases');
   });
 });

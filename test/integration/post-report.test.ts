@@ -7,6 +7,7 @@ import { closeDefaultAgent } from '../../src/delivery/send';
 import { emptyCounts } from '../../src/core/counts';
 import { startApiHarness, type ApiHarness } from '../support/apiApp';
 import { insertPostSession } from '../support/postSession';
+import { reportPath } from '../support/reports';
 
 let h: ApiHarness;
 
@@ -42,7 +43,7 @@ describe('report page: after the tests', () => {
     });
     expect(chat.posted).toBe(false);
 
-    const json = await h.request({ method: 'GET', url: `/1/reports/${s.sessionId}`, headers: { accept: 'application/json' } });
+    const json = await h.request({ method: 'GET', url: await reportPath(h.db.pool, s.sessionId), headers: { accept: 'application/json' } });
     expect(json.statusCode).toBe(200);
     const view = json.json();
     expect(view.status).toBe('passed');
@@ -51,7 +52,7 @@ describe('report page: after the tests', () => {
       { step: 'chat', ok: false, detail: 'the chat URL is not an http(s) URL', created_at: expect.any(String) },
     ]);
 
-    const html = await h.request({ method: 'GET', url: `/1/reports/${s.sessionId}` });
+    const html = await h.request({ method: 'GET', url: await reportPath(h.db.pool, s.sessionId) });
     expect(html.statusCode).toBe(200);
     expect(html.body).toContain('<h2>After the tests</h2>');
     expect(html.body).toContain('<tr><th>push</th><td class="ok">ok</td><td>refs/heads/master pushed &lt;abc&gt;</td></tr>');
@@ -61,9 +62,9 @@ describe('report page: after the tests', () => {
 
   it('a session without post-build steps has no such section', async () => {
     const s = await insertPostSession(h.db.pool, h.config.secretKey);
-    const json = await h.request({ method: 'GET', url: `/1/reports/${s.sessionId}`, headers: { accept: 'application/json' } });
+    const json = await h.request({ method: 'GET', url: await reportPath(h.db.pool, s.sessionId), headers: { accept: 'application/json' } });
     expect(json.json()).not.toHaveProperty('post_build_steps');
-    const html = await h.request({ method: 'GET', url: `/1/reports/${s.sessionId}` });
+    const html = await h.request({ method: 'GET', url: await reportPath(h.db.pool, s.sessionId) });
     expect(html.body).not.toContain('After the tests');
   });
 });

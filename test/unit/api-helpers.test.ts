@@ -15,6 +15,8 @@ describe('redactUrl', () => {
     ['/1/builds/short', '/1/builds/[redacted]'],
     ['/1/reports/42', '/1/reports/42'],
     ['/1/reports/42?x=1', '/1/reports/42?x=1'],
+    ['/1/reports/42?token=0123456789abcdef0123456789abcdef', '/1/reports/42?token=[redacted]'],
+    ['/1/reports/42?x=1&Token=abc&y=2', '/1/reports/42?x=1&Token=[redacted]&y=2'],
     [`/builds/${KEY}`, '/builds/[redacted]'],
     [`/x/${encodeURIComponent(KEY)}`, '/x/[redacted]'],
     ['/ci_events/0b8f6c2e-5d7a-4c59-9c1e-2f3a4b5c6d7e/guid', '/ci_events/0b8f6c2e-5d7a-4c59-9c1e-2f3a4b5c6d7e/guid'],

@@ -4,6 +4,7 @@
  */
 import type { Pool } from 'pg';
 import type { Config } from '../../config';
+import { reportUrl } from '../../core/reportUrl';
 import { DEFAULT_POST_RETRY } from '../../core/retry';
 import type { FinishInput, PlanSessionsInput, SessionContext, StartRecord } from '../types';
 import type { Counts, Timing } from '../../core/types';
@@ -41,7 +42,7 @@ export function createSessionRecords(pool: Pool, config: Config) {
         env: row.trigger.env ?? {},
         buildQueue: row.trigger.queue ?? config.buildQueue,
         webhookIds,
-        url: `${config.baseUrl}/1/reports/${row.id}`,
+        url: reportUrl(config.baseUrl, row.id, row.report_token),
         receivedAt: row.received_at.getTime() / 1000,
         settings: { webhookRetry: config.webhookRetry, testTimeoutMs: config.testTimeoutMs, postRetry: config.postRetry ?? DEFAULT_POST_RETRY },
         refspecs: row.trigger.refspec,

@@ -1,17 +1,24 @@
 /**
- * `GET /1/reports/<session>`: the report page (spec §2 `url`). HTML for people; the same data as
- * JSON for `Accept: application/json`. Public like the spec's report links, which go out in
- * every webhook payload.
+ * `GET /1/reports/<session>?token=<token>`: the report page (spec §2 `url`). HTML for people;
+ * the same data as JSON for `Accept: application/json`. Opened by the session's random token,
+ * which the payloads' `url` carries (core/reportUrl.ts), or by the admin token; a session
+ * number alone answers 404, as for a session that does not exist, so numbers cannot be walked.
  */
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../app';
+import { hasAdminToken, sameSecret } from '../auth';
 import { notFound, parseId } from '../http';
 import { renderReport } from '../reportPage';
 import { loadSessionView } from '../views';
+import { reportTokenOf } from '../../db/sessions';
 
 export function registerReportRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.get<{ Params: { session: string } }>('/1/reports/:session', async (request, reply) => {
-    const view = await loadSessionView(deps.pool, deps.config, parseId(request.params.session, 'session'), true);
+  app.get<{ Params: { session: string }; Querystring: { token?: unknown } }>('/1/reports/:session', async (request, reply) => {
+    const id = parseId(request.params.session, 'session');
+    const expected = await reportTokenOf(deps.pool, id);
+    const { token } = request.query;
+    const opened = hasAdminToken(request, deps.config.adminToken) || (typeof token === 'string' && expected !== undefined && sameSecret(token, expected));
+    const view = opened ? await loadSessionView(deps.pool, deps.config, id, true) : undefined;
     if (!view) throw notFound('session');
     void reply.header('vary', 'Accept');
     if (prefersJson(request.headers.accept)) return reply.send(view);

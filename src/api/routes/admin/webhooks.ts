@@ -36,6 +36,7 @@ import {
 import { deliveryDetailView, manualAttempt } from './deliveries';
 import { httpUrl, plainText } from './fields';
 import { loadOrg } from './orgs';
+import { reportUrl } from '../../../core/reportUrl';
 
 // zod runs this check even after httpUrl's failed, so it must not assume a parsable URL.
 const webhookUrl = httpUrl.refine((s) => !URL.canParse(s) || (new URL(s).username === '' && new URL(s).password === ''), 'must not contain credentials; use username and password');
@@ -208,7 +209,7 @@ async function samplePayload(db: Db, config: Config, orgId: number, event: Event
     sessionId: session,
     guid: randomUUID(),
     parentSession: null,
-    url: `${config.baseUrl}/1/reports/${session}`,
+    url: reportUrl(config.baseUrl, session, 'sample-token'),
     profileName: 'default',
     branch: 'master',
     ref: null,
