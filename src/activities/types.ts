@@ -6,6 +6,7 @@
 import type { WebhookRetry } from '../config';
 import type { Profile, RepoConfig } from '../core/profiles';
 import type { PostRetry } from '../core/retry';
+import type { BuildTrust } from '../core/trust';
 import type { Counts, OutgoingPayload, Scm, SessionStatus, Timing } from '../core/types';
 
 /**
@@ -49,6 +50,8 @@ export interface SessionContext {
   readonly refspecs?: string[];
   /** The suite's JUnit XML glob, if any (its default profile's). */
   readonly junitPattern: string | null;
+  /** What the trigger lets this build have: secrets, a push (core/trust.ts). */
+  readonly trust: BuildTrust;
   /** Named profiles and the build plan configured on the suite (sluice.yml may add or override). */
   readonly suiteProfiles: Profile[];
   readonly suitePlan: string[] | undefined;
@@ -106,8 +109,10 @@ export interface RunLaneInput {
   /** The session workflow, told of the first failure. */
   workflowId: string;
   command: string | null;
-  /** The profile's and the trigger's variables; the runner adds the repository's secrets. */
+  /** The profile's and the trigger's variables; the runner adds the repository's secrets when `secrets`. */
   env: Record<string, string>;
+  /** Whether the repository's secrets reach the tests (not for a pull request: core/trust.ts). */
+  secrets: boolean;
   timeoutMs: number;
   junitPattern: string | null;
 }

@@ -10,9 +10,12 @@ import type { SessionSnapshot } from '../core/payload';
 import { notifications, pushing } from './proxies';
 import { failureMessage, now } from './status';
 
-/** On a runner: the one holding the session's checkout reuses it, any other fetches the commit. */
+/**
+ * On a runner: the one holding the session's checkout reuses it, any other fetches the commit.
+ * Only a passed build of a push to the branch: never a pull request's (core/trust.ts).
+ */
 export async function pushIfPassed(ctx: SessionContext, snap: SessionSnapshot, tree: TreeRef): Promise<void> {
-  if (snap.status !== 'passed') return;
+  if (snap.status !== 'passed' || !ctx.trust.push) return;
   await pushing(ctx).pushToCiServer(tree);
 }
 

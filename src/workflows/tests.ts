@@ -53,7 +53,8 @@ export async function runProfile(
     if (!snap.stoppedBy) firstFail(counts);
   });
 
-  // Profile env under the trigger's env; the runner adds the repository's secrets over both.
+  // Profile env under the trigger's env; the runner adds the repository's secrets over both
+  // (none for a pull request).
   const env = { ...profile.env, ...ctx.env };
   const { runLane } = lanes(ctx);
   const ended = await Promise.all(
@@ -64,6 +65,7 @@ export async function runProfile(
         workflowId: workflowInfo().workflowId,
         command: profile.test_command,
         env,
+        secrets: ctx.trust.secrets,
         timeoutMs: ctx.settings.testTimeoutMs,
         junitPattern: profile.junit_pattern,
       }).then(

@@ -170,3 +170,29 @@ describe('profiles and plans', () => {
     expect((await w.session(session)).reason).toMatch(/sluice\.yml.*test_patern/);
   });
 });
+
+describe('a pull request', () => {
+  it("gets none of the repository's secrets and is never pushed, though it passed", async () => {
+    const repo = await w.makeRepo(
+      { 'pr_test.sh': script('[ -z "$API_TOKEN" ] || { echo "the secret leaked: $API_TOKEN"; exit 1; }\necho "no secret here"') },
+      { suite: { branch: 'master', test_pattern: '*_test.sh' } },
+    );
+    const ciBare = path.join(w.tmp, `${repo.name}-ci.git`);
+    await promisify(execFile)('git', ['init', '--quiet', '--bare', ciBare]);
+    await w.sluice.admin('PATCH', `/api/v1/repos/${repo.id}`, { ci_push_url: w.ssh.url(ciBare) });
+    await w.sluice.admin('PUT', `/api/v1/repos/${repo.id}/secrets/API_TOKEN`, { value: 'sk_live_never_for_a_pr' });
+
+    // A pull request whose source branch is named master (as a fork's may be).
+    const { session } = await w.build(repo, { branch: 'master', changeset: { kind: 'github', id: '7' } });
+    expect((await w.eventsOf(session)).at(-1)).toMatchObject({ status: 'passed' });
+    // Chat and e-mail as for any build; no push.
+    const view = await w.session(session);
+    expect((view.post_build_steps as Array<{ step: string }>).map((p) => p.step)).not.toContain('push');
+    await expect(revParse(ciBare, 'refs/heads/master')).rejects.toThrow();
+
+    // The same commit pushed to master: secrets, and the push.
+    const push = await w.build(repo, { branch: 'master', force: true });
+    expect((await w.eventsOf(push.session)).at(-1)).toMatchObject({ status: 'failed' });
+    expect((await w.session(push.session)).tests).toEqual([expect.objectContaining({ path: 'pr_test.sh', status: 'failed' })]);
+  });
+});

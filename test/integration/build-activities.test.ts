@@ -63,13 +63,22 @@ async function runFile(
   scm: 'git' | 'hg',
   session: number,
   path: string,
-  opts: { env?: Record<string, string>; junitPattern?: string | null; branch?: string } = {},
+  opts: { env?: Record<string, string>; junitPattern?: string | null; branch?: string; secrets?: boolean } = {},
 ): Promise<{ status: string; exit_code: number | null; runner: string }> {
   await h.db.pool.query('DELETE FROM test_queue WHERE session_id = $1', [session]);
   await enqueueTests(h.db.pool, session, [{ path, estimateMs: null }]);
   const tree = { sessionId: session, repoId: repos[scm].id, branch: opts.branch ?? 'master', commitId: repos[scm].head };
   const lane = await runActivity(() =>
-    activities.runLane({ tree, lane: 0, workflowId: `session-${session}`, command: null, env: opts.env ?? {}, timeoutMs: 10_000, junitPattern: opts.junitPattern ?? null }),
+    activities.runLane({
+      tree,
+      lane: 0,
+      workflowId: `session-${session}`,
+      command: null,
+      env: opts.env ?? {},
+      secrets: opts.secrets ?? true,
+      timeoutMs: 10_000,
+      junitPattern: opts.junitPattern ?? null,
+    }),
   ).result;
   expect(lane).toEqual({ ran: 1, runner: 'runner-under-test' });
   const { rows } = await h.db.pool.query('SELECT status, exit_code, runner FROM test_results WHERE session_id = $1 AND path = $2', [session, path]);
@@ -201,7 +210,17 @@ describe('runLane', () => {
     }
   });
 
-  const run = (path = 'tests/env.sh') => runFile('git', session, path, { env: { FROM_TRIGGER: 'trigger-value', SHARED: 'trigger-shared-value' } });
+  const run = (path = 'tests/env.sh', secrets = true) =>
+    runFile('git', session, path, { env: { FROM_TRIGGER: 'trigger-value', SHARED: 'trigger-shared-value' }, secrets });
+
+  it("gives a pull request's tests none of the repository's secrets", async () => {
+    expect((await run('tests/env.sh', false)).status).toBe('passed');
+    const output = await storedOutput(session, 'tests/env.sh');
+    expect(output).toContain('FROM_TRIGGER=trigger-value\n');
+    expect(output).toContain('SHARED=trigger-shared-value\n');
+    expect(output).not.toMatch(/^(DEPLOY_TOKEN|TINY)=/m);
+    expect(output).not.toContain(TOKEN);
+  });
 
   it('gives the test its secrets as environment variables, masked in the stored output', async () => {
     const result = await run();

@@ -66,6 +66,7 @@ const job = (s: { sessionId: number; repoId: number; workdir: string }, lane: nu
   workdir: s.workdir,
   command: null,
   env: { LANE: String(lane) },
+  secrets: true,
   timeoutMs: 10_000,
   ...over,
 });

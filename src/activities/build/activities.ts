@@ -123,6 +123,7 @@ export function createBuildActivities({ config, pool, runner, processGroups }: B
             workdir,
             command: input.command,
             env: input.env,
+            secrets: input.secrets,
             timeoutMs: input.timeoutMs,
           },
         );

@@ -35,6 +35,8 @@ export interface LaneJob {
   workdir: string;
   command: string | null;
   env: Record<string, string>;
+  /** Whether the repository's secrets are added (not for a pull request). */
+  secrets: boolean;
   timeoutMs: number;
 }
 
@@ -68,8 +70,9 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
   const claim: Claim = { token: `lane ${job.lane} attempt ${job.attempt} on ${deps.runner}`, lane: job.lane, leaseMs: LEASE_MS };
   // An earlier attempt of this lane lost its runner: what it held goes back now, not at lease end.
   await releaseClaims(pool, job.sessionId, { lane: job.lane, exceptToken: claim.token });
-  // Secrets are read once per lane, from PostgreSQL, never through Temporal (see secrets.ts).
-  const secrets = await loadBuildSecrets(pool, deps.secretKey, job.repoId);
+  // Secrets are read once per lane, from PostgreSQL, never through Temporal (see secrets.ts),
+  // and only for a build they may reach.
+  const secrets = job.secrets ? await loadBuildSecrets(pool, deps.secretKey, job.repoId) : { values: {}, unreadable: [] };
   const env = buildEnvironment(job.env, secrets.values);
   const secretValues = Object.values(secrets.values);
   const unreadable = secrets.unreadable

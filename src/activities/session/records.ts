@@ -6,6 +6,7 @@ import type { Pool } from 'pg';
 import type { Config } from '../../config';
 import { reportUrl } from '../../core/reportUrl';
 import { DEFAULT_POST_RETRY } from '../../core/retry';
+import { buildTrust } from '../../core/trust';
 import type { FinishInput, PlanSessionsInput, SessionContext, StartRecord } from '../types';
 import type { Counts, Timing } from '../../core/types';
 import {
@@ -47,6 +48,7 @@ export function createSessionRecords(pool: Pool, config: Config) {
         settings: { webhookRetry: config.webhookRetry, testTimeoutMs: config.testTimeoutMs, postRetry: config.postRetry ?? DEFAULT_POST_RETRY },
         refspecs: row.trigger.refspec,
         junitPattern: row.junit_pattern,
+        trust: buildTrust(row.trigger),
         suiteProfiles: row.suite_profiles,
         suitePlan: row.suite_plan ?? undefined,
         // A plan's part runs the profile its parent gave it; only the parent honours the trigger's.

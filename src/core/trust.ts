@@ -1,0 +1,21 @@
+/**
+ * What a build may be trusted with, by what triggered it. A pull request (or a Gerrit change,
+ * or a generic trigger with a `changeset`) runs code its author has not merged, possibly from
+ * a fork: it gets none of the repository's secrets, and nothing it built is pushed to the CI
+ * server. Only a push to the branch itself (or the branch's creation) may lead to a push.
+ * Pure.
+ */
+import { triggerKind } from './selection';
+import type { TriggerEvent } from './types';
+
+export interface BuildTrust {
+  /** The repository's build secrets reach the tests. */
+  secrets: boolean;
+  /** A passed build is pushed to the CI server (when it has one). */
+  push: boolean;
+}
+
+export function buildTrust(trigger: Pick<TriggerEvent, 'kind' | 'changeset'>): BuildTrust {
+  const kind = triggerKind(trigger);
+  return { secrets: kind !== 'pull-request', push: kind === 'push' || kind === 'branch-create' };
+}
