@@ -21,6 +21,8 @@ export interface RepoRow extends RepoSettings {
   ssh_public_key: string;
   /** Whether a webhook secret is set (its value is read only where triggers are checked). */
   webhook_secret_set: boolean;
+  /** The SSH host keys the repository trusts (known_hosts format), learned on first use; null: none yet. */
+  ssh_known_hosts: string | null;
   created_at: Date;
 }
 
@@ -37,7 +39,7 @@ export interface NewRepo extends RepoSettings {
 // Never the private key: nothing in the API needs it.
 const COLUMNS = `r.id, r.org_id, o.name AS org_name, r.name, r.scm, r.pull_url, r.ci_push_url, r.pull_request_only,
   r.ci_squash, r.branch_blacklist, r.chat_url, r.key_sealed, r.ssh_public_key,
-  (r.webhook_secret_sealed IS NOT NULL) AS webhook_secret_set, r.created_at`;
+  (r.webhook_secret_sealed IS NOT NULL) AS webhook_secret_set, r.ssh_known_hosts, r.created_at`;
 const FROM = 'FROM repos r JOIN orgs o ON o.id = r.org_id';
 
 export async function insertRepo(db: Db, repo: NewRepo): Promise<number> {
@@ -91,25 +93,42 @@ export interface PushTarget {
   scm: 'git' | 'hg';
   ciPushUrl: string | null;
   sshPrivateKeySealed: string;
+  sshKnownHosts: string | null;
 }
 
 /** Where and how the post-build push goes (the sealed key stays in the database until used). */
 export async function loadPushTarget(db: Db, repoId: number): Promise<PushTarget | undefined> {
-  const { rows } = await db.query<{ scm: 'git' | 'hg'; ci_push_url: string | null; ssh_private_key_sealed: string }>(
-    'SELECT scm, ci_push_url, ssh_private_key_sealed FROM repos WHERE id = $1',
+  const { rows } = await db.query<{ scm: 'git' | 'hg'; ci_push_url: string | null; ssh_private_key_sealed: string; ssh_known_hosts: string | null }>(
+    'SELECT scm, ci_push_url, ssh_private_key_sealed, ssh_known_hosts FROM repos WHERE id = $1',
     [repoId],
   );
   const row = rows[0];
-  return row ? { scm: row.scm, ciPushUrl: row.ci_push_url, sshPrivateKeySealed: row.ssh_private_key_sealed } : undefined;
+  return row
+    ? { scm: row.scm, ciPushUrl: row.ci_push_url, sshPrivateKeySealed: row.ssh_private_key_sealed, sshKnownHosts: row.ssh_known_hosts }
+    : undefined;
 }
 
-/** What a checkout needs of a repository: its SCM, where to pull from, its sealed key. */
+/** Sets (an operator's known_hosts lines) or resets (null: learn again on first use) the trusted host keys. */
+export async function setKnownHosts(db: Db, id: number, knownHosts: string | null): Promise<void> {
+  await db.query('UPDATE repos SET ssh_known_hosts = $2 WHERE id = $1', [id, knownHosts]);
+}
+
+/**
+ * Stores the host keys ssh learned for a repository (trust on first use): only adds to what
+ * was there (ssh appends a host it meets for the first time, and refuses a changed one), so
+ * when `was` no longer matches, another checkout stored first, and its list is as good.
+ */
+export async function recordKnownHosts(db: Db, repoId: number, was: string | null, now: string): Promise<void> {
+  await db.query('UPDATE repos SET ssh_known_hosts = $3 WHERE id = $1 AND ssh_known_hosts IS NOT DISTINCT FROM $2', [repoId, was, now]);
+}
+
+/** What a checkout needs of a repository: its SCM, where to pull from, its sealed key, the host keys it trusts. */
 export async function loadPullSource(
   db: Db,
   repoId: number,
-): Promise<{ scm: Scm; pull_url: string; ssh_private_key_sealed: string } | undefined> {
-  const { rows } = await db.query<{ scm: Scm; pull_url: string; ssh_private_key_sealed: string }>(
-    'SELECT scm, pull_url, ssh_private_key_sealed FROM repos WHERE id = $1',
+): Promise<{ scm: Scm; pull_url: string; ssh_private_key_sealed: string; ssh_known_hosts: string | null } | undefined> {
+  const { rows } = await db.query<{ scm: Scm; pull_url: string; ssh_private_key_sealed: string; ssh_known_hosts: string | null }>(
+    'SELECT scm, pull_url, ssh_private_key_sealed, ssh_known_hosts FROM repos WHERE id = $1',
     [repoId],
   );
   return rows[0];

@@ -167,6 +167,17 @@ describe('repositories', () => {
     });
   });
 
+  it('shows the SSH host keys it trusts, which an operator may set or reset', async () => {
+    expect((await admin('GET', `/api/v1/repos/${repo.id}`)).json().ssh_known_hosts).toBeNull();
+    const line = 'git.example.test ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n';
+    expect((await admin('PATCH', `/api/v1/repos/${repo.id}`, { ssh_known_hosts: line })).json().ssh_known_hosts).toBe(line);
+    const bad = await admin('PATCH', `/api/v1/repos/${repo.id}`, { ssh_known_hosts: 'host\u0000key' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toMatchObject({ field: 'ssh_known_hosts', message: 'known_hosts lines: printable ASCII and newlines only' });
+    // null forgets them: the next connection learns them again (trust on first use).
+    expect((await admin('PATCH', `/api/v1/repos/${repo.id}`, { ssh_known_hosts: null })).json().ssh_known_hosts).toBeNull();
+  });
+
   it('refuses to patch name, scm or unknown fields', async () => {
     for (const field of ['name', 'scm', 'key']) {
       const res = await admin('PATCH', `/api/v1/repos/${repo.id}`, { [field]: 'x' });

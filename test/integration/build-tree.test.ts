@@ -74,3 +74,35 @@ it('never lets configuration planted in a tree run during the next fetch', async
   expect(existsSync(ran)).toBe(false);
   expect(await readFile(join(workdir, '.git', 'config'), 'utf8')).not.toContain('fsmonitor');
 });
+
+describe('SSH host keys, trusted on first use', () => {
+  const storedHosts = async () => (await db.pool.query('SELECT ssh_known_hosts FROM repos WHERE id = $1', [s.repoId])).rows[0].ssh_known_hosts as string | null;
+
+  it('the first checkout records the server\'s host key for the repository', async () => {
+    await db.pool.query('UPDATE repos SET ssh_known_hosts = NULL WHERE id = $1', [s.repoId]);
+    await fetchTree(deps, { ...ref(first), head: first }, treeDir(deps.workspaceDir, s.sessionId, 4), undefined);
+    expect(await storedHosts()).toMatch(new RegExp(`^\\[127\\.0\\.0\\.1\\]:${server.port} ssh-ed25519 AAAA\\S+\\n$`));
+  });
+
+  it('a server whose host key changed fails the next checkout, saying why and how to reset', async () => {
+    const learned = (await storedHosts())!;
+    // The same host, another key: what a machine in the middle (or a reinstalled server) shows.
+    const other = generateRepoKeyPair('someone-else').publicKey.split(' ').slice(0, 2).join(' ');
+    await db.pool.query('UPDATE repos SET ssh_known_hosts = $2 WHERE id = $1', [s.repoId, `[127.0.0.1]:${server.port} ${other}\n`]);
+    const error = await fetchTree(deps, { ...ref(first), head: first }, treeDir(deps.workspaceDir, s.sessionId, 5), undefined).then(
+      () => null,
+      (e: unknown) => e as Error & { reason?: string; retryable?: boolean },
+    );
+    expect(error).not.toBeNull();
+    expect(error!.message).toMatch(/Host key verification failed/);
+    expect(error!.message).toContain(`reset it with PATCH /api/v1/repos/${s.repoId} {"ssh_known_hosts": null}`);
+    expect(error!.retryable).toBe(false);
+    // Nothing was learned over the refused key.
+    expect(await storedHosts()).toBe(`[127.0.0.1]:${server.port} ${other}\n`);
+
+    // Reset, as an administrator who checked the new key would: learned again on the next checkout.
+    await db.pool.query('UPDATE repos SET ssh_known_hosts = NULL WHERE id = $1', [s.repoId]);
+    await fetchTree(deps, { ...ref(first), head: first }, treeDir(deps.workspaceDir, s.sessionId, 5), undefined);
+    expect(await storedHosts()).toBe(learned);
+  });
+});

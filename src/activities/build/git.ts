@@ -20,8 +20,8 @@
  * known-hosts file), so a network attacker could impersonate the SCM. It cannot obtain the
  * key (public-key auth does not reveal it) but could serve different code.
  */
-import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { DEFAULT_SCM_TIMEOUT_MS, exists, makeScratch, parseCommitters, runScmProcess, ScmError, SSH_DENIED, summarizeStderr, type ScmContext, type ScmOutcome, type ScmScratch } from './scmProcess';
 
 export interface FetchRepositoryInput {
@@ -41,6 +41,8 @@ export interface FetchRepositoryInput {
   /** Limit for each git command. Default 10 minutes. */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** The host keys the repository trusts; `learned` is set to what ssh knows after. */
+  hostKeys?: HostKeys;
 }
 
 export interface FetchRepositoryResult {
@@ -201,7 +203,8 @@ async function resolveCommit(ctx: GitContext, rev: string): Promise<string | nul
 
 /** SSH options; every value is ours, the key file path is the only variable part. */
 export function sshCommand(keyFile: string): string {
-  const quoted = `'${keyFile.replace(/'/g, `'\\''`)}'`;
+  const quote = (path: string) => `'${path.replace(/'/g, `'\\''`)}'`;
+  const quoted = quote(keyFile);
   return [
     'ssh',
     '-F /dev/null', // ignore the worker user's ~/.ssh/config and /etc/ssh/ssh_config
@@ -209,10 +212,12 @@ export function sshCommand(keyFile: string): string {
     '-o IdentitiesOnly=yes',
     '-o IdentityAgent=none',
     '-o BatchMode=yes',
-    // Known limitation: host keys are not pinned yet (see module comment).
-    '-o StrictHostKeyChecking=no',
-    '-o UserKnownHostsFile=/dev/null',
+    // Trust on first use, per repository: the host keys it has met (withKeyFile writes them
+    // beside the key); a host met for the first time is added, a changed key refused.
+    '-o StrictHostKeyChecking=accept-new',
+    `-o UserKnownHostsFile=${quote(knownHostsFileOf(keyFile))}`,
     '-o GlobalKnownHostsFile=/dev/null',
+    '-o HashKnownHosts=no',
     '-o LogLevel=ERROR',
     `-o ConnectTimeout=${SSH_CONNECT_TIMEOUT_S}`,
     '-o ControlMaster=no',
@@ -257,7 +262,7 @@ export async function fetchRepository(input: FetchRepositoryInput): Promise<Fetc
 
   try {
     await mkdir(input.workdir, { recursive: true });
-    const commitId = await withKeyFile(keyDir, keyFile, input.privateKey, async () => {
+    const fetchAndResolve = async () => {
       await ensureRepository(ctx);
       await gitOrThrow(
         ctx,
@@ -265,7 +270,8 @@ export async function fetchRepository(input: FetchRepositoryInput): Promise<Fetc
         `could not pull from ${url}`,
       );
       return resolveHead(ctx, input, url);
-    });
+    };
+    const commitId = await withKeyFile(keyDir, keyFile, input.privateKey, fetchAndResolve, input.hostKeys);
     // Everything below is local: the key file is already gone.
     await gitOrThrow(ctx, ['checkout', '--quiet', '--force', '--detach', commitId], `could not check out ${commitId}`);
     await gitOrThrow(ctx, ['clean', '-ffdxq'], `could not clean the working tree`);
@@ -290,15 +296,34 @@ export function gitEnv(scratch: ScmScratch): NodeJS.ProcessEnv {
   };
 }
 
-/** Writes the key (0600, in a 0700 directory) for the duration of `fn`, then removes it. */
-export async function withKeyFile<T>(keyDir: string, keyFile: string, privateKey: string, fn: () => Promise<T>): Promise<T> {
+/**
+ * The SSH host keys a repository trusts, in known_hosts format: `known` goes in before ssh runs
+ * (null: none yet), and `learned` is what the file holds after (ssh added any host it met for
+ * the first time). The caller stores `learned` (db/repos recordKnownHosts).
+ */
+export interface HostKeys {
+  known: string | null;
+  learned?: string;
+}
+
+/** Where sshCommand's ssh reads and writes the host keys: beside the key file. */
+export const knownHostsFileOf = (keyFile: string): string => join(dirname(keyFile), 'known_hosts');
+
+/**
+ * Writes the key (0600, in a 0700 directory) and the trusted host keys for the duration of
+ * `fn`, then removes them, reading back into `hostKeys.learned` what ssh learned.
+ */
+export async function withKeyFile<T>(keyDir: string, keyFile: string, privateKey: string, fn: () => Promise<T>, hostKeys?: HostKeys): Promise<T> {
   await mkdir(keyDir, { mode: 0o700 });
+  const knownHosts = knownHostsFileOf(keyFile);
   try {
     // OpenSSH refuses a key without its final newline, and keys pasted from Windows have CRs.
     const text = privateKey.replace(/\r\n/g, '\n').trimEnd() + '\n';
     await writeFile(keyFile, text, { mode: 0o600, flag: 'wx' });
+    await writeFile(knownHosts, hostKeys?.known ?? '', { mode: 0o600, flag: 'wx' });
     return await fn();
   } finally {
+    if (hostKeys) hostKeys.learned = await readFile(knownHosts, 'utf8').catch(() => hostKeys.known ?? '');
     await rm(keyDir, { recursive: true, force: true });
   }
 }

@@ -40,6 +40,7 @@ import {
   withKeyFile,
   type FetchRepositoryResult,
   type GitPullFailure,
+  type HostKeys,
 } from './git';
 import { DEFAULT_SCM_TIMEOUT_MS, exists, makeScratch, parseCommitters, runScmProcess, SSH_DENIED, summarizeStderr, type ScmContext, type ScmOutcome } from './scmProcess';
 
@@ -59,6 +60,8 @@ export interface FetchHgRepositoryInput {
   /** Limit for each hg command. Default 10 minutes. */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** The host keys the repository trusts; `learned` is set to what ssh knows after. */
+  hostKeys?: HostKeys;
 }
 
 const MAX_COMMITTER_COMMITS = 500;
@@ -187,8 +190,12 @@ export async function fetchHgRepository(input: FetchHgRepositoryInput): Promise<
     await writeFile(hgrc, '', { mode: 0o600 });
     await mkdir(workdir, { recursive: true });
     await ensureRepository(ctx);
-    await withKeyFile(keyDir, keyFile, input.privateKey, () =>
-      hgOrThrow(ctx, ['pull', '--quiet', '--ssh', sshCommand(keyFile), '--', input.pullUrl], `could not pull from ${url}`),
+    await withKeyFile(
+      keyDir,
+      keyFile,
+      input.privateKey,
+      () => hgOrThrow(ctx, ['pull', '--quiet', '--ssh', sshCommand(keyFile), '--', input.pullUrl], `could not pull from ${url}`),
+      input.hostKeys,
     );
     // Everything below is local: the key file is already gone.
     const commitId = await resolveHead(ctx, input, url, followsBranch);

@@ -12,10 +12,10 @@ import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pool } from 'pg';
 import { unseal } from '../../crypto/sealed';
-import { loadPullSource } from '../../db/repos';
+import { loadPullSource, recordKnownHosts } from '../../db/repos';
 import { endedSessions } from '../../db/sessions';
 import type { TreeRef } from '../types';
-import { fetchRepository, type FetchRepositoryResult } from './git';
+import { fetchRepository, GitPullError, type FetchRepositoryResult, type HostKeys } from './git';
 import { fetchHgRepository } from './hg';
 
 export interface TreeDeps {
@@ -59,10 +59,33 @@ export async function fetchTree(
   await removeTree(workdir);
   // The repository's SCM decides (the API refuses a trigger naming the other one).
   const privateKey = unseal(deps.secretKey, repo.ssh_private_key_sealed);
-  const common = { pullUrl: repo.pull_url, privateKey, workdir, branch: ref.branch, head: ref.head, signal };
-  const got = repo.scm === 'hg' ? await fetchHgRepository(common) : await fetchRepository({ ...common, refspecs: ref.refspecs ?? [] });
+  const hostKeys: HostKeys = { known: repo.ssh_known_hosts };
+  const common = { pullUrl: repo.pull_url, privateKey, workdir, branch: ref.branch, head: ref.head, signal, hostKeys };
+  let got: FetchRepositoryResult;
+  try {
+    got = repo.scm === 'hg' ? await fetchHgRepository(common) : await fetchRepository({ ...common, refspecs: ref.refspecs ?? [] });
+  } catch (err) {
+    throw withHostKeyHint(err, ref.repoId);
+  } finally {
+    await keepLearnedHostKeys(deps.pool, ref.repoId, hostKeys);
+  }
   await writeFile(markerOf(workdir), JSON.stringify({ ...got, pristine: true } satisfies Marker));
   return got;
+}
+
+/** Stores what ssh learned on a first connection to a host (trust on first use). */
+export async function keepLearnedHostKeys(pool: Pool, repoId: number, hostKeys: HostKeys): Promise<void> {
+  const { known, learned } = hostKeys;
+  if (learned !== undefined && learned.trim() !== '' && learned !== (known ?? '')) await recordKnownHosts(pool, repoId, known, learned);
+}
+
+/** A refused host key says what to do about it. */
+export function withHostKeyHint<E>(err: E, repoId: number): E | GitPullError {
+  if (!(err instanceof GitPullError) || !/Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED/i.test(err.message)) return err;
+  return new GitPullError(
+    `${err.message} (the server's SSH host key is not the one this repository trusts, recorded when Sluice first connected: see its ssh_known_hosts; if the key really changed, reset it with PATCH /api/v1/repos/${repoId} {"ssh_known_hosts": null})`,
+    err.reason,
+  );
 }
 
 /**

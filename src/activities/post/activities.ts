@@ -21,8 +21,8 @@ import type { ConnectionOptions } from 'node:tls';
 import type { Config } from '../../config';
 import { unseal } from '../../crypto/sealed';
 import { activityLog, attemptsText, currentAttempt, isFinal, retryLater, type AttemptInfo } from '../attempt';
-import { displayUrl, GitPullError } from '../build/git';
-import { ensureTree, treeDir } from '../build/tree';
+import { displayUrl, GitPullError, type HostKeys } from '../build/git';
+import { ensureTree, keepLearnedHostKeys, treeDir } from '../build/tree';
 import { FAILURE_TYPES, type FailureType } from '../failures';
 import { withHeartbeat } from '../heartbeat';
 import type { ChatInput, ChatResult, EmailInput, EmailResult, PushInput, PushResult } from '../types';
@@ -102,6 +102,7 @@ export function createPostActivities(deps: PostDeps) {
             // The session's checkout if this runner has it, else the commit fetched afresh.
             const workdir = treeDir(config.workspaceDir, input.sessionId);
             await ensureTree({ pool, secretKey: config.secretKey, workspaceDir: config.workspaceDir }, input, workdir, 'objects', signal);
+            const hostKeys: HostKeys = { known: repo.sshKnownHosts };
             const pushed = await pushCommit({
               pushUrl,
               privateKey: unseal(config.secretKey, repo.sshPrivateKeySealed),
@@ -109,7 +110,8 @@ export function createPostActivities(deps: PostDeps) {
               commitId: input.commitId,
               branch: input.branch,
               signal,
-            });
+              hostKeys,
+            }).finally(() => keepLearnedHostKeys(pool, input.repoId, hostKeys));
             const what = pushed.upToDate ? 'already at' : 'pushed';
             return { ok: true, detail: `${pushed.ref} ${what} ${input.commitId} on ${target}` };
           } catch (err) {

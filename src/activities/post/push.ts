@@ -30,6 +30,7 @@ import {
   summarizeGitStderr,
   withKeyFile,
   type GitContext,
+  type HostKeys,
 } from '../build/git';
 import { DEFAULT_SCM_TIMEOUT_MS, makeScratch, ScmError } from '../build/scmProcess';
 
@@ -47,6 +48,8 @@ export interface PushCommitInput {
   /** Limit for each git command. Default 10 minutes. */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** The host keys the repository trusts; `learned` is set to what ssh knows after. */
+  hostKeys?: HostKeys;
 }
 
 export interface PushCommitResult {
@@ -123,8 +126,12 @@ export async function pushCommit(input: PushCommitInput): Promise<PushCommitResu
     const present = await runGit(ctx, ['cat-file', '-e', `${input.commitId}^{commit}`]);
     if (!present.ok) throw new GitPushError(`${what}: commit ${input.commitId} is not in the checkout`, 'missing-commit');
 
-    const result = await withKeyFile(keyDir, keyFile, input.privateKey, () =>
-      runGit(ctx, ['push', '--porcelain', '--no-verify', '--', input.pushUrl, `${input.commitId}:${ref}`]),
+    const result = await withKeyFile(
+      keyDir,
+      keyFile,
+      input.privateKey,
+      () => runGit(ctx, ['push', '--porcelain', '--no-verify', '--', input.pushUrl, `${input.commitId}:${ref}`]),
+      input.hostKeys,
     );
     // --porcelain: one line per ref on stdout, `<flag>\t<from>:<to>\t<summary>`; `=` means up
     // to date, `!` rejected (the reason in the summary, e.g. `[rejected] (non-fast-forward)`).

@@ -14,7 +14,7 @@ import { generateRepoKeyPair } from '../../../ssh/keys';
 import type { ApiDeps } from '../../app';
 import { conflict, notFound, validate } from '../../http';
 import { uniqueViolation, type Db } from '../../../db/transaction';
-import { findRepoById, findRepoByName, insertRepo, listRepos, setWebhookSecret, updateRepoSettings, type RepoRow } from '../../../db/repos';
+import { findRepoById, findRepoByName, insertRepo, listRepos, setKnownHosts, setWebhookSecret, updateRepoSettings, type RepoRow } from '../../../db/repos';
 import { registerBranchRoutes } from './branches';
 import { httpUrl, plainText, resourceName, scmUrl } from './fields';
 import { loadOrg } from './orgs';
@@ -41,6 +41,13 @@ const PatchRepo = z.strictObject({
     .max(256)
     .refine((s) => /^[\x21-\x7e]+$/.test(s), 'printable ASCII without spaces only')
     .nullish(),
+  // SSH host keys trusted for this repository's servers, known_hosts lines (learned on first
+  // use when unset); null forgets them, so the next connection learns them again.
+  ssh_known_hosts: z
+    .string()
+    .max(16 * 1024)
+    .refine((s) => /^[\x20-\x7e\n]*$/.test(s), 'known_hosts lines: printable ASCII and newlines only')
+    .nullish(),
 });
 
 export function repoView(r: RepoRow, config: Config) {
@@ -61,6 +68,7 @@ export function repoView(r: RepoRow, config: Config) {
     webhook_url: `${config.baseUrl}/1/builds/${key}`,
     ssh_public_key: r.ssh_public_key,
     webhook_secret_set: r.webhook_secret_set,
+    ssh_known_hosts: r.ssh_known_hosts,
     created_at: r.created_at,
   };
 }
@@ -118,9 +126,10 @@ export function registerRepoRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
   app.patch<{ Params: { repo: string } }>('/repos/:repo', async (request) => {
     const repo = await loadRepo(pool, request.params.repo);
-    const { webhook_secret: secret, ...body } = validate(PatchRepo, request.body);
+    const { webhook_secret: secret, ssh_known_hosts: knownHosts, ...body } = validate(PatchRepo, request.body);
     await updateRepoSettings(pool, repo.id, body);
     if (secret !== undefined) await setWebhookSecret(pool, repo.id, secret === null ? null : seal(config.secretKey, secret));
+    if (knownHosts !== undefined) await setKnownHosts(pool, repo.id, knownHosts === null || knownHosts.trim() === '' ? null : knownHosts);
     return repoView((await findRepoById(pool, repo.id))!, config);
   });
 
