@@ -14,11 +14,10 @@
  * - We fetch from the URL directly rather than a configured remote, and override hooks and
  *   fsmonitor on every call, because the tests of a previous build ran inside this working
  *   tree and could have planted config or hooks in `.git` that would otherwise run while the
- *   key file exists. (Tests still run as the worker's user; real isolation needs a sandbox.)
- *
- * Known limitation: host keys are not pinned yet (StrictHostKeyChecking=no with an empty
- * known-hosts file), so a network attacker could impersonate the SCM. It cannot obtain the
- * key (public-key auth does not reveal it) but could serve different code.
+ *   key file exists. (Besides, fetches now always go into a directory git made: tree.ts.)
+ * - Host keys are trusted on first use per repository (withKeyFile, sshCommand): a server that
+ *   presents another key than the one first recorded is refused, so nobody on the network path
+ *   can serve different code.
  */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
