@@ -158,7 +158,7 @@ describe('preview', () => {
     expect(payload).toMatchObject({
       event: 'first-fail',
       status: 'running',
-      url: expect.stringMatching(/^https:\/\/ci\.example\.test\/1\/reports\/\d+$/),
+      url: expect.stringMatching(/^https:\/\/ci\.example\.test\/1\/reports\/\d+\?token=\S+$/),
       repository: { name: repoName, url: 'git@scm.example.test:acme/widgets.git', org_name: orgName },
       counts: expect.objectContaining({ failed: 1 }),
       xid: expect.any(String),
