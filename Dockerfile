@@ -19,11 +19,14 @@ FROM node:20-bookworm-slim
 # Runners pull over SSH with git or Mercurial; certificates for HTTPS webhooks, chat and SMTP.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git openssh-client mercurial ca-certificates \
- && rm -rf /var/lib/apt/lists/*
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --no-create-home --shell /usr/sbin/nologin sluice-build
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# The API and workers run as node; the runner service runs as root so that it can start tests
+# as sluice-build (SLUICE_BUILD_USER, docker-compose.yml), who cannot read the runner.
 USER node
 CMD ["node", "dist/api/main.js"]

@@ -27,6 +27,8 @@ export interface Config {
   workspaceDir: string;
   /** Time limit of one test file. */
   testTimeoutMs: number;
+  /** Runners: the unprivileged user tests run as (SLUICE_BUILD_USER); unset, the runner's own. */
+  buildUser?: string;
   /** Test files one build may have; more end it in `error` (default 5,000). */
   maxTestFiles?: number;
   /** Runners: how many activities (test lanes, checkouts, pushes) one runner runs at once (default 4). */
@@ -66,6 +68,7 @@ const EnvSchema = z.object({
   SLUICE_TEST_TIMEOUT_MS: positiveInt.default(10 * 60_000),
   SLUICE_RUNNER_SLOTS: positiveInt.default(4),
   SLUICE_MAX_TEST_FILES: positiveInt.default(5_000),
+  SLUICE_BUILD_USER: z.string().min(1).optional(),
   SLUICE_WEBHOOK_RETRY_INITIAL_MS: positiveInt.default(1_000),
   // Defaults: 1 s doubling to 1 h, 36 attempts: the last one about a day after the first (README).
   SLUICE_WEBHOOK_RETRY_MAX_INTERVAL_MS: positiveInt.default(60 * 60_000),
@@ -120,6 +123,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: Role = 'a
     testTimeoutMs: e.SLUICE_TEST_TIMEOUT_MS,
     runnerSlots: e.SLUICE_RUNNER_SLOTS,
     maxTestFiles: e.SLUICE_MAX_TEST_FILES,
+    buildUser: e.SLUICE_BUILD_USER,
     webhookRetry: {
       initialIntervalMs: e.SLUICE_WEBHOOK_RETRY_INITIAL_MS,
       maximumIntervalMs: e.SLUICE_WEBHOOK_RETRY_MAX_INTERVAL_MS,

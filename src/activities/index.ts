@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import type { Config } from '../config';
 import { createBuildActivities } from './build/activities';
-import type { ProcessGroups } from './build/runTestFile';
+import type { BuildUser, ProcessGroups } from './build/runTestFile';
 import { createDeliverActivity } from './delivery';
 import { createPostActivities } from './post/activities';
 import { createSessionRecords } from './session/records';
@@ -30,7 +30,7 @@ export function createControlActivities(deps: ActivityDeps): ControlActivities {
 }
 
 /** A runner's activities, on the build queue(s): checkouts, test lanes and the push. */
-export function createRunnerActivities(deps: ActivityDeps & { runner: string; processGroups?: ProcessGroups }): RunnerActivities {
+export function createRunnerActivities(deps: ActivityDeps & { runner: string; processGroups?: ProcessGroups; runAs?: BuildUser }): RunnerActivities {
   const { pushToCiServer } = createPostActivities({ config: deps.config, pool: deps.pool });
   return { ...createBuildActivities(deps), pushToCiServer };
 }

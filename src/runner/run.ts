@@ -1,3 +1,4 @@
+import { chmod, mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createRunnerActivities } from '../activities';
@@ -5,6 +6,7 @@ import { sweepTrees } from '../activities/build/tree';
 import type { Config } from '../config';
 import { createPool } from '../db/pool';
 import { installRuntime } from '../temporal/runtime';
+import { resolveBuildUser } from './buildUser';
 import { startReaper } from './reaper';
 
 export interface RunnerHandle {
@@ -35,8 +37,18 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
   const name = `${os.hostname()}-${process.pid}`;
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const pool = createPool(config.databaseUrl);
+  const runAs = config.buildUser ? resolveBuildUser(config.buildUser) : undefined;
+  if (runAs) {
+    // The build user reaches its own trees, and cannot list the others.
+    await mkdir(config.workspaceDir, { recursive: true });
+    await chmod(config.workspaceDir, 0o711);
+  } else {
+    console.warn(
+      `sluice runner: tests run as this runner's own user, and can read its environment (database URL, secret key); set SLUICE_BUILD_USER (README "Security model")`,
+    );
+  }
   const reaper = await startReaper();
-  const activities = createRunnerActivities({ config, pool, runner: name, processGroups: reaper });
+  const activities = createRunnerActivities({ config, pool, runner: name, processGroups: reaper, runAs });
   const slots = options.slots ?? config.runnerSlots ?? DEFAULT_SLOTS;
   const queues = [...new Set([config.buildQueue, ...(options.buildQueues ?? [])])];
   const workers = await Promise.all(

@@ -46,7 +46,7 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startSluice(
-  opts: { webhookRetry?: Partial<WebhookRetry>; postRetry?: PostRetry; testTimeoutMs?: number; suiteHistoryLimit?: number; smtpUrl?: string; runnerSlots?: number; maxTestFiles?: number } = {},
+  opts: { webhookRetry?: Partial<WebhookRetry>; postRetry?: PostRetry; testTimeoutMs?: number; suiteHistoryLimit?: number; smtpUrl?: string; runnerSlots?: number; maxTestFiles?: number; buildUser?: string } = {},
 ): Promise<Sluice> {
   const port = await freePort();
   const tag = randomBytes(4).toString('hex');
@@ -77,6 +77,7 @@ export async function startSluice(
     webhookAllow: parseAllowList('127.0.0.0/8'),
     suiteHistoryLimit: opts.suiteHistoryLimit,
     maxTestFiles: opts.maxTestFiles,
+    buildUser: opts.buildUser,
   };
 
   const pool = createPool(config.databaseUrl);

@@ -23,7 +23,7 @@ import { discoverTests, InvalidPatternError } from './discover';
 import { GitPullError } from './git';
 import { collectJUnitResults } from './junit';
 import { laneHasWork, runLane } from './lane';
-import type { ProcessGroups } from './runTestFile';
+import type { BuildUser, ProcessGroups } from './runTestFile';
 import { ensureTree, fetchTree, markUsed, removeTree, TreeGoneError, treeDir, type TreeDeps } from './tree';
 
 /** Test files one build may have unless SLUICE_MAX_TEST_FILES says otherwise. */
@@ -36,6 +36,8 @@ export interface BuildDeps {
   runner: string;
   /** Where test process groups are reported so that none outlives this runner. */
   processGroups?: ProcessGroups;
+  /** The unprivileged user tests run as (SLUICE_BUILD_USER), if any. */
+  runAs?: BuildUser;
 }
 
 /** What a failed fetch means for the activity: stopped, worth another attempt, or final. */
@@ -49,7 +51,7 @@ export function checkoutFailure(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
 }
 
-export function createBuildActivities({ config, pool, runner, processGroups }: BuildDeps) {
+export function createBuildActivities({ config, pool, runner, processGroups, runAs }: BuildDeps) {
   const trees: TreeDeps = { pool, secretKey: config.secretKey, workspaceDir: config.workspaceDir };
 
   return {
@@ -104,7 +106,7 @@ export function createBuildActivities({ config, pool, runner, processGroups }: B
         await ensureTree(trees, input.tree, workdir, 'pristine', signal).catch((err: unknown) => {
           throw checkoutFailure(err);
         });
-        await markUsed(workdir);
+        await markUsed(workdir, runAs);
         const firstFailure = async (counts: Counts) => {
           // Best effort: the workflow also sends `first-fail` at the end if this never arrived.
           try {
@@ -114,7 +116,7 @@ export function createBuildActivities({ config, pool, runner, processGroups }: B
           }
         };
         const out = await runLane(
-          { pool, secretKey: config.secretKey, runner, processGroups, firstFailure, signal },
+          { pool, secretKey: config.secretKey, runner, processGroups, runAs, firstFailure, signal },
           {
             sessionId,
             repoId: input.tree.repoId,

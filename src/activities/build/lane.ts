@@ -15,7 +15,7 @@ import type { Counts } from '../../core/types';
 import { claimFiles, queueProgress, recordFileResult, releaseClaims, renewClaims, type Claim } from '../../db/testQueue';
 import { buildEnvironment, loadBuildSecrets } from './secrets';
 import { maskOutput } from './output';
-import { runTestFile, type ProcessGroups } from './runTestFile';
+import { runTestFile, type BuildUser, type ProcessGroups } from './runTestFile';
 
 export const LEASE_MS = 5_000;
 const RENEW_EVERY_MS = 1_000;
@@ -47,6 +47,8 @@ export interface LaneDeps {
   runner: string;
   /** Where each test's process group is reported, so none outlives the runner (runner/reaper.ts). */
   processGroups?: ProcessGroups;
+  /** The unprivileged user tests run as, if any (runner/buildUser.ts). */
+  runAs?: BuildUser;
   /** Tell the session its first file failed, with the counts as they stood then. */
   firstFailure(counts: Counts): Promise<void>;
   /** Aborted when the session is stopped. */
@@ -119,6 +121,7 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
             timeoutMs: job.timeoutMs,
             signal: ctl.signal,
             processGroups: deps.processGroups,
+            runAs: deps.runAs,
           });
           // Stopped, or taken over by another lane: this run is not the file's verdict.
           if (ctl.signal.aborted) continue;

@@ -8,7 +8,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:fs';
-import { access, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { access, chown, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, normalize, sep } from 'node:path';
 
@@ -30,6 +30,14 @@ export interface RunTestFileInput {
   maxOutputBytes?: number;
   /** Told of the test's process group while it lives, so that it dies with the runner (runner/reaper.ts). */
   processGroups?: ProcessGroups;
+  /** Run the test as this unprivileged user (the runner is root): it cannot read the runner. */
+  runAs?: BuildUser;
+}
+
+/** The Unix user tests run as (SLUICE_BUILD_USER), by number. */
+export interface BuildUser {
+  uid: number;
+  gid: number;
 }
 
 /** Where a test's process group is reported while it lives. */
@@ -280,6 +288,7 @@ export async function runTestFile(input: RunTestFileInput): Promise<RunTestFileR
   if (input.signal?.aborted) return error('stopped before it started');
 
   const home = await mkdtemp(join(tmpdir(), 'sluice-test-home-'));
+  if (input.runAs) await chown(home, input.runAs.uid, input.runAs.gid);
   try {
     return await execute(argv, runsFileItself ? input.path : argv[0]!, home, input, started);
   } finally {
@@ -313,6 +322,8 @@ async function execute(
       // Its own process group: on timeout or stop we kill the test and all it started.
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
+      // As another user, the test can read neither the runner's environment nor its memory.
+      ...(input.runAs ? { uid: input.runAs.uid, gid: input.runAs.gid } : {}),
     });
   } catch (e) {
     notes.push(`could not start ${program}: ${(e as Error).message}`);

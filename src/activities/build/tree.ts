@@ -8,7 +8,7 @@
  * and the list of test files come from); lane k > 0 uses `session-<id>-<k>`. Beside each tree a
  * marker (`<tree>.json`) says which commit it holds and whether tests have run in it yet.
  */
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { lchown, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pool } from 'pg';
 import { unseal } from '../../crypto/sealed';
@@ -17,6 +17,7 @@ import { endedSessions } from '../../db/sessions';
 import type { TreeRef } from '../types';
 import { fetchRepository, GitPullError, type FetchRepositoryResult, type HostKeys } from './git';
 import { fetchHgRepository } from './hg';
+import type { BuildUser } from './runTestFile';
 
 export interface TreeDeps {
   pool: Pool;
@@ -99,10 +100,24 @@ export async function ensureTree(deps: TreeDeps, ref: TreeRef, workdir: string, 
   await fetchTree(deps, { ...ref, head: ref.commitId }, workdir, signal);
 }
 
-/** Tests are about to run in `workdir`: it is no longer pristine. */
-export async function markUsed(workdir: string): Promise<void> {
+/**
+ * Tests are about to run in `workdir`: it is no longer pristine, and it becomes the build user's
+ * (when tests run as one), so they may write in it.
+ */
+export async function markUsed(workdir: string, owner?: BuildUser): Promise<void> {
   const marker = await readMarker(workdir);
   if (marker) await writeFile(markerOf(workdir), JSON.stringify({ ...marker, pristine: false }));
+  if (owner) await chownTree(workdir, owner);
+}
+
+/** `chown -R` without following links (a tree's symlinks point wherever its author liked). */
+async function chownTree(dir: string, owner: BuildUser): Promise<void> {
+  await lchown(dir, owner.uid, owner.gid);
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const child = path.join(dir, entry.name);
+    if (entry.isDirectory()) await chownTree(child, owner);
+    else await lchown(child, owner.uid, owner.gid);
+  }
 }
 
 export async function removeTree(workdir: string): Promise<void> {
