@@ -18,7 +18,7 @@ import { Client, Connection } from '@temporalio/client';
 import { LEASE_MS } from '../src/activities/build/lane';
 import type { Cluster, ClusterRepo } from '../test/support/cluster';
 import type { RepoFiles } from '../test/support/gitRepo';
-import { waitFor } from '../test/support/processes';
+import { eventually } from '../test/support/wait';
 import { script } from '../test/support/world';
 import type { Row } from './table';
 
@@ -107,13 +107,13 @@ async function runnerDeath(c: Cluster, log: (line: string) => void): Promise<Row
     const slow = script(`echo "$(date +%s%N) $PPID" >> ${starts}\nif [ ! -e ${marker} ]; then touch ${marker}; sleep 600; fi`);
     const repo = await c.makeRepo({ 'test/slow_test.sh': slow, 'test/other_test.sh': script('sleep 1') }, { branch: 'master', test_pattern: 'test/*_test.sh', workers: 2 });
     const session = await c.build(repo);
-    const first = await waitFor('the slow file to start', async () => (await readFile(starts, 'utf8').catch(() => '')).split('\n')[0]?.match(/^\d+ (\d+)$/));
+    const first = await eventually('the slow file to start', async () => (await readFile(starts, 'utf8').catch(() => '')).split('\n')[0]?.match(/^\d+ (\d+)$/));
     const victim = c.runners.find((r) => r.pid === Number(first[1]))!;
     log(`runner death: killing runner ${victim.pid}`);
     const killedAt = Date.now();
     victim.kill('SIGKILL');
     await victim.exited;
-    const again = await waitFor('the slow file to run again', async () => (await readFile(starts, 'utf8')).split('\n')[1]?.match(/^(\d+) \d+$/), 120_000);
+    const again = await eventually('the slow file to run again', async () => (await readFile(starts, 'utf8')).split('\n')[1]?.match(/^(\d+) \d+$/), 120_000);
     const seconds = (Number(BigInt(again[1]!) / 1_000_000n) - killedAt) / 1000;
     await c.eventsOf(session);
     c.runners.splice(c.runners.indexOf(victim), 1);

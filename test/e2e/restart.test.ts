@@ -11,11 +11,13 @@ import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { createBareRepo } from '../support/gitRepo';
 import { freePort } from '../../src/temporal/devServer';
-import { REPO_ROOT, waitFor } from '../support/processes';
+import { REPO_ROOT } from '../support/processes';
+import { eventually } from '../support/wait';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
-import { script, type Payload } from '../support/world';
+import { script, sessionOfGuid, type Payload } from '../support/world';
 import { isAlive } from '../support/pids';
+import { callAdmin } from '../support/adminApi';
 
 let db: TestDatabase;
 let ssh: SshGitServer;
@@ -53,7 +55,7 @@ async function npmStart(): Promise<ChildProcess> {
   started.push(child);
   let out = '';
   for (const s of [child.stdout!, child.stderr!]) s.on('data', (d: Buffer) => (out += d.toString()));
-  await waitFor('npm start to be running', async () => {
+  await eventually('npm start to be running', async () => {
     if (child.exitCode !== null) throw new Error(`npm start exited:\n${out.slice(-3000)}`);
     return out.includes('Sluice is running.');
   }, 180_000);
@@ -91,14 +93,7 @@ async function devServerPids(): Promise<number[]> {
 
 async function admin<T = Record<string, unknown>>(method: string, p: string, body?: unknown): Promise<T> {
   const token = (await readFile(path.join(env.SLUICE_DATA_DIR!, 'admin.token'), 'utf8')).trim();
-  const res = await fetch(`http://127.0.0.1:${env.PORT}${p}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${p} → ${res.status}: ${text}`);
-  return JSON.parse(text) as T;
+  return callAdmin<T>(`http://127.0.0.1:${env.PORT}`, token, method, p, body);
 }
 
 const eventsOf = (session: number) => receiver.requests.map((r) => r.json as Payload).filter((p) => p?.session === session);
@@ -132,20 +127,18 @@ it('npm start killed with SIGKILL mid-build and started again finishes every bui
   for (let i = 0; i < 3; i += 1) {
     const res = await fetch(repo.webhook_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ branch: 'master', force: true }) });
     expect(res.status).toBe(200);
-    const { guid } = (await res.json()) as { guid: string };
-    const { rows } = await db.pool.query<{ id: string }>('SELECT s.id FROM sessions s JOIN ci_events e ON e.id = s.ci_event_id WHERE e.guid = $1', [guid]);
-    sessions.push(Number(rows[0]!.id));
+    sessions.push(await sessionOfGuid(db.pool, ((await res.json()) as { guid: string }).guid));
   }
-  const testPid = Number(await waitFor('the slow test to run', async () => (await readFile(slowPid, 'utf8').catch(() => '')).match(/^(\d+)\n$/)?.[1]));
+  const testPid = Number(await eventually('the slow test to run', async () => (await readFile(slowPid, 'utf8').catch(() => '')).match(/^(\d+)\n$/)?.[1]));
   expect(await devServerPids()).toHaveLength(1);
 
   await killTree(first);
-  await waitFor('the test that was running to be gone', async () => !isAlive(testPid), 15_000);
-  await waitFor('the dev server to be gone', async () => (await devServerPids()).length === 0, 15_000);
+  await eventually('the test that was running to be gone', async () => !isAlive(testPid), 15_000);
+  await eventually('the dev server to be gone', async () => (await devServerPids()).length === 0, 15_000);
 
   await npmStart();
   for (const session of sessions) {
-    await waitFor(`session ${session}'s stop`, async () => eventsOf(session).some((e) => e.event === 'stop'), 180_000);
+    await eventually(`session ${session}'s stop`, async () => eventsOf(session).some((e) => e.event === 'stop'), 180_000);
   }
   const [a, b, c] = sessions.map((s) => eventsOf(s).find((e) => e.event === 'stop')!);
   // The interrupted build's true result: both files passed, each counted once.

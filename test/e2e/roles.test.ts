@@ -19,10 +19,11 @@ import {
   startBareTemporal,
   startRole,
   stopAllProcesses,
-  waitFor,
   waitForHealthy,
   withOwnPort,
 } from '../support/processes';
+import { eventually } from '../support/wait';
+import { callAdmin } from '../support/adminApi';
 
 const WANTED = Object.fromEntries(SLUICE_SEARCH_ATTRIBUTES.map((k) => [k.name, encodeSearchAttributeIndexedValueType(k.type)]));
 
@@ -54,20 +55,13 @@ async function newNamespace(): Promise<string> {
   const namespace = `roles-${Math.random().toString(36).slice(2, 10)}`;
   await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
   // Registered namespaces reach the frontend's cache a moment later.
-  await waitFor(`namespace ${namespace}`, () => connection.workflowService.describeNamespace({ namespace }).then(() => true), 30_000);
+  await eventually(`namespace ${namespace}`, () => connection.workflowService.describeNamespace({ namespace }).then(() => true), 30_000);
   return namespace;
 }
 
 /** The management API of the API process at env's base URL; throws unless 2xx. */
-async function admin<T = Record<string, unknown>>(env: NodeJS.ProcessEnv, method: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${env.SLUICE_BASE_URL}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${env.SLUICE_ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path} → ${res.status}: ${text}`);
-  return JSON.parse(text) as T;
+function admin<T = Record<string, unknown>>(env: NodeJS.ProcessEnv, method: string, path: string, body?: unknown): Promise<T> {
+  return callAdmin<T>(env.SLUICE_BASE_URL!, env.SLUICE_ADMIN_TOKEN!, method, path, body);
 }
 
 /** An organization, a repository (nothing serves it: no build gets far) and a suite for master. */
@@ -105,7 +99,7 @@ describe('roles as separate processes, against a Temporal server without Sluice 
 
     // The suite workflow was started with them, and is found by them.
     const client = new Client({ connection, namespace: 'default' });
-    const found = await waitFor(
+    const found = await eventually(
       `a workflow with SluiceRepo = "${repo.label}"`,
       async () => {
         const ids: string[] = [];

@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { startCluster, type Cluster } from '../support/cluster';
-import { waitFor } from '../support/processes';
+import { eventually } from '../support/wait';
 import { script } from '../support/world';
 import { isAlive } from '../support/pids';
 import { reportPath } from '../support/reports';
@@ -83,7 +83,7 @@ describe('a runner killed with SIGKILL while it runs a file', () => {
     const session = await c.build(repo);
 
     const [testPid, runnerPid] = (
-      await waitFor('the slow test to start', async () => {
+      await eventually('the slow test to start', async () => {
         const text = await readFile(slowPid, 'utf8').catch(() => '');
         return /^\d+ \d+\n$/.test(text) && text;
       })
@@ -97,7 +97,7 @@ describe('a runner killed with SIGKILL while it runs a file', () => {
     await victim.exited;
 
     // The test's process group died with its runner (the reaper saw it go).
-    await waitFor('the killed runner\'s test process to be gone', async () => !isAlive(testPid), 15_000);
+    await eventually('the killed runner\'s test process to be gone', async () => !isAlive(testPid), 15_000);
 
     const events = await c.eventsOf(session);
     const stop = events.find((e) => e.event === 'stop')!;

@@ -13,6 +13,7 @@ import type { Counts } from '../../src/core/types';
 import { claimFiles, enqueueTests, queueCounts, recordFileResult, type QueuedFile } from '../../src/db/testQueue';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { insertPostSession } from '../support/postSession';
+import { eventually } from '../support/wait';
 
 let db: TestDatabase;
 let tmp: string;
@@ -156,7 +157,7 @@ describe('a lane whose runner died', () => {
     await enqueueTests(db.pool, s.sessionId, queued(['slow_test.sh']));
     const stop = new AbortController();
     const lane = runLane(deps({ signal: stop.signal }), job(s, 0));
-    for (let i = 0; i < 100 && (await runs(s.log)).length === 0; i += 1) await new Promise((r) => setTimeout(r, 50));
+    await eventually('the slow test to start', async () => (await runs(s.log)).length > 0, 5_000);
     expect(await runs(s.log)).toEqual(['slow_test.sh 0']);
     stop.abort();
     expect(await lane).toEqual({ ran: 0, stopped: true });

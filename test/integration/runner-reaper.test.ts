@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startReaper } from '../../src/runner/reaper';
 import { isAlive } from '../support/pids';
+import { eventually } from '../support/wait';
 
 const CHILD = join(__dirname, '..', 'support', 'reaperChild.ts');
 
@@ -21,15 +22,6 @@ afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
 
-
-async function until(what: string, fn: () => Promise<boolean> | boolean, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await fn())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** Starts the stand-in runner on a test that leaves `sleep 300` in the background; returns the pids. */
 async function startRunner(name: string, mode: 'guarded' | 'unguarded' = 'guarded') {
   const pids = join(tmp, `${name}.pids`);
@@ -39,7 +31,7 @@ async function startRunner(name: string, mode: 'guarded' | 'unguarded' = 'guarde
   const child = spawn(process.execPath, ['--import', 'tsx', CHILD, `${name}.sh`, tmp, mode], { detached: true, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  await until('the test to start', async () => /started \d+\n/.test(out) && /^\d+ \d+\n$/.test(await readFile(pids, 'utf8').catch(() => '')), 30_000);
+  await eventually('the test to start', async () => /started \d+\n/.test(out) && /^\d+ \d+\n$/.test(await readFile(pids, 'utf8').catch(() => '')), 30_000);
   const [test, background] = (await readFile(pids, 'utf8')).trim().split(' ').map(Number) as [number, number];
   return { child, test, background, watchdog: Number(/started (\d+)/.exec(out)![1]) };
 }
@@ -49,14 +41,14 @@ describe('the reaper', () => {
     const r = await startRunner('alone');
     expect(isAlive(r.test) && isAlive(r.background)).toBe(true);
     r.child.kill('SIGKILL');
-    await until('the test and its background process to die', () => !isAlive(r.test) && !isAlive(r.background));
-    await until('the watchdog to exit', () => !isAlive(r.watchdog));
+    await eventually('the test and its background process to die', async () => !isAlive(r.test) && !isAlive(r.background), 15_000);
+    await eventually('the watchdog to exit', async () => !isAlive(r.watchdog), 15_000);
   });
 
   it('survives a kill of the runner\'s whole process group, and kills the tests', async () => {
     const r = await startRunner('group');
     process.kill(-r.child.pid!, 'SIGKILL');
-    await until('the test and its background process to die', () => !isAlive(r.test) && !isAlive(r.background));
+    await eventually('the test and its background process to die', async () => !isAlive(r.test) && !isAlive(r.background), 15_000);
   });
 
   it('is what kills them: without it, the test outlives its runner', async () => {

@@ -23,6 +23,7 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort, startDevServer, type DevServer } from '../../src/temporal/devServer';
+import { eventually } from './wait';
 
 export type Role = 'api' | 'worker' | 'runner';
 
@@ -211,27 +212,11 @@ export async function withOwnPort(env: NodeJS.ProcessEnv): Promise<NodeJS.Proces
 
 /** Polls `GET <baseUrl>/healthz` until it answers 200; rejects after `timeoutMs` with the last answer. */
 export async function waitForHealthy(baseUrl: string, timeoutMs = 60_000): Promise<void> {
-  await waitFor(`${baseUrl}/healthz to answer 200`, async () => {
+  await eventually(`${baseUrl}/healthz to answer 200`, async () => {
     const res = await fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(5_000) });
     if (res.ok) return true;
     throw new Error(`${res.status} ${await res.text()}`);
   }, timeoutMs);
-}
-
-/** Polls `fn` every 100 ms until it returns something truthy; rejects after `timeoutMs` saying what it waited for. */
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 // ---- npm run build, once for all test files ----

@@ -5,7 +5,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -15,10 +14,12 @@ import { buildApp } from '../../src/api/app';
 import type { Config, WebhookRetry } from '../../src/config';
 import type { PostRetry } from '../../src/core/retry';
 import { createPool, type Pool } from '../../src/db/pool';
+import { freePort } from '../../src/temporal/devServer';
 import { enqueueSession } from '../../src/temporal/enqueue';
 import { stopSession } from '../../src/temporal/stop';
 import { runRunner, type RunnerHandle } from '../../src/runner/run';
 import { runWorker, type WorkerHandle } from '../../src/worker/run';
+import { callAdmin } from './adminApi';
 
 export interface Sluice {
   config: Config;
@@ -37,13 +38,6 @@ export function requireEnv(name: string): string {
   return v;
 }
 
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 export async function startSluice(
   opts: { webhookRetry?: Partial<WebhookRetry>; postRetry?: PostRetry; testTimeoutMs?: number; suiteHistoryLimit?: number; smtpUrl?: string; runnerSlots?: number; maxTestFiles?: number; buildUser?: string } = {},
@@ -100,19 +94,7 @@ export async function startSluice(
     pool,
     client,
     url: config.baseUrl,
-    async admin(method, p, body) {
-      const res = await fetch(`${config.baseUrl}${p}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${config.adminToken}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await res.text();
-      if (!res.ok) throw new Error(`${method} ${p} → ${res.status}: ${text}`);
-      return (text ? JSON.parse(text) : {}) as never;
-    },
+    admin: (method, p, body) => callAdmin(config.baseUrl, config.adminToken, method, p, body),
     async stop() {
       await app.close();
       await runner.shutdown();
@@ -124,18 +106,6 @@ export async function startSluice(
   };
 }
 
-/** Polls `fn` until it returns something truthy, or fails after `timeoutMs` saying what it waited for. */
-export async function eventually<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+export { eventually } from './wait';
+/** One free-port finder for the tests and the dev server alike. */
+export { freePort };
