@@ -2,13 +2,13 @@
  * Steering a suite's queue, end to end: stop (queued and building, killing the test's whole
  * process group), CI squash, queue_position head, and builds routed to a named queue.
  */
-import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { runRunner } from '../../src/runner/run';
 import { eventually } from '../support/sluice';
 import { script, World, type Payload, type Repo } from '../support/world';
+import { isAlive } from '../support/pids';
 
 let w: World;
 let tmp: string;
@@ -23,16 +23,6 @@ afterAll(async () => {
 
 const suite = { branch: 'master', test_pattern: '*_test.sh' };
 const exec = (events: Payload[]) => (events.at(-1)!.timing as Record<string, number>).exec!;
-
-/** Running, not merely a zombie (PID 1 here may never reap orphans). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 async function status(session: number): Promise<string> {
   const { rows } = await w.sluice.pool.query('SELECT status FROM sessions WHERE id = $1', [session]);
@@ -70,15 +60,15 @@ describe('stop', () => {
       const [test, child] = [await read('test'), await read('child')];
       return test && child ? [test, child] : undefined;
     });
-    expect(alive(testPid!) && alive(childPid!)).toBe(true);
+    expect(isAlive(testPid!) && isAlive(childPid!)).toBe(true);
 
     const res = await stop(running.session);
     expect(res.status).toBe(202);
     const events = await w.eventsOf(running.session);
     expect(events.map((e) => e.event)).toEqual(['received', 'start', 'test', 'stop']);
     expect(events.at(-1)).toMatchObject({ status: 'stopped', stopped_by: 'ann@acme.test' });
-    expect(alive(testPid!)).toBe(false);
-    expect(alive(childPid!)).toBe(false);
+    expect(isAlive(testPid!)).toBe(false);
+    expect(isAlive(childPid!)).toBe(false);
     expect((await w.session(running.session)).reason).toBe('stopped by ann@acme.test');
 
     // Stopping it again is a conflict; the suite is free for the next build.

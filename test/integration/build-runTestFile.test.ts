@@ -6,6 +6,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { processGroupAlive, runTestFile, type RunTestFileInput } from '../../src/activities/build/runTestFile';
+import { isAlive } from '../support/pids';
 
 let workdir: string;
 
@@ -16,18 +17,6 @@ async function script(name: string, body: string, mode = 0o755): Promise<string>
 
 const run = (path: string, overrides: Partial<RunTestFileInput> = {}) =>
   runTestFile({ workdir, path, command: null, env: {}, timeoutMs: 30_000, ...overrides });
-
-/** Dead, or a zombie nobody has reaped yet (PID 1 here may not reap orphans). */
-async function isGone(pid: number): Promise<boolean> {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return true;
-  }
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
-  return state === undefined || state === '' || state === 'Z' || state === 'X';
-}
 
 async function readPid(name: string): Promise<number> {
   for (let i = 0; i < 100; i++) {
@@ -149,8 +138,8 @@ describe('runTestFile', () => {
 
     const main = await readPid('slow-main.pid');
     const child = await readPid('slow-child.pid');
-    expect(await isGone(main)).toBe(true);
-    expect(await isGone(child)).toBe(true);
+    expect(isAlive(main)).toBe(false);
+    expect(isAlive(child)).toBe(false);
     expect(await processGroupAlive(main)).toBe(false); // the test was the leader of its own group
   });
 
@@ -159,8 +148,8 @@ describe('runTestFile', () => {
     const result = await run('stubborn.sh', { timeoutMs: 300, killGraceMs: 300 });
     expect(result).toMatchObject({ status: 'error', exitCode: null });
     expect(result.output).toMatch(/timed out after 300 ms/);
-    expect(await isGone(await readPid('stubborn-main.pid'))).toBe(true);
-    expect(await isGone(await readPid('stubborn-child.pid'))).toBe(true);
+    expect(isAlive(await readPid('stubborn-main.pid'))).toBe(false);
+    expect(isAlive(await readPid('stubborn-child.pid'))).toBe(false);
   });
 
   it('stops when aborted (a stopped session, a cancelled activity)', async () => {
@@ -171,7 +160,7 @@ describe('runTestFile', () => {
     controller.abort();
     const result = await pending;
     expect(result).toMatchObject({ status: 'error', output: expect.stringMatching(/\[sluice\] stopped\n$/) });
-    expect(await isGone(main)).toBe(true);
+    expect(isAlive(main)).toBe(false);
   });
 
   it('kills background processes a finished test left behind, keeping its verdict', async () => {
@@ -179,7 +168,7 @@ describe('runTestFile', () => {
     const result = await run('daemon.sh', { killGraceMs: 300 });
     expect(result).toMatchObject({ status: 'passed', exitCode: 0 });
     expect(result.output).toMatch(/^done\n\[sluice\] killed processes the test left running\n$/);
-    expect(await isGone(await readPid('daemon-child.pid'))).toBe(true);
+    expect(isAlive(await readPid('daemon-child.pid'))).toBe(false);
   });
 
   it('is an error when the test dies of a signal', async () => {
