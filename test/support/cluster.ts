@@ -14,7 +14,8 @@ import { createBareRepo, type RepoFiles } from './gitRepo';
 import { buildDist, sluiceEnv, startBareTemporal, startRole, stopAllProcesses, waitForHealthy, type RoleProcess } from './processes';
 import { startReceiver, type Receiver } from './receiver';
 import { startSshGitServer, type SshGitServer } from './sshGitServer';
-import type { Payload } from './world';
+import { sessionEvents, sessionOfGuid, type Payload } from './world';
+import { callAdmin } from './adminApi';
 
 export interface ClusterRepo {
   id: number;
@@ -73,16 +74,7 @@ export async function startCluster(opts: { runners: number; env?: NodeJS.Process
     worker.waitForOutput(/sluice worker: serving /, 90_000),
   ]);
 
-  const admin = async <T>(method: string, p: string, body?: unknown): Promise<T> => {
-    const res = await fetch(`${env.SLUICE_BASE_URL}${p}`, {
-      method,
-      headers: { authorization: `Bearer ${env.SLUICE_ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${p} → ${res.status}: ${text}`);
-    return (text ? JSON.parse(text) : {}) as T;
-  };
+  const admin = <T>(method: string, p: string, body?: unknown) => callAdmin<T>(env.SLUICE_BASE_URL!, env.SLUICE_ADMIN_TOKEN!, method, p, body);
   const org = await admin<{ id: number }>('POST', '/api/v1/orgs', { name: `org-${path.basename(tmp)}`, email: 'builds@acme.test' });
   await admin('POST', `/api/v1/orgs/${org.id}/webhooks`, { url: receiver.url });
   const keys: string[] = [];
@@ -126,15 +118,9 @@ export async function startCluster(opts: { runners: number; env?: NodeJS.Process
       });
       const text = await res.text();
       if (res.status !== 200) throw new Error(`trigger answered ${res.status}: ${text}`);
-      const { guid } = JSON.parse(text) as { guid: string };
-      const { rows } = await db.pool.query<{ id: string }>('SELECT s.id FROM sessions s JOIN ci_events e ON e.id = s.ci_event_id WHERE e.guid = $1', [guid]);
-      return Number(rows[0]!.id);
+      return sessionOfGuid(db.pool, (JSON.parse(text) as { guid: string }).guid);
     },
-    async eventsOf(session, timeoutMs = 120_000) {
-      const of = () => receiver.requests.map((r) => r.json as Payload).filter((p) => p?.session === session);
-      await receiver.waitFor(() => of().some((p) => p.event === 'stop'), timeoutMs);
-      return of();
-    },
+    eventsOf: (session, timeoutMs = 120_000) => sessionEvents(receiver, session, timeoutMs),
     async stop() {
       await stopAllProcesses();
       await Promise.allSettled([ssh.close(), receiver.close(), temporal.stop()]);

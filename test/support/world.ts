@@ -10,6 +10,7 @@ import { createBareRepo, type RepoFile, type RepoFiles } from './gitRepo';
 import { startReceiver, type ReceivedRequest, type Receiver } from './receiver';
 import { startSshGitServer, type SshGitServer } from './sshGitServer';
 import { startSluice, type Sluice } from './sluice';
+import type { Pool } from 'pg';
 
 export interface Repo {
   id: number;
@@ -88,18 +89,12 @@ export class World {
     const res = await this.trigger(repo, body);
     if (res.status !== 200) throw new Error(`trigger answered ${res.status}: ${res.text}`);
     const json = JSON.parse(res.text) as { status: number; guid: string; status_uri: string };
-    const { rows } = await this.sluice.pool.query<{ id: number }>(
-      'SELECT s.id FROM sessions s JOIN ci_events e ON e.id = s.ci_event_id WHERE e.guid = $1',
-      [json.guid],
-    );
-    return { ...json, session: rows[0]!.id };
+    return { ...json, session: await sessionOfGuid(this.sluice.pool, json.guid) };
   }
 
   /** The events the receiver got for a session, once its `stop` has arrived. */
-  async eventsOf(session: number, receiver: Receiver = this.receiver): Promise<Payload[]> {
-    const of = (reqs: ReceivedRequest[]) => reqs.map((r) => r.json as Payload).filter((p) => p?.session === session);
-    await receiver.waitFor((reqs) => of(reqs).some((p) => p.event === 'stop'), 90_000);
-    return of(receiver.requests);
+  eventsOf(session: number, receiver: Receiver = this.receiver): Promise<Payload[]> {
+    return sessionEvents(receiver, session, 90_000);
   }
 
   /** GET /api/v1/sessions/:session */
@@ -109,4 +104,18 @@ export class World {
       `/api/v1/sessions/${session}`,
     );
   }
+}
+
+/** The (first) session an accepted trigger made, by the guid it answered with. */
+export async function sessionOfGuid(pool: Pool, guid: string): Promise<number> {
+  const { rows } = await pool.query<{ id: number }>('SELECT s.id FROM sessions s JOIN ci_events e ON e.id = s.ci_event_id WHERE e.guid = $1 ORDER BY s.id', [guid]);
+  if (!rows[0]) throw new Error(`no session for trigger ${guid}`);
+  return rows[0].id;
+}
+
+/** The events `receiver` got for a session, once its `stop` has arrived (within `timeoutMs`). */
+export async function sessionEvents(receiver: Receiver, session: number, timeoutMs: number): Promise<Payload[]> {
+  const of = (reqs: ReceivedRequest[]) => reqs.map((r) => r.json as Payload).filter((p) => p?.session === session);
+  await receiver.waitFor((reqs) => of(reqs).some((p) => p.event === 'stop'), timeoutMs);
+  return of(receiver.requests);
 }
