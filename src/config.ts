@@ -50,6 +50,11 @@ export type WebhookRetry = RetrySettings;
 
 const positiveInt = z.coerce.number().int().positive();
 
+/** Lanes (and checkouts, pushes) one runner runs at once, unless SLUICE_RUNNER_SLOTS says otherwise. */
+export const DEFAULT_RUNNER_SLOTS = 4;
+/** Test files one build may have, unless SLUICE_MAX_TEST_FILES says otherwise. */
+export const DEFAULT_MAX_TEST_FILES = 5_000;
+
 const EnvSchema = z.object({
   DATABASE_URL: z.string().min(1).default('postgres://postgres@127.0.0.1:5432/sluice'),
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
@@ -66,8 +71,8 @@ const EnvSchema = z.object({
   SLUICE_BUILD_QUEUE: z.string().min(1).default('sluice-build'),
   SLUICE_WORKSPACE_DIR: z.string().default('/tmp/sluice-workspaces'),
   SLUICE_TEST_TIMEOUT_MS: positiveInt.default(10 * 60_000),
-  SLUICE_RUNNER_SLOTS: positiveInt.default(4),
-  SLUICE_MAX_TEST_FILES: positiveInt.default(5_000),
+  SLUICE_RUNNER_SLOTS: positiveInt.default(DEFAULT_RUNNER_SLOTS),
+  SLUICE_MAX_TEST_FILES: positiveInt.default(DEFAULT_MAX_TEST_FILES),
   SLUICE_BUILD_USER: z.string().min(1).optional(),
   SLUICE_WEBHOOK_RETRY_INITIAL_MS: positiveInt.default(1_000),
   // Defaults: 1 s doubling to 1 h, 36 attempts: the last one about a day after the first (README).

@@ -2,8 +2,8 @@ import { chmod, mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createRunnerActivities } from '../activities';
-import { sweepTrees } from '../activities/build/tree';
-import type { Config } from '../config';
+import { sweepTrees, treeDeps } from '../activities/build/tree';
+import { DEFAULT_RUNNER_SLOTS, type Config } from '../config';
 import { createPool } from '../db/pool';
 import { installRuntime } from '../temporal/runtime';
 import { resolveBuildUser } from './buildUser';
@@ -22,7 +22,6 @@ export interface RunRunnerOptions {
   slots?: number;
 }
 
-const DEFAULT_SLOTS = 4;
 /** How often a runner removes the checkouts of sessions that have ended. */
 const SWEEP_EVERY_MS = 30_000;
 
@@ -49,7 +48,7 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
   }
   const reaper = await startReaper();
   const activities = createRunnerActivities({ config, pool, runner: name, processGroups: reaper, runAs });
-  const slots = options.slots ?? config.runnerSlots ?? DEFAULT_SLOTS;
+  const slots = options.slots ?? config.runnerSlots ?? DEFAULT_RUNNER_SLOTS;
   const queues = [...new Set([config.buildQueue, ...(options.buildQueues ?? [])])];
   const workers = await Promise.all(
     queues.map((taskQueue) =>
@@ -68,7 +67,7 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
   );
   const running = Promise.all(workers.map((w) => w.run()));
 
-  const trees = { pool, secretKey: config.secretKey, workspaceDir: config.workspaceDir };
+  const trees = treeDeps(config, pool);
   const sweep = () =>
     sweepTrees(trees).catch((err: unknown) => console.warn(`sluice runner: sweeping old checkouts failed: ${(err as Error).message}`));
   void sweep();

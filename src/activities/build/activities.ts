@@ -11,7 +11,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { Pool } from 'pg';
-import type { Config } from '../../config';
+import { DEFAULT_MAX_TEST_FILES, type Config } from '../../config';
 import { FIRST_FAIL_SIGNAL } from '../../core/signalNames';
 import type { Counts } from '../../core/types';
 import { enqueueTests, recordedDurations } from '../../db/testQueue';
@@ -24,10 +24,7 @@ import { GitPullError } from './git';
 import { collectJUnitResults } from './junit';
 import { laneHasWork, runLane } from './lane';
 import type { BuildUser, ProcessGroups } from './runTestFile';
-import { ensureTree, fetchTree, markUsed, removeTree, TreeGoneError, treeDir, type TreeDeps } from './tree';
-
-/** Test files one build may have unless SLUICE_MAX_TEST_FILES says otherwise. */
-export const DEFAULT_MAX_TEST_FILES = 5_000;
+import { ensureTree, fetchTree, markUsed, removeTree, treeDeps, TreeGoneError, treeDir } from './tree';
 
 export interface BuildDeps {
   config: Config;
@@ -52,7 +49,7 @@ export function checkoutFailure(err: unknown): Error {
 }
 
 export function createBuildActivities({ config, pool, runner, processGroups, runAs }: BuildDeps) {
-  const trees: TreeDeps = { pool, secretKey: config.secretKey, workspaceDir: config.workspaceDir };
+  const trees = treeDeps(config, pool);
 
   return {
     /** The session's first checkout: which commit builds, who wrote it, and its sluice.yml. */

@@ -11,6 +11,7 @@
 import { lchown, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pool } from 'pg';
+import type { Config } from '../../config';
 import { unseal } from '../../crypto/sealed';
 import { loadPullSource, recordKnownHosts } from '../../db/repos';
 import { endedSessions } from '../../db/sessions';
@@ -24,6 +25,12 @@ export interface TreeDeps {
   secretKey: Buffer;
   workspaceDir: string;
 }
+
+export const treeDeps = (config: Pick<Config, 'secretKey' | 'workspaceDir'>, pool: Pool): TreeDeps => ({
+  pool,
+  secretKey: config.secretKey,
+  workspaceDir: config.workspaceDir,
+});
 
 interface Marker extends FetchRepositoryResult {
   /** No test has run in the tree yet. */
@@ -123,11 +130,6 @@ async function chownTree(dir: string, owner: BuildUser): Promise<void> {
 export async function removeTree(workdir: string): Promise<void> {
   await rm(markerOf(workdir), { force: true });
   await rm(workdir, { recursive: true, force: true });
-}
-
-/** Whether `workdir` is a tree this module made (only those are ever read from or removed). */
-export function isTreeDir(workspaceDir: string, workdir: string): boolean {
-  return path.dirname(path.resolve(workdir)) === path.resolve(workspaceDir) && /^session-\d+(-\d+)?$/.test(path.basename(workdir));
 }
 
 /**

@@ -22,7 +22,7 @@ import type { Config } from '../../config';
 import { unseal } from '../../crypto/sealed';
 import { activityLog, attemptsText, currentAttempt, isFinal, retryLater, type AttemptInfo } from '../attempt';
 import { displayUrl, GitPullError, type HostKeys } from '../build/git';
-import { ensureTree, keepLearnedHostKeys, treeDir } from '../build/tree';
+import { ensureTree, keepLearnedHostKeys, treeDeps, treeDir } from '../build/tree';
 import { FAILURE_TYPES, type FailureType } from '../failures';
 import { withHeartbeat } from '../heartbeat';
 import type { ChatInput, ChatResult, EmailInput, EmailResult, PushInput, PushResult } from '../types';
@@ -101,7 +101,7 @@ export function createPostActivities(deps: PostDeps) {
             if (problem) throw problem;
             // The session's checkout if this runner has it, else the commit fetched afresh.
             const workdir = treeDir(config.workspaceDir, input.sessionId);
-            await ensureTree({ pool, secretKey: config.secretKey, workspaceDir: config.workspaceDir }, input, workdir, 'objects', signal);
+            await ensureTree(treeDeps(config, pool), input, workdir, 'objects', signal);
             const hostKeys: HostKeys = { known: repo.sshKnownHosts };
             const pushed = await pushCommit({
               pushUrl,
