@@ -16,9 +16,10 @@ RUN npm run build
 
 # ---- run: production dependencies and dist/ only ----
 FROM node:20-bookworm-slim
-# Runners pull over SSH with git or Mercurial; certificates for HTTPS webhooks, chat and SMTP.
+# Runners pull over SSH with git or Mercurial and may sandbox tests with bubblewrap
+# (SLUICE_SANDBOX=bwrap); certificates for HTTPS webhooks, chat and SMTP.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git openssh-client mercurial ca-certificates \
+ && apt-get install -y --no-install-recommends git openssh-client mercurial bubblewrap ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home --shell /usr/sbin/nologin sluice-build
 ENV NODE_ENV=production

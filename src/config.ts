@@ -29,6 +29,13 @@ export interface Config {
   testTimeoutMs: number;
   /** Runners: the unprivileged user tests run as (SLUICE_BUILD_USER); unset, the runner's own. */
   buildUser?: string;
+  /**
+   * Runners: the further sandbox around tests (SLUICE_SANDBOX): `bwrap` (bubblewrap namespaces,
+   * activities/build/sandbox.ts) or `none` (the default).
+   */
+  sandbox?: 'none' | 'bwrap';
+  /** Runners, with the sandbox: whether tests may use the network (SLUICE_SANDBOX_NETWORK=host, the default) or not (`none`). */
+  sandboxNetwork?: boolean;
   /** Test files one build may have; more end it in `error` (default 5,000). */
   maxTestFiles?: number;
   /** Runners: how many activities (test lanes, checkouts, pushes) one runner runs at once (default 4). */
@@ -74,6 +81,8 @@ const EnvSchema = z.object({
   SLUICE_RUNNER_SLOTS: positiveInt.default(DEFAULT_RUNNER_SLOTS),
   SLUICE_MAX_TEST_FILES: positiveInt.default(DEFAULT_MAX_TEST_FILES),
   SLUICE_BUILD_USER: z.string().min(1).optional(),
+  SLUICE_SANDBOX: z.enum(['none', 'bwrap']).default('none'),
+  SLUICE_SANDBOX_NETWORK: z.enum(['host', 'none']).default('host'),
   SLUICE_WEBHOOK_RETRY_INITIAL_MS: positiveInt.default(1_000),
   // Defaults: 1 s doubling to 1 h, 36 attempts: the last one about a day after the first (README).
   SLUICE_WEBHOOK_RETRY_MAX_INTERVAL_MS: positiveInt.default(60 * 60_000),
@@ -129,6 +138,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: Role = 'a
     runnerSlots: e.SLUICE_RUNNER_SLOTS,
     maxTestFiles: e.SLUICE_MAX_TEST_FILES,
     buildUser: e.SLUICE_BUILD_USER,
+    sandbox: e.SLUICE_SANDBOX,
+    sandboxNetwork: e.SLUICE_SANDBOX_NETWORK === 'host',
     webhookRetry: {
       initialIntervalMs: e.SLUICE_WEBHOOK_RETRY_INITIAL_MS,
       maximumIntervalMs: e.SLUICE_WEBHOOK_RETRY_MAX_INTERVAL_MS,

@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import type { Config } from '../config';
 import { createBuildActivities } from './build/activities';
 import type { BuildUser, ProcessGroups } from './build/runTestFile';
+import type { Sandbox } from './build/sandbox';
 import { createDeliverActivity } from './delivery';
 import { createPostActivities } from './post/activities';
 import { createSessionRecords } from './session/records';
@@ -30,7 +31,9 @@ export function createControlActivities(deps: ActivityDeps): ControlActivities {
 }
 
 /** A runner's activities, on the build queue(s): checkouts, test lanes and the push. */
-export function createRunnerActivities(deps: ActivityDeps & { runner: string; processGroups?: ProcessGroups; runAs?: BuildUser }): RunnerActivities {
+export function createRunnerActivities(
+  deps: ActivityDeps & { runner: string; processGroups?: ProcessGroups; runAs?: BuildUser; sandbox?: Sandbox },
+): RunnerActivities {
   const { pushToCiServer } = createPostActivities({ config: deps.config, pool: deps.pool });
   return { ...createBuildActivities(deps), pushToCiServer };
 }

@@ -6,6 +6,7 @@ import { sweepTrees, treeDeps } from '../activities/build/tree';
 import { DEFAULT_RUNNER_SLOTS, type Config } from '../config';
 import { createPool } from '../db/pool';
 import { installRuntime } from '../temporal/runtime';
+import { checkSandbox, type Sandbox } from '../activities/build/sandbox';
 import { resolveBuildUser } from './buildUser';
 import { startReaper } from './reaper';
 
@@ -46,8 +47,10 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
       `sluice runner: tests run as this runner's own user, and can read its environment (database URL, secret key); set SLUICE_BUILD_USER (README "Security model")`,
     );
   }
+  const sandbox: Sandbox | undefined = config.sandbox === 'bwrap' ? { bwrap: 'bwrap', network: config.sandboxNetwork ?? true } : undefined;
+  if (sandbox) await checkSandbox(sandbox, runAs);
   const reaper = await startReaper();
-  const activities = createRunnerActivities({ config, pool, runner: name, processGroups: reaper, runAs });
+  const activities = createRunnerActivities({ config, pool, runner: name, processGroups: reaper, runAs, sandbox });
   const slots = options.slots ?? config.runnerSlots ?? DEFAULT_RUNNER_SLOTS;
   const queues = [...new Set([config.buildQueue, ...(options.buildQueues ?? [])])];
   const workers = await Promise.all(

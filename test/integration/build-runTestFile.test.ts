@@ -5,7 +5,9 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { processGroupAlive, runTestFile, type RunTestFileInput } from '../../src/activities/build/runTestFile';
+import { checkSandbox, type Sandbox } from '../../src/activities/build/sandbox';
 import { isAlive } from '../support/pids';
 
 let workdir: string;
@@ -183,5 +185,62 @@ describe('runTestFile', () => {
     expect(result.output).toMatch(/^\[sluice\] output truncated: the first \d+ bytes were dropped\n/);
     expect(result.output.endsWith('THE END\n')).toBe(true);
     expect(Buffer.byteLength(result.output)).toBeLessThan(4096 + 100);
+  });
+});
+
+function bwrapWorks(): boolean {
+  try {
+    execFileSync('bwrap', ['--unshare-user', '--unshare-pid', '--ro-bind', '/', '/', '--proc', '/proc', 'true'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Processes whose command line contains `marker` (pgrep never lists itself). */
+function running(marker: string): string[] {
+  try {
+    return execFileSync('pgrep', ['-f', marker], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+// bubblewrap is installed by .ci/run; a machine without it (or without user namespaces) skips these, saying why.
+const sandboxed = bwrapWorks();
+if (!sandboxed) console.warn('build-runTestFile.test.ts: the sandbox tests are skipped: bwrap is missing or user namespaces are not allowed here');
+
+(sandboxed ? describe : describe.skip)('runTestFile in the sandbox (bubblewrap)', () => {
+  const sandbox: Sandbox = { bwrap: 'bwrap', network: false };
+
+  it('sees its tree, its own processes only, no network; a daemon that left its session dies with the test', async () => {
+    const marker = `31${process.pid % 1000}.77`;
+    await script(
+      'boxed.sh',
+      [
+        `[ -e /proc/${process.pid}/cmdline ] && grep -q jest /proc/${process.pid}/cmdline && echo "sees the runner"`,
+        'ls /proc | grep -c "^[0-9]" | xargs echo processes:',
+        '[ -e /run/postgresql ] && echo "sees /run"',
+        // PostgreSQL listens on the host's loopback (the tests' database): not this one's.
+        `bash -c 'exec 3<>/dev/tcp/127.0.0.1/5432' 2>/dev/null && echo "reached PostgreSQL"`,
+        `setsid sh -c 'exec sleep ${marker}' </dev/null >/dev/null 2>&1 &`,
+        'echo in-tree > boxed.out && echo wrote',
+      ].join('\n'),
+    );
+    const result = await run('boxed.sh', { sandbox });
+    expect(result.status).toBe('passed');
+    expect(result.output).toMatch(/^processes: [1-5]\nwrote\n$/);
+    expect(await readFile(join(workdir, 'boxed.out'), 'utf8')).toBe('in-tree\n');
+    expect(running(`sleep ${marker}`)).toEqual([]);
+  });
+
+  it('reports a death by signal as outside it', async () => {
+    const result = await run(await script('segv-boxed.sh', 'kill -SEGV $$'), { sandbox });
+    expect(result).toMatchObject({ status: 'error', exitCode: null, output: expect.stringMatching(/killed by signal SIGSEGV/) });
+  });
+
+  it('a runner refuses to start with a sandbox that does not work, saying what to do', async () => {
+    await expect(checkSandbox({ bwrap: '/nonexistent/bwrap', network: true })).rejects.toThrow(/SLUICE_SANDBOX=bwrap: bubblewrap does not work here.*SLUICE_SANDBOX=none/);
+    await expect(checkSandbox(sandbox)).resolves.toBeUndefined();
   });
 });

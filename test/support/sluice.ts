@@ -40,7 +40,7 @@ export function requireEnv(name: string): string {
 
 
 export async function startSluice(
-  opts: { webhookRetry?: Partial<WebhookRetry>; postRetry?: PostRetry; testTimeoutMs?: number; suiteHistoryLimit?: number; smtpUrl?: string; runnerSlots?: number; maxTestFiles?: number; buildUser?: string } = {},
+  opts: { webhookRetry?: Partial<WebhookRetry>; postRetry?: PostRetry; testTimeoutMs?: number; suiteHistoryLimit?: number; smtpUrl?: string; runnerSlots?: number; maxTestFiles?: number; buildUser?: string; sandbox?: Config['sandbox']; sandboxNetwork?: boolean } = {},
 ): Promise<Sluice> {
   const port = await freePort();
   const tag = randomBytes(4).toString('hex');
@@ -72,6 +72,8 @@ export async function startSluice(
     suiteHistoryLimit: opts.suiteHistoryLimit,
     maxTestFiles: opts.maxTestFiles,
     buildUser: opts.buildUser,
+    sandbox: opts.sandbox,
+    sandboxNetwork: opts.sandboxNetwork,
   };
 
   const pool = createPool(config.databaseUrl);

@@ -24,6 +24,7 @@ import { GitPullError } from './git';
 import { collectJUnitResults } from './junit';
 import { laneHasWork, runLane } from './lane';
 import type { BuildUser, ProcessGroups } from './runTestFile';
+import type { Sandbox } from './sandbox';
 import { ensureTree, fetchTree, markUsed, removeTree, treeDeps, TreeGoneError, treeDir } from './tree';
 
 export interface BuildDeps {
@@ -35,6 +36,8 @@ export interface BuildDeps {
   processGroups?: ProcessGroups;
   /** The unprivileged user tests run as (SLUICE_BUILD_USER), if any. */
   runAs?: BuildUser;
+  /** The further sandbox tests run in (SLUICE_SANDBOX=bwrap), if any. */
+  sandbox?: Sandbox;
 }
 
 /** What a failed fetch means for the activity: stopped, worth another attempt, or final. */
@@ -48,7 +51,7 @@ export function checkoutFailure(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
 }
 
-export function createBuildActivities({ config, pool, runner, processGroups, runAs }: BuildDeps) {
+export function createBuildActivities({ config, pool, runner, processGroups, runAs, sandbox }: BuildDeps) {
   const trees = treeDeps(config, pool);
 
   return {
@@ -113,7 +116,7 @@ export function createBuildActivities({ config, pool, runner, processGroups, run
           }
         };
         const out = await runLane(
-          { pool, secretKey: config.secretKey, runner, processGroups, runAs, firstFailure, signal },
+          { pool, secretKey: config.secretKey, runner, processGroups, runAs, sandbox, firstFailure, signal },
           {
             sessionId,
             repoId: input.tree.repoId,

@@ -16,6 +16,7 @@ import { claimFiles, queueProgress, recordFileResult, releaseClaims, renewClaims
 import { buildEnvironment, loadBuildSecrets } from './secrets';
 import { maskOutput } from './output';
 import { runTestFile, type BuildUser, type ProcessGroups } from './runTestFile';
+import type { Sandbox } from './sandbox';
 
 export const LEASE_MS = 5_000;
 const RENEW_EVERY_MS = 1_000;
@@ -49,6 +50,8 @@ export interface LaneDeps {
   processGroups?: ProcessGroups;
   /** The unprivileged user tests run as, if any (runner/buildUser.ts). */
   runAs?: BuildUser;
+  /** The further sandbox tests run in, if any (sandbox.ts). */
+  sandbox?: Sandbox;
   /** Tell the session its first file failed, with the counts as they stood then. */
   firstFailure(counts: Counts): Promise<void>;
   /** Aborted when the session is stopped. */
@@ -122,6 +125,7 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
             signal: ctl.signal,
             processGroups: deps.processGroups,
             runAs: deps.runAs,
+            sandbox: deps.sandbox,
           });
           // Stopped, or taken over by another lane: this run is not the file's verdict.
           if (ctl.signal.aborted) continue;

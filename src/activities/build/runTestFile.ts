@@ -9,8 +9,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:fs';
 import { access, chown, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { constants as osConstants, tmpdir } from 'node:os';
 import { isAbsolute, join, normalize, sep } from 'node:path';
+import { sandboxArgv, type Sandbox } from './sandbox';
 
 export interface RunTestFileInput {
   workdir: string;
@@ -32,6 +33,8 @@ export interface RunTestFileInput {
   processGroups?: ProcessGroups;
   /** Run the test as this unprivileged user (the runner is root): it cannot read the runner. */
   runAs?: BuildUser;
+  /** Run it in bubblewrap (SLUICE_SANDBOX=bwrap): it sees its tree and nothing of the runner's. */
+  sandbox?: Sandbox;
 }
 
 /** The Unix user tests run as (SLUICE_BUILD_USER), by number. */
@@ -249,6 +252,13 @@ function waitForClose(child: ChildProcess, ms: number): Promise<void> {
   });
 }
 
+/** The signal an exit code of 128 + N stands for, or null. */
+function signalOfExitCode(code: number): NodeJS.Signals | null {
+  if (code <= 128) return null;
+  const found = Object.entries(osConstants.signals).find(([, n]) => n === code - 128);
+  return found ? (found[0] as NodeJS.Signals) : null;
+}
+
 // --- running ----------------------------------------------------------------------------------
 
 export async function runTestFile(input: RunTestFileInput): Promise<RunTestFileResult> {
@@ -314,9 +324,10 @@ async function execute(
     return { status, exitCode, durationMs, output: text + sep + tail };
   };
 
+  const command = input.sandbox ? sandboxArgv(input.sandbox, input.workdir, [input.workdir, home], argv) : argv;
   let child: ChildProcess;
   try {
-    child = spawn(argv[0]!, argv.slice(1), {
+    child = spawn(command[0]!, command.slice(1), {
       cwd: input.workdir,
       env: testEnvironment(home, input.env),
       // Its own process group: on timeout or stop we kill the test and all it started.
@@ -384,8 +395,10 @@ async function execute(
     notes.push(stopping.reason);
     return finish('error', code, durationMs);
   }
-  if (signal !== null) {
-    notes.push(`killed by signal ${signal}`);
+  // In the sandbox, bwrap reports its test's death by signal N as the shell does: 128 + N.
+  const died = signal ?? (input.sandbox && code !== null ? signalOfExitCode(code) : null);
+  if (died !== null) {
+    notes.push(`killed by signal ${died}`);
     return finish('error', null, durationMs);
   }
   return finish(code === 0 ? 'passed' : 'failed', code, durationMs);
