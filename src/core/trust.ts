@@ -2,8 +2,9 @@
  * What a build may be trusted with, by what triggered it. A pull request (or a Gerrit change,
  * or a generic trigger with a `changeset`) runs code its author has not merged, possibly from
  * a fork: it gets none of the repository's secrets, and nothing it built is pushed to the CI
- * server. Only a push to the branch itself (or the branch's creation) may lead to a push.
- * Pure.
+ * server. A repository may trust pull requests whose source branch is its own (the provider
+ * said so: `sameRepository`), never a fork's: those get the secrets, and are still not pushed.
+ * Only a push to the branch itself (or the branch's creation) may lead to a push. Pure.
  */
 import { triggerKind } from './selection';
 import type { TriggerEvent } from './types';
@@ -15,7 +16,16 @@ export interface BuildTrust {
   push: boolean;
 }
 
-export function buildTrust(trigger: Pick<TriggerEvent, 'kind' | 'changeset'>): BuildTrust {
+export interface TrustSettings {
+  /** The repository's `trust_same_repo_pull_requests`. */
+  trustSameRepoPullRequests: boolean;
+}
+
+export function buildTrust(
+  trigger: Pick<TriggerEvent, 'kind' | 'changeset' | 'sameRepository'>,
+  settings: TrustSettings = { trustSameRepoPullRequests: false },
+): BuildTrust {
   const kind = triggerKind(trigger);
-  return { secrets: kind !== 'pull-request', push: kind === 'push' || kind === 'branch-create' };
+  const trustedPullRequest = kind === 'pull-request' && settings.trustSameRepoPullRequests && trigger.sameRepository === true;
+  return { secrets: kind !== 'pull-request' || trustedPullRequest, push: kind === 'push' || kind === 'branch-create' };
 }

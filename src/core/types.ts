@@ -58,6 +58,16 @@ export interface TriggerEvent {
   event?: string;
   /** Pull requests: the action in Sluice's words (`opened`, `updated`, `closed`, `merged`, ...). */
   action?: string;
+  /**
+   * Pull requests from providers: the branch the commits come from (`branch` is the target,
+   * whose suite builds them), for the record.
+   */
+  sourceBranch?: string;
+  /**
+   * Pull requests: true when the provider's payload shows the source branch lives in this very
+   * repository, not in a fork (core/trust.ts); absent when it does not say, or for a fork.
+   */
+  sameRepository?: boolean;
   /** Commits the trigger announced, oldest first, head last; capped (see acceptTrigger). */
   commits?: TriggerCommit[];
 }

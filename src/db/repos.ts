@@ -6,6 +6,8 @@ export interface RepoSettings {
   pull_url: string;
   ci_push_url: string | null;
   pull_request_only: boolean;
+  /** Pull requests from a branch of this repository (not a fork) get its secrets (core/trust.ts). */
+  trust_same_repo_pull_requests: boolean;
   ci_squash: boolean;
   branch_blacklist: string[];
   chat_url: string | null;
@@ -38,18 +40,19 @@ export interface NewRepo extends RepoSettings {
 
 // Never the private key: nothing in the API needs it.
 const COLUMNS = `r.id, r.org_id, o.name AS org_name, r.name, r.scm, r.pull_url, r.ci_push_url, r.pull_request_only,
-  r.ci_squash, r.branch_blacklist, r.chat_url, r.key_sealed, r.ssh_public_key,
+  r.trust_same_repo_pull_requests, r.ci_squash, r.branch_blacklist, r.chat_url, r.key_sealed, r.ssh_public_key,
   (r.webhook_secret_sealed IS NOT NULL) AS webhook_secret_set, r.ssh_known_hosts, r.created_at`;
 const FROM = 'FROM repos r JOIN orgs o ON o.id = r.org_id';
 
 export async function insertRepo(db: Db, repo: NewRepo): Promise<number> {
   const { rows } = await db.query<{ id: number }>(
     `INSERT INTO repos (org_id, name, scm, pull_url, ci_push_url, pull_request_only, ci_squash, branch_blacklist, chat_url,
-                        key_hash, key_sealed, ssh_public_key, ssh_private_key_sealed)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`,
+                        key_hash, key_sealed, ssh_public_key, ssh_private_key_sealed, trust_same_repo_pull_requests)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
     [
       repo.org_id, repo.name, repo.scm, repo.pull_url, repo.ci_push_url, repo.pull_request_only, repo.ci_squash,
       repo.branch_blacklist, repo.chat_url, repo.key_hash, repo.key_sealed, repo.ssh_public_key, repo.ssh_private_key_sealed,
+      repo.trust_same_repo_pull_requests,
     ],
   );
   return rows[0]!.id;
@@ -79,7 +82,15 @@ export async function setWebhookSecret(db: Db, id: number, sealed: string | null
   await db.query('UPDATE repos SET webhook_secret_sealed = $2 WHERE id = $1', [id, sealed]);
 }
 
-const SETTINGS: readonly (keyof RepoSettings)[] = ['pull_url', 'ci_push_url', 'pull_request_only', 'ci_squash', 'branch_blacklist', 'chat_url'];
+const SETTINGS: readonly (keyof RepoSettings)[] = [
+  'pull_url',
+  'ci_push_url',
+  'pull_request_only',
+  'trust_same_repo_pull_requests',
+  'ci_squash',
+  'branch_blacklist',
+  'chat_url',
+];
 
 /** Sets the given settings; the column names come from the fixed list above, never from input. */
 export async function updateRepoSettings(db: Db, id: number, patch: Partial<RepoSettings>): Promise<void> {

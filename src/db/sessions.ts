@@ -106,6 +106,7 @@ export interface SessionWithRepo {
   scm: Scm;
   chat_url: string | null;
   ci_squash: boolean;
+  trust_same_repo_pull_requests: boolean;
   org_id: number;
   org_name: string;
   org_email: string;
@@ -117,7 +118,7 @@ export async function findSessionWithRepo(db: Db, id: number): Promise<SessionWi
             s.commit_id, s.committers, s.counts, s.workers, s.timing, s.stopped_by, s.report_token, s.created_at, s.updated_at,
             e.received_at, e.trigger, e.trigger->'changeset' AS changeset,
             su.test_pattern, su.test_command, su.junit_pattern, su.profiles AS suite_profiles, su.plan AS suite_plan,
-            r.id AS repo_id, r.name AS repo_name, r.pull_url, r.scm, r.chat_url, r.ci_squash,
+            r.id AS repo_id, r.name AS repo_name, r.pull_url, r.scm, r.chat_url, r.ci_squash, r.trust_same_repo_pull_requests,
             o.id AS org_id, o.name AS org_name, o.email AS org_email
        FROM sessions s
        JOIN ci_events e ON e.id = s.ci_event_id

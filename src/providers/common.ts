@@ -172,6 +172,14 @@ export function makeTrigger(event: string, kind: TriggerKind, fields: TriggerFie
   return t;
 }
 
+/**
+ * Whether two sides of a pull request name the same repository: both ids (or names) given and
+ * equal. A side the payload leaves out (a deleted fork) is not the same: untrusted.
+ */
+export function sameRepository(source: string | number | null | undefined, target: string | number | null | undefined): boolean {
+  return source !== null && source !== undefined && source !== '' && source === target;
+}
+
 /** `table[key]` for own keys only: an action named `constructor` must not find Object's. */
 export function lookup<T>(table: Readonly<Record<string, T>>, key: string): T | undefined {
   return Object.hasOwn(table, key) ? table[key] : undefined;

@@ -13,10 +13,12 @@ export type ProviderConversion =
 
 /**
  * An adapter's trigger as the TriggerEvent the rest of Sluice reads:
- * - `branch` is the suite the trigger addresses: the branch (a pull request's source branch),
- *   or for a tag the tag's name (core/selection: a tag builds only in a suite named after it);
- * - `head` is the commit the payload names, else the tag's ref, else `HEAD`/`tip` (the tip of
- *   the branch);
+ * - `branch` is the suite the trigger addresses: the branch; for a pull request its target
+ *   branch (a fork can name its branch `master`: the source branch never picks the suite or
+ *   its settings; it is kept as `sourceBranch`); for a tag the tag's name (core/selection: a
+ *   tag builds only in a suite named after it);
+ * - `head` is the commit the payload names, else the tag's ref, else for a pull request its
+ *   private ref or source branch, else `HEAD`/`tip` (the tip of the branch);
  * - a pull request's private ref (`refs/pull/7/head`, `refs/changes/..`) is also fetched, as
  *   a refspec, so a commit that only a fork has can be checked out;
  * - the pull request becomes `changeset` (spec §2), its action `action`;
@@ -30,12 +32,14 @@ export function fromProviderTrigger(provider: string, t: ProviderTrigger, repoSc
     return { ok: false, status: 400, field: 'scm', message: `this is a ${t.scm} hook; this repository uses ${repoScm}` };
   }
   const isTag = t.kind === 'tag' || t.kind === 'tag-delete';
-  const name = isTag ? (t.ref?.startsWith('refs/tags/') ? t.ref.slice('refs/tags/'.length) : null) : t.branch;
+  const pr = t.kind === 'pull-request' ? t.pullRequest : undefined;
+  const name = isTag ? (t.ref?.startsWith('refs/tags/') ? t.ref.slice('refs/tags/'.length) : null) : (pr?.targetBranch ?? t.branch);
   const what = t.event ?? 'the trigger';
   if (name === null) return { ok: true, ignore: isTag ? `${what}: a tag without a name Sluice can read` : `${what}: names no branch` };
 
   const o = t.options ?? {};
-  const defaultHead = isTag && t.ref !== null ? t.ref : t.scm === 'hg' ? 'tip' : 'HEAD';
+  // Not the target's tip: a pull request without a commit id builds its own ref or branch.
+  const defaultHead = (isTag || pr) && t.ref !== null ? t.ref : pr && t.branch !== null ? t.branch : t.scm === 'hg' ? 'tip' : 'HEAD';
   const event: TriggerEvent = {
     provider,
     op: 'push',
@@ -61,6 +65,8 @@ export function fromProviderTrigger(provider: string, t: ProviderTrigger, repoSc
     event.changeset = { kind: pr.changesetKind, id: pr.id };
     if (pr.url !== undefined) event.changeset.url = pr.url;
     event.action = pr.action;
+    if (t.branch !== null && t.branch !== name) event.sourceBranch = t.branch;
+    if (pr.sameRepository) event.sameRepository = true;
   }
   if (t.commits.length > 0) {
     event.commits = t.commits.slice(-MAX_TRIGGER_COMMITS).map((c) => ({

@@ -5,7 +5,7 @@
  * each provider's folder says only where it differs (header, words for actions, fields sent).
  */
 import { z } from 'zod';
-import { defineProvider, eventHeader, lookup, makeTrigger, type Outcome, type ParseContext, quote, read, unsupported } from './common';
+import { defineProvider, eventHeader, lookup, makeTrigger, type Outcome, type ParseContext, quote, read, sameRepository, unsupported } from './common';
 import { toCommit, withHead, zCommit } from './commits';
 import { refUpdateTrigger } from './push';
 import { branchRef, tagRef, zSha } from './refs';
@@ -54,11 +54,23 @@ function pullRequestPayload<B extends z.ZodRawShape>(branches: B) {
   });
 }
 
+/** The repository a side of a pull request lives in: a fork or the repository itself. */
+const PrRepo = z.object({ id: z.number().nullish(), full_name: z.string().nullish() }).nullish();
+
 /** GitHub, Gitea: the head commit and both branches as `head`/`base` objects. */
-export const PullRequestWithHead = pullRequestPayload({ head: z.object({ ref: z.string(), sha: zSha }), base: z.object({ ref: z.string() }) });
+export const PullRequestWithHead = pullRequestPayload({
+  head: z.object({ ref: z.string(), sha: zSha, repo: PrRepo }),
+  base: z.object({ ref: z.string(), repo: PrRepo }),
+});
 
 /** Gogs: the branches as `head_branch`/`base_branch`, no commit (the build takes the tip of `refs/pull/<n>/head`). */
-export const PullRequestWithBranches = pullRequestPayload({ head_branch: z.string(), base_branch: z.string() });
+export const PullRequestWithBranches = pullRequestPayload({ head_branch: z.string(), base_branch: z.string(), head_repo: PrRepo, base_repo: PrRepo });
+
+/** Same repository on both sides: by id when both have one, else by full name. */
+function sameRepo(head: z.output<typeof PrRepo>, base: z.output<typeof PrRepo>): boolean {
+  if (typeof head?.id === 'number' && typeof base?.id === 'number') return sameRepository(head.id, base.id);
+  return sameRepository(head?.full_name, base?.full_name);
+}
 
 export interface GithubFamilyProvider {
   /** The path segment. */
@@ -140,10 +152,15 @@ function pullRequest(ctx: ParseContext, p: GithubFamilyProvider): Outcome {
   let action = lookup(p.actions, body.action);
   if (action === undefined) return { ignore: `pull_request ${quote(body.action)}: not an action Sluice builds on` };
   if (action === 'closed' && pr.merged === true) action = 'merged';
-  const [source, target, head] =
+  const [source, target, head, same] =
     'head_branch' in pr
-      ? [branchRef(pr.head_branch, 'pull_request.head_branch'), branchRef(pr.base_branch, 'pull_request.base_branch'), undefined]
-      : [branchRef(pr.head.ref, 'pull_request.head.ref'), branchRef(pr.base.ref, 'pull_request.base.ref'), pr.head.sha];
+      ? [
+          branchRef(pr.head_branch, 'pull_request.head_branch'),
+          branchRef(pr.base_branch, 'pull_request.base_branch'),
+          undefined,
+          sameRepo(pr.head_repo, pr.base_repo),
+        ]
+      : [branchRef(pr.head.ref, 'pull_request.head.ref'), branchRef(pr.base.ref, 'pull_request.base.ref'), pr.head.sha, sameRepo(pr.head.repo, pr.base.repo)];
   return makeTrigger('pull_request', 'pull-request', {
     branch: source.name,
     ...(head === undefined ? {} : { head }),
@@ -155,6 +172,7 @@ function pullRequest(ctx: ParseContext, p: GithubFamilyProvider): Outcome {
       providerAction: body.action,
       targetBranch: target.name,
       changesetKind: p.changesetKind,
+      sameRepository: same,
     },
   });
 }

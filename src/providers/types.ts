@@ -35,6 +35,11 @@ export interface ProviderPullRequest {
   targetBranch: string | null;
   /** `changeset.kind` of the generic trigger (spec §2). */
   changesetKind: ChangesetKind;
+  /**
+   * The payload shows the source branch is in this very repository, not a fork (same
+   * repository id or full name on both sides). False when it does not say: untrusted.
+   */
+  sameRepository: boolean;
 }
 
 /**

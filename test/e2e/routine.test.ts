@@ -6,11 +6,11 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { revParse } from '../support/gitRepo';
+import { git, pushCommit, revParse } from '../support/gitRepo';
 import { freePort } from '../support/sluice';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startSmtpSink, type SmtpSink } from '../support/smtpSink';
-import { script, World, type Payload } from '../support/world';
+import { script, sessionOfGuid, World, type Payload } from '../support/world';
 import { reportPath } from '../support/reports';
 
 let w: World;
@@ -194,5 +194,70 @@ describe('a pull request', () => {
     const push = await w.build(repo, { branch: 'master', force: true });
     expect((await w.eventsOf(push.session)).at(-1)).toMatchObject({ status: 'failed' });
     expect((await w.session(push.session)).tests).toEqual([expect.objectContaining({ path: 'pr_test.sh', status: 'failed' })]);
+  });
+});
+
+describe('a GitHub pull request', () => {
+  /** A commit only reachable from refs/pull/<n>/head, as GitHub keeps a fork's pull request. */
+  async function pullRequestCommit(bare: string, n: number, files: Parameters<typeof pushCommit>[1]): Promise<string> {
+    const commit = await pushCommit(bare, files, `pull request ${n}`, `tmp-pr-${n}`);
+    await git(bare, ['update-ref', `refs/pull/${n}/head`, commit]);
+    await git(bare, ['update-ref', '-d', `refs/heads/tmp-pr-${n}`]);
+    return commit;
+  }
+
+  /** What GitHub sends when pull request `n` from `headRepo` into `base` is opened. */
+  function opened(n: number, sha: string, head: { ref: string; repo: { id: number; full_name: string } }, base: string) {
+    return {
+      action: 'opened',
+      number: n,
+      pull_request: {
+        html_url: `https://github.com/acme/app/pull/${n}`,
+        head: { ref: head.ref, sha, repo: head.repo },
+        base: { ref: base, repo: { id: 1, full_name: 'acme/app' } },
+      },
+    };
+  }
+
+  it("builds in its target branch's suite; a fork's gets no secret even where same-repository ones are trusted, and none is pushed", async () => {
+    const probe = script('[ -n "$API_TOKEN" ] && echo "has the secret" || echo "no secret"');
+    const repo = await w.makeRepo({ 'pr_test.sh': probe }, { suite: { branch: 'release', test_pattern: '*_test.sh' } });
+    await pushCommit(repo.bare, {}, 'release branch', 'release');
+    // A `master` suite that would fail: a fork naming its branch `master` must not pick it.
+    await w.sluice.admin('POST', `/api/v1/repos/${repo.id}/suites`, { branch: 'master', test_pattern: 'nothing/*' });
+    const ciBare = path.join(w.tmp, `${repo.name}-ci.git`);
+    await promisify(execFile)('git', ['init', '--quiet', '--bare', ciBare]);
+    await w.sluice.admin('PATCH', `/api/v1/repos/${repo.id}`, { ci_push_url: w.ssh.url(ciBare), trust_same_repo_pull_requests: true });
+    await w.sluice.admin('PUT', `/api/v1/repos/${repo.id}/secrets/API_TOKEN`, { value: 'sk_live_not_for_forks' });
+
+    const hook = async (body: unknown): Promise<number> => {
+      const res = await fetch(`${w.sluice.url}/1/github/${repo.key}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-github-event': 'pull_request' },
+        body: JSON.stringify(body),
+      });
+      expect(res.status).toBe(200);
+      return sessionOfGuid(w.sluice.pool, ((await res.json()) as { guid: string }).guid);
+    };
+    const output = async (session: number): Promise<string> => {
+      const res = await fetch(`${w.sluice.url}${await reportPath(w.sluice.pool, session)}`, { headers: { accept: 'application/json' } });
+      return ((await res.json()) as { tests: { output: string }[] }).tests[0]!.output;
+    };
+
+    const forkSha = await pullRequestCommit(repo.bare, 7, { 'pr_test.sh': probe, 'fork.txt': { content: 'from a fork' } });
+    const fork = await hook(opened(7, forkSha, { ref: 'master', repo: { id: 666, full_name: 'mallory/app' } }, 'release'));
+    expect((await w.eventsOf(fork)).at(-1)).toMatchObject({ status: 'passed', branch: 'release', commit_id: forkSha, ref: 'refs/pull/7/head' });
+    expect(await output(fork)).toBe('no secret\n');
+
+    const ownSha = await pullRequestCommit(repo.bare, 8, { 'pr_test.sh': probe, 'own.txt': { content: 'from a branch of ours' } });
+    const own = await hook(opened(8, ownSha, { ref: 'feature', repo: { id: 1, full_name: 'acme/app' } }, 'release'));
+    expect((await w.eventsOf(own)).at(-1)).toMatchObject({ status: 'passed', branch: 'release', commit_id: ownSha });
+    expect(await output(own)).toBe('has the secret\n');
+
+    // Neither was pushed to the CI server.
+    for (const session of [fork, own]) {
+      expect(((await w.session(session)).post_build_steps as Array<{ step: string }>).map((p) => p.step)).not.toContain('push');
+    }
+    await expect(revParse(ciBare, 'refs/heads/release')).rejects.toThrow();
   });
 });

@@ -218,16 +218,19 @@ describe('github', () => {
     expect((await ciEvent(guid)).reason).toMatch(/@wip/);
   });
 
-  it('a pull request builds its source branch suite from refs/pull/<n>/head, with its changeset', async () => {
+  it('a pull request builds in its target branch\'s suite from refs/pull/<n>/head, with its changeset', async () => {
     const body = github('pull_request', (e) => e.action === 'opened');
-    const pr = body.pull_request as { head: { ref: string; sha: string }; number: number };
+    const pr = body.pull_request as { head: { ref: string; sha: string }; base: { ref: string }; number: number };
     const guid = accepted(await gh('pull_request', body));
-    expect(h.enqueued).toEqual([expect.objectContaining({ suiteId: suites.find((s) => s.branch === pr.head.ref)!.id })]);
+    expect(h.enqueued).toEqual([expect.objectContaining({ suiteId: suites.find((s) => s.branch === pr.base.ref)!.id, branch: pr.base.ref })]);
     const { rows } = await h.db.pool.query('SELECT head, ref FROM sessions WHERE id = $1', [h.enqueued[0]!.sessionId]);
     expect(rows[0]).toEqual({ head: pr.head.sha, ref: `refs/pull/${body.number}/head` });
     expect(await storedTrigger(guid)).toMatchObject({
       kind: 'pull-request',
       action: 'opened',
+      branch: pr.base.ref,
+      sourceBranch: pr.head.ref,
+      sameRepository: true,
       refspec: [`+refs/pull/${body.number}/head:refs/pull/${body.number}/head`],
       changeset: { kind: 'github', id: String(body.number), url: expect.stringMatching(/^https:\/\/github.com\//) },
     });
@@ -407,7 +410,8 @@ describe('other providers', () => {
     const result = getProvider('gitlab')!.parse({ headers: { 'x-gitlab-event': 'Merge Request Hook' }, body, query: {} });
     if (!result.ok || !('triggers' in result)) throw new Error('fixture');
     const t = result.triggers[0];
-    const seeded = await seedRepo(h, { branches: [t.branch!] });
+    // Built in the suite of the branch it merges into.
+    const seeded = await seedRepo(h, { branches: [t.pullRequest!.targetBranch!] });
     const guid = accepted(await hook(seeded.repo.key, 'gitlab', { 'x-gitlab-event': 'Merge Request Hook' }, body));
     expect(h.enqueued).toHaveLength(1);
     expect(await storedTrigger(guid)).toMatchObject({ kind: 'pull-request', action: 'opened', ref: t.ref, changeset: { id: t.pullRequest!.id } });

@@ -13,6 +13,15 @@ describe('build trust', () => {
     expect(buildTrust({ changeset: { kind: 'github', id: '42' } })).toEqual({ secrets: false, push: false });
   });
 
+  it('a pull request from the repository itself gets the secrets only where the repository trusts such pull requests; never pushed', () => {
+    const trusting = { trustSameRepoPullRequests: true };
+    expect(buildTrust({ kind: 'pull-request', sameRepository: true })).toEqual({ secrets: false, push: false });
+    expect(buildTrust({ kind: 'pull-request', sameRepository: true }, trusting)).toEqual({ secrets: true, push: false });
+    // A fork's, or one whose provider did not say: never.
+    expect(buildTrust({ kind: 'pull-request' }, trusting)).toEqual({ secrets: false, push: false });
+    expect(buildTrust({ changeset: { kind: 'generic', id: '1' } }, trusting)).toEqual({ secrets: false, push: false });
+  });
+
   it('a tag build keeps its secrets but is not pushed to a branch', () => {
     expect(buildTrust({ kind: 'tag' })).toEqual({ secrets: true, push: false });
   });

@@ -48,7 +48,7 @@ export function createSessionRecords(pool: Pool, config: Config) {
         settings: { webhookRetry: config.webhookRetry, testTimeoutMs: config.testTimeoutMs, postRetry: config.postRetry ?? DEFAULT_POST_RETRY },
         refspecs: row.trigger.refspec,
         junitPattern: row.junit_pattern,
-        trust: buildTrust(row.trigger),
+        trust: buildTrust(row.trigger, { trustSameRepoPullRequests: row.trust_same_repo_pull_requests }),
         suiteProfiles: row.suite_profiles,
         suitePlan: row.suite_plan ?? undefined,
         // A plan's part runs the profile its parent gave it; only the parent honours the trigger's.

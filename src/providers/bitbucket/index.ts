@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineProvider, eventHeader, makeTrigger, malformed, type Outcome, type ParseContext, quote, read, unsupported } from '../common';
+import { defineProvider, eventHeader, makeTrigger, malformed, type Outcome, type ParseContext, quote, read, sameRepository, unsupported } from '../common';
 import { oldestFirst, personFromRaw, withHead } from '../commits';
 import { branchRef, tagRef, zSha } from '../refs';
 import type { ProviderCommit, ProviderTrigger, PullRequestAction } from '../types';
@@ -126,6 +126,7 @@ function pullRequest(ctx: ParseContext, event: keyof typeof PR_ACTIONS): Outcome
         providerAction: event,
         targetBranch: target.name,
         changesetKind: 'generic',
+        sameRepository: sameRepository(from, into),
       },
     },
     body.repository?.scm ?? 'git',

@@ -193,6 +193,8 @@ function review(r: Review): Outcome {
       providerAction: r.event,
       targetBranch: target.name,
       changesetKind: 'gerrit',
+      // Anyone who may upload a change may run its code: a change is never a trusted branch.
+      sameRepository: false,
     },
   });
 }

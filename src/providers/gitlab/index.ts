@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineProvider, eventHeader, lookup, makeTrigger, type Outcome, type ParseContext, quote, read, unsupported } from '../common';
+import { defineProvider, eventHeader, lookup, makeTrigger, type Outcome, type ParseContext, quote, read, sameRepository, unsupported } from '../common';
 import { toCommit, zCommit } from '../commits';
 import { refUpdateTrigger } from '../push';
 import { branchRef } from '../refs';
@@ -69,6 +69,9 @@ const MergeRequest = z.object({
     // Present on an `update` that brought new commits.
     oldrev: z.string().nullish(),
     last_commit: zCommit,
+    // A fork's merge request comes from another project.
+    source_project_id: z.number().nullish(),
+    target_project_id: z.number().nullish(),
   }),
   changes: z.record(z.string(), z.unknown()).nullish(),
 });
@@ -102,6 +105,7 @@ function mergeRequest(ctx: ParseContext, event: string): Outcome {
       providerAction: mr.action,
       targetBranch: target.name,
       changesetKind: 'generic',
+      sameRepository: sameRepository(mr.source_project_id, mr.target_project_id),
     },
   });
 }

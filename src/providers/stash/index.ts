@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineProvider, makeTrigger, malformed, type Outcome, type ParseContext, quote, read, unsupported } from '../common';
+import { defineProvider, makeTrigger, malformed, type Outcome, type ParseContext, quote, read, sameRepository, unsupported } from '../common';
 import { oldestFirst, person } from '../commits';
 import { branchRef, checkSha, classifyRef, isNullSha, zSha } from '../refs';
 import type { ProviderCommit, ProviderTrigger, PullRequestAction } from '../types';
@@ -102,6 +102,8 @@ const PrRef = z.object({
   id: z.string(),
   displayId: z.string().nullish(),
   latestCommit: zSha,
+  // A fork's pull request comes from another repository.
+  repository: z.object({ id: z.number().nullish() }).nullish(),
 });
 
 const PullRequest = z.object({
@@ -129,6 +131,7 @@ function pullRequest(ctx: ParseContext, event: keyof typeof PR_ACTIONS): Outcome
       providerAction: event,
       targetBranch: target.name,
       changesetKind: 'generic',
+      sameRepository: sameRepository(pr.fromRef.repository?.id, pr.toRef.repository?.id),
     },
   });
 }

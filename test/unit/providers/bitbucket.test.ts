@@ -110,6 +110,7 @@ describe('bitbucket: pull requests', () => {
     providerAction,
     targetBranch: 'main',
     changesetKind: 'generic',
+    sameRepository: true,
   });
 
   it.each([

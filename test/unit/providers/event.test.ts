@@ -68,7 +68,7 @@ describe('fromProviderTrigger', () => {
     });
   });
 
-  it('a pull request: changeset, action, and its private ref fetched as a refspec', () => {
+  it('a pull request: in its target branch\'s suite, with changeset, action, and its private ref fetched as a refspec', () => {
     const e = converted(
       t({
         event: 'pull_request',
@@ -82,11 +82,13 @@ describe('fromProviderTrigger', () => {
           providerAction: 'synchronize',
           targetBranch: 'master',
           changesetKind: 'github',
+          sameRepository: false,
         },
       }),
     );
     expect(e).toMatchObject({
-      branch: 'feature',
+      branch: 'master',
+      sourceBranch: 'feature',
       head: SHA,
       ref: 'refs/pull/7/head',
       refspec: ['+refs/pull/7/head:refs/pull/7/head'],
@@ -94,6 +96,28 @@ describe('fromProviderTrigger', () => {
       action: 'updated',
       kind: 'pull-request',
     });
+    expect(e.sameRepository).toBeUndefined();
+  });
+
+  it('a pull request without a commit id builds its own ref, or its source branch; never the target\'s tip', () => {
+    const pr = { id: '7', action: 'opened', providerAction: 'opened', targetBranch: 'master', changesetKind: 'generic', sameRepository: true } as const;
+    const withRef = converted(t({ kind: 'pull-request', branch: 'feature', head: null, ref: 'refs/pull/7/head', pullRequest: pr }));
+    expect(withRef).toMatchObject({ branch: 'master', head: 'refs/pull/7/head', sameRepository: true });
+    const withoutRef = converted(t({ kind: 'pull-request', branch: 'feature', head: null, ref: null, pullRequest: pr }));
+    expect(withoutRef).toMatchObject({ branch: 'master', head: 'feature' });
+  });
+
+  it('a fork\'s pull request whose branch is named like the target still builds in the target\'s suite, untrusted', () => {
+    const e = converted(
+      t({
+        kind: 'pull-request',
+        branch: 'master',
+        ref: 'refs/pull/9/head',
+        pullRequest: { id: '9', action: 'opened', providerAction: 'opened', targetBranch: 'release', changesetKind: 'github', sameRepository: false },
+      }),
+    );
+    expect(e).toMatchObject({ branch: 'release', sourceBranch: 'master', head: SHA });
+    expect(e.sameRepository).toBeUndefined();
   });
 
   it('a pull request on a branch ref needs no refspec; one without a URL has none', () => {
@@ -101,7 +125,7 @@ describe('fromProviderTrigger', () => {
       t({
         kind: 'pull-request',
         ref: 'refs/heads/dev',
-        pullRequest: { id: '3', action: 'opened', providerAction: 'opened', targetBranch: null, changesetKind: 'generic' },
+        pullRequest: { id: '3', action: 'opened', providerAction: 'opened', targetBranch: null, changesetKind: 'generic', sameRepository: false },
       }),
     );
     expect(e.refspec).toBeUndefined();
@@ -133,14 +157,14 @@ describe('fromProviderTrigger', () => {
     expect(
       fromProviderTrigger(
         'gerrit',
-        t({ kind: 'pull-request', pullRequest: { id: 'a\u0000', action: 'opened', providerAction: 'x', targetBranch: null, changesetKind: 'gerrit' } }),
+        t({ kind: 'pull-request', pullRequest: { id: 'a\u0000', action: 'opened', providerAction: 'x', targetBranch: null, changesetKind: 'gerrit', sameRepository: false } }),
         'git',
       ),
     ).toMatchObject({ ok: false, field: 'changeset.id' });
     expect(
       fromProviderTrigger(
         'gerrit',
-        t({ kind: 'pull-request', pullRequest: { id: '1', url: 'https://x.example/\ud800', action: 'opened', providerAction: 'x', targetBranch: null, changesetKind: 'gerrit' } }),
+        t({ kind: 'pull-request', pullRequest: { id: '1', url: 'https://x.example/\ud800', action: 'opened', providerAction: 'x', targetBranch: null, changesetKind: 'gerrit', sameRepository: false } }),
         'git',
       ),
     ).toMatchObject({ ok: false, field: 'changeset.url' });

@@ -16,6 +16,7 @@ const review = (action: string) => ({
   providerAction: 'patchset-created',
   targetBranch: 'master',
   changesetKind: 'gerrit',
+  sameRepository: false,
 });
 
 describe('gerrit: stream-events patchset-created', () => {

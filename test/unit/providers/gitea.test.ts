@@ -91,6 +91,7 @@ describe('gitea: pull_request', () => {
     providerAction,
     targetBranch: 'main',
     changesetKind: 'generic',
+    sameRepository: true,
   });
 
   it.each([

@@ -178,8 +178,19 @@ describe('github: pull_request', () => {
         providerAction: action,
         targetBranch: 'master',
         changesetKind: 'github',
+        sameRepository: true,
       },
     });
+  });
+
+  it('a pull request from a fork, or whose fork was deleted, is not from the same repository', () => {
+    const fork = pr('opened');
+    setPath(fork, 'pull_request.head.repo.id', 999_999);
+    setPath(fork, 'pull_request.head.repo.full_name', 'mallory/Hello-World');
+    expect(triggerOf(hook('pull_request', fork)).pullRequest!.sameRepository).toBe(false);
+    const gone = pr('opened');
+    setPath(gone, 'pull_request.head.repo', null);
+    expect(triggerOf(hook('pull_request', gone)).pullRequest!.sameRepository).toBe(false);
   });
 
   it('closed with merged: true is merged', () => {

@@ -96,6 +96,7 @@ describe('gitlab: Merge Request Hook', () => {
     providerAction,
     targetBranch: 'master',
     changesetKind: 'generic',
+    sameRepository: true,
   });
 
   it('open → opened, building the last commit of the source branch', () => {
@@ -116,6 +117,12 @@ describe('gitlab: Merge Request Hook', () => {
     expect(t.head).toBe('4e1c5a1f8d2b3a9e7c6f5d4b3a2918e7d6c5b4a3');
     expect(t.commits[0]!.author).toBe('jane@example.com');
     expect(t.pullRequest).toEqual(pullRequest('updated', 'update'));
+  });
+
+  it('a merge request from a fork (another project) is not from the same repository', () => {
+    const body = load('merge-request-open');
+    (body.object_attributes as Record<string, unknown>).source_project_id = 4242;
+    expect(triggerOf(hook('Merge Request Hook', body)).pullRequest!.sameRepository).toBe(false);
   });
 
   it('update of labels → labeled', () => {

@@ -70,6 +70,7 @@ describe('gogs: pull_request', () => {
         providerAction,
         targetBranch: 'master',
         changesetKind: 'generic',
+        sameRepository: true,
       },
     });
   });

@@ -82,6 +82,7 @@ describe('stash: pull requests', () => {
     providerAction,
     targetBranch: 'master',
     changesetKind: 'generic',
+    sameRepository: true,
   });
 
   it.each([
@@ -100,6 +101,14 @@ describe('stash: pull requests', () => {
       commits: [],
       pullRequest: pullRequest(action, event),
     });
+  });
+});
+
+describe('stash: a pull request from a fork', () => {
+  it('comes from another repository: not from the same repository', () => {
+    const body = load('pr-opened');
+    ((body.pullRequest as Record<string, Record<string, Record<string, unknown>>>).fromRef!.repository!).id = 4242;
+    expect(triggerOf(hook('pr:opened', body)).pullRequest!.sameRepository).toBe(false);
   });
 });
 

@@ -23,6 +23,8 @@ const settings = {
   pull_url: scmUrl,
   ci_push_url: scmUrl.nullish(),
   pull_request_only: z.boolean().optional(),
+  // Pull requests from this repository's own branches (never a fork's) get its secrets.
+  trust_same_repo_pull_requests: z.boolean().optional(),
   ci_squash: z.boolean().optional(),
   // Branch names or glob patterns, as the spec's "by name or pattern".
   branch_blacklist: z.array(plainText(255)).max(100).optional(),
@@ -61,6 +63,7 @@ export function repoView(r: RepoRow, config: Config) {
     pull_url: r.pull_url,
     ci_push_url: r.ci_push_url,
     pull_request_only: r.pull_request_only,
+    trust_same_repo_pull_requests: r.trust_same_repo_pull_requests,
     ci_squash: r.ci_squash,
     branch_blacklist: r.branch_blacklist,
     chat_url: r.chat_url,
@@ -102,6 +105,7 @@ export function registerRepoRoutes(app: FastifyInstance, deps: ApiDeps): void {
         pull_url: body.pull_url,
         ci_push_url: body.ci_push_url ?? null,
         pull_request_only: body.pull_request_only ?? false,
+        trust_same_repo_pull_requests: body.trust_same_repo_pull_requests ?? false,
         ci_squash: body.ci_squash ?? false,
         branch_blacklist: body.branch_blacklist ?? [],
         chat_url: body.chat_url ?? null,
