@@ -3,7 +3,7 @@
  * Everything shown comes from repositories and test output, so every value goes through
  * escapeHtml, and the route sends a Content-Security-Policy that forbids scripts anyway.
  */
-import type { SessionView } from './views';
+import type { ReportView, SessionView } from './views';
 
 export function escapeHtml(value: unknown): string {
   return String(value ?? '')
@@ -80,7 +80,31 @@ ${v.failing_cases
   return `<h2>Test cases</h2>\n${summary}\n${failing}\n${more}${noteList}\n`;
 }
 
-export function renderReport(v: SessionView): string {
+/**
+ * The link to another page of the same report: the report's own path and token (from its
+ * `url`) with `page` set, relative to the host so it works however the page was reached.
+ */
+function pageHref(v: ReportView, page: number): string {
+  const u = new URL(v.url);
+  u.searchParams.set('page', String(page));
+  return `${u.pathname}${u.search}`;
+}
+
+/** Which of the session's files this page shows, and links to the previous and next pages. */
+function renderPaging(v: ReportView): { summary: string; nav: string } {
+  if (v.pages <= 1 && v.page === 1) return { summary: '', nav: '' };
+  const first = (v.page - 1) * v.per_page + 1;
+  const summary =
+    v.tests.length === 0
+      ? `<p>No files on page ${v.page}: the session has ${v.total_files} file${v.total_files === 1 ? '' : 's'} on ${v.pages} page${v.pages === 1 ? '' : 's'}.</p>`
+      : `<p>Files ${first}–${first + v.tests.length - 1} of ${v.total_files}, page ${v.page} of ${v.pages}.</p>`;
+  const links: string[] = [];
+  if (v.page > 1) links.push(`<a rel="prev" href="${escapeHtml(pageHref(v, Math.min(v.page - 1, v.pages)))}">previous page</a>`);
+  if (v.page < v.pages) links.push(`<a rel="next" href="${escapeHtml(pageHref(v, v.page + 1))}">next page</a>`);
+  return { summary, nav: `<nav>${links.join(' ')}</nav>` };
+}
+
+export function renderReport(v: ReportView): string {
   const repo = `${v.repository.org_name}/${v.repository.name}`;
   const title = `${repo} @ ${v.branch} #${v.session}`;
   const counts = Object.entries(v.counts)
@@ -98,9 +122,12 @@ export function renderReport(v: SessionView): string {
       }</td></tr>`
     : '';
 
+  const paging = renderPaging(v);
   const tests =
     v.tests.length === 0
-      ? '<p>No test results yet.</p>'
+      ? v.total_files === 0
+        ? '<p>No test results yet.</p>'
+        : ''
       : v.tests
           .map(
             (t) => `<section>
@@ -142,7 +169,9 @@ ${changeset}
 ${timing}
 </table>
 <h2>Tests</h2>
+${paging.summary}${paging.nav}
 ${tests}
+${paging.nav}
 ${renderCases(v)}${renderPostBuild(v)}</body>
 </html>
 `;

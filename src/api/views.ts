@@ -7,7 +7,7 @@ import type { Config } from '../config';
 import { emptyCounts } from '../core/counts';
 import type { Counts, TriggerEvent } from '../core/types';
 import type { Db } from '../db/transaction';
-import { findCiEvent, findSessionWithRepo, listEventSessions, listTests, type TestRow } from '../db/sessions';
+import { countTests, findCiEvent, findSessionWithRepo, listEventSessions, listTests, listTestsPage, type SessionWithRepo, type TestRow } from '../db/sessions';
 import { countCases, listFailingCases, listJUnitFiles, type CaseCounts, type FailingCaseRow, type JUnitFileRow } from '../db/testCases';
 import { listPostBuildSteps, type PostBuildStepRow } from '../db/postBuildSteps';
 import { reportUrl } from '../core/reportUrl';
@@ -45,14 +45,47 @@ export interface SessionView {
   post_build_steps?: PostBuildStepRow[];
 }
 
+/** How many test files (with their output) one report page shows. */
+export const REPORT_FILES_PER_PAGE = 100;
+
+/**
+ * The report page's view: the session as SessionView shows it (counts and everything else for
+ * the whole session), but `tests` holds only one page of its files, with their output.
+ */
+export interface ReportView extends SessionView {
+  /** This page, 1-based; past the last page, `tests` is empty. */
+  page: number;
+  /** How many pages the session's files fill; at least 1. */
+  pages: number;
+  per_page: number;
+  /** How many test files the session has, on all pages. */
+  total_files: number;
+}
+
 
 /** Every count key present, so clients never meet a missing one on a queued session. */
 const fullCounts = (counts: Record<string, number> | null): Counts => ({ ...emptyCounts(), ...(counts ?? {}) });
 
-export async function loadSessionView(db: Db, config: Config, id: number, withOutput: boolean): Promise<SessionView | undefined> {
+/** The session with all its test files, without output (the admin API); undefined if there is no such session. */
+export async function loadSessionView(db: Db, config: Config, id: number): Promise<SessionView | undefined> {
   const row = await findSessionWithRepo(db, id);
   if (!row) return undefined;
-  const tests = await listTests(db, id, withOutput);
+  return buildSessionView(db, config, row, await listTests(db, id), false);
+}
+
+/** Page `page` (1-based) of a session's report; undefined if there is no such session. */
+export async function loadReportView(db: Db, config: Config, id: number, page: number): Promise<ReportView | undefined> {
+  const row = await findSessionWithRepo(db, id);
+  if (!row) return undefined;
+  const perPage = REPORT_FILES_PER_PAGE;
+  const totalFiles = await countTests(db, id);
+  const tests = await listTestsPage(db, id, { limit: perPage, offset: (page - 1) * perPage });
+  const view = await buildSessionView(db, config, row, tests, true);
+  return { ...view, page, pages: Math.max(1, Math.ceil(totalFiles / perPage)), per_page: perPage, total_files: totalFiles };
+}
+
+async function buildSessionView(db: Db, config: Config, row: SessionWithRepo, tests: TestRow[], withOutput: boolean): Promise<SessionView> {
+  const id = row.id;
   const cases = await countCases(db, id);
   const failingCases = cases.failed + cases.error > 0 ? await listFailingCases(db, id, withOutput) : [];
   const junitFiles = await listJUnitFiles(db, id);

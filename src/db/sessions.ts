@@ -221,12 +221,33 @@ export interface TestRow {
   output?: string;
 }
 
-export async function listTests(db: Db, sessionId: number, withOutput: boolean): Promise<TestRow[]> {
+/** Every test file of a session, by path, without output (up to 64 KiB each): the admin API's view. */
+export async function listTests(db: Db, sessionId: number): Promise<TestRow[]> {
   const { rows } = await db.query<TestRow>(
-    `SELECT path, status, exit_code, duration_ms, runner${withOutput ? ', output' : ''} FROM test_results WHERE session_id = $1 ORDER BY path`,
+    'SELECT path, status, exit_code, duration_ms, runner FROM test_results WHERE session_id = $1 ORDER BY path',
     [sessionId],
   );
   return rows;
+}
+
+/**
+ * One page of a session's test files, with their output: the report page. By path, as the
+ * whole list is (a path is unique within a session, so pages neither overlap nor skip); only
+ * the page's outputs are read. A page past the last is empty.
+ */
+export async function listTestsPage(db: Db, sessionId: number, page: { limit: number; offset: number }): Promise<TestRow[]> {
+  const { rows } = await db.query<TestRow>(
+    `SELECT path, status, exit_code, duration_ms, runner, output FROM test_results WHERE session_id = $1
+      ORDER BY path LIMIT $2 OFFSET $3`,
+    [sessionId, page.limit, page.offset],
+  );
+  return rows;
+}
+
+/** How many test files a session has stored results for. */
+export async function countTests(db: Db, sessionId: number): Promise<number> {
+  const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM test_results WHERE session_id = $1', [sessionId]);
+  return rows[0]?.n ?? 0;
 }
 
 /** The session's test files that failed or errored, by path. */

@@ -3,22 +3,38 @@
  * the same data as JSON for `Accept: application/json`. Opened by the session's random token,
  * which the payloads' `url` carries (core/reportUrl.ts), or by the admin token; a session
  * number alone answers 404, as for a session that does not exist, so numbers cannot be walked.
+ *
+ * A build can have thousands of test files with up to 64 KiB of output each, so the page shows
+ * REPORT_FILES_PER_PAGE files at a time (`?page=<n>`, 1-based, default 1); the rest of the
+ * report (counts, cases, steps) is always the whole session's. A `page` that is not a whole
+ * number from 1 to MAX_REPORT_PAGE is a 400 naming `page`; a page past the last is answered,
+ * with no files on it (a running build's files are still arriving).
  */
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import type { ApiDeps } from '../app';
 import { hasAdminToken, sameSecret } from '../auth';
-import { notFound, parseId } from '../http';
+import { notFound, parseId, validate } from '../http';
 import { renderReport } from '../reportPage';
-import { loadSessionView } from '../views';
+import { loadReportView } from '../views';
 import { reportTokenOf } from '../../db/sessions';
+
+/** Far beyond any build's last page (5,000 files make 50), and small enough that its offset stays exact. */
+export const MAX_REPORT_PAGE = 100_000;
+
+/** The report's own query parameters; `token` is read apart, and anything else is ignored. */
+const ReportQuery = z.object({
+  page: z.coerce.number().int().min(1).max(MAX_REPORT_PAGE).default(1),
+});
 
 export function registerReportRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get<{ Params: { session: string }; Querystring: { token?: unknown } }>('/1/reports/:session', async (request, reply) => {
     const id = parseId(request.params.session, 'session');
+    const { page } = validate(ReportQuery, request.query, 'query');
     const expected = await reportTokenOf(deps.pool, id);
     const { token } = request.query;
     const opened = hasAdminToken(request, deps.config.adminToken) || (typeof token === 'string' && expected !== undefined && sameSecret(token, expected));
-    const view = opened ? await loadSessionView(deps.pool, deps.config, id, true) : undefined;
+    const view = opened ? await loadReportView(deps.pool, deps.config, id, page) : undefined;
     if (!view) throw notFound('session');
     void reply.header('vary', 'Accept');
     if (prefersJson(request.headers.accept)) return reply.send(view);

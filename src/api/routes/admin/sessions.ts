@@ -19,7 +19,7 @@ const STOP_RETRY_MS = 10_000;
 export function registerSessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get<{ Params: { session: string } }>('/sessions/:session', async (request) => {
     // Without test output: that can be large, and the report page has it.
-    const view = await loadSessionView(deps.pool, deps.config, parseId(request.params.session, 'session'), false);
+    const view = await loadSessionView(deps.pool, deps.config, parseId(request.params.session, 'session'));
     if (!view) throw notFound('session');
     return view;
   });
@@ -34,7 +34,7 @@ export function registerSessionRoutes(app: FastifyInstance, deps: ApiDeps): void
     // takes the trigger): try again briefly while the database still says it has not ended.
     const deadline = Date.now() + STOP_RETRY_MS;
     for (;;) {
-      const view = await loadSessionView(deps.pool, deps.config, id, false);
+      const view = await loadSessionView(deps.pool, deps.config, id);
       if (!view) throw notFound('session');
       if (FINAL.has(view.status)) throw new HttpError(409, 'conflict', `session ${id} already ended (${view.status})`, 'session');
       if (await deps.stop(id, stopped_by)) return reply.code(202).send(view);
