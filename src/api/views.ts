@@ -62,7 +62,6 @@ export interface ReportView extends SessionView {
   total_files: number;
 }
 
-
 /** Every count key present, so clients never meet a missing one on a queued session. */
 const fullCounts = (counts: Record<string, number> | null): Counts => ({ ...emptyCounts(), ...(counts ?? {}) });
 
