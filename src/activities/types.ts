@@ -206,6 +206,7 @@ export interface BuildSummary {
 export type PushInput = TreeRef;
 
 export interface PushResult {
+  /** The CI server's branch is at the commit now (pushed, or already there); false when nothing was pushed (not configured, failed, or not the branch's tip). */
   pushed: boolean;
   detail: string;
 }

@@ -103,19 +103,30 @@ export async function updateRepoSettings(db: Db, id: number, patch: Partial<Repo
 export interface PushTarget {
   scm: 'git' | 'hg';
   ciPushUrl: string | null;
+  /** Where the branch's tip is checked before a push. */
+  pullUrl: string;
   sshPrivateKeySealed: string;
   sshKnownHosts: string | null;
 }
 
 /** Where and how the post-build push goes (the sealed key stays in the database until used). */
 export async function loadPushTarget(db: Db, repoId: number): Promise<PushTarget | undefined> {
-  const { rows } = await db.query<{ scm: 'git' | 'hg'; ci_push_url: string | null; ssh_private_key_sealed: string; ssh_known_hosts: string | null }>(
-    'SELECT scm, ci_push_url, ssh_private_key_sealed, ssh_known_hosts FROM repos WHERE id = $1',
-    [repoId],
-  );
+  const { rows } = await db.query<{
+    scm: 'git' | 'hg';
+    ci_push_url: string | null;
+    pull_url: string;
+    ssh_private_key_sealed: string;
+    ssh_known_hosts: string | null;
+  }>('SELECT scm, ci_push_url, pull_url, ssh_private_key_sealed, ssh_known_hosts FROM repos WHERE id = $1', [repoId]);
   const row = rows[0];
   return row
-    ? { scm: row.scm, ciPushUrl: row.ci_push_url, sshPrivateKeySealed: row.ssh_private_key_sealed, sshKnownHosts: row.ssh_known_hosts }
+    ? {
+        scm: row.scm,
+        ciPushUrl: row.ci_push_url,
+        pullUrl: row.pull_url,
+        sshPrivateKeySealed: row.ssh_private_key_sealed,
+        sshKnownHosts: row.ssh_known_hosts,
+      }
     : undefined;
 }
 

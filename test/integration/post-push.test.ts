@@ -1,7 +1,9 @@
 /**
  * pushToCiServer against real parts: the repository checked out over SSH (fetchRepository),
  * then the tested commit pushed with the repository's key (loaded from PostgreSQL and
- * unsealed) to a second bare repository that the SSH test server serves (git-receive-pack).
+ * unsealed) to a second bare repository that the SSH test server serves (git-receive-pack),
+ * once the repository's pull URL has said (git-upload-pack, ls-remote) that the commit is still
+ * the branch's tip there.
  *
  * Each activity run is one attempt under Temporal's retry policy: the tests run attempt 1, 2,
  * ... as a worker would (runAttempts), each in an activity context whose info.attempt says
@@ -30,6 +32,8 @@ let key: RepoKeyPair;
 let tmp: string;
 let source: string;
 let count = 0;
+/** Run after all tests: servers a test started. */
+const afterCleanups: (() => Promise<void>)[] = [];
 
 /** Three attempts, 50 ms apart: the shape of the default policy, shorter. */
 const POLICY: TestRetryPolicy = { maximumAttempts: 3, initialInterval: 50, backoffCoefficient: 1 };
@@ -67,8 +71,20 @@ async function checkout(s: PostSession, head = 'HEAD'): Promise<{ workdir: strin
 /** What pushToCiServer takes: the session's tree, by commit. */
 const tree = (s: PostSession, commitId: string, branch = 'master') => ({ sessionId: s.sessionId, repoId: s.repoId, commitId, branch });
 
-async function session(ciPushUrl: string | null, opts: { scm?: 'git' | 'hg'; key?: RepoKeyPair } = {}): Promise<PostSession> {
-  return insertPostSession(db.pool, config.secretKey, { key: opts.key ?? key, ciPushUrl, scm: opts.scm, pullUrl: server.url(source) });
+async function session(ciPushUrl: string | null, opts: { scm?: 'git' | 'hg'; key?: RepoKeyPair; pullUrl?: string } = {}): Promise<PostSession> {
+  return insertPostSession(db.pool, config.secretKey, { key: opts.key ?? key, ciPushUrl, scm: opts.scm, pullUrl: opts.pullUrl ?? server.url(source) });
+}
+
+/** A source repository of the test's own, for tests that move or delete its branches. */
+async function ownSource(): Promise<string> {
+  const dir = join(tmp, `source-${++count}.git`);
+  await createBareRepo(dir, { 'test/a_test.sh': { content: '#!/bin/sh\nexit 0\n', mode: 0o755 } }, 'first');
+  return dir;
+}
+
+/** Points `refs/heads/<branch>` of the source at `commitId`, as a push to the pull URL would. */
+async function setBranch(branch: string, commitId: string): Promise<void> {
+  await git(source, ['update-ref', `refs/heads/${branch}`, commitId]);
 }
 
 async function refOf(bare: string, ref: string): Promise<string | null> {
@@ -89,6 +105,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  for (const cleanup of afterCleanups) await cleanup();
   if (savedTmpdir === undefined) delete process.env.TMPDIR;
   else process.env.TMPDIR = savedTmpdir;
   await server.close();
@@ -102,12 +119,14 @@ describe('pushToCiServer', () => {
     const s = await session(server.url(ci));
     const { commitId } = await checkout(s);
     const before = await pushDirs();
+    const commandsBefore = server.commands.length;
 
     const result = await activities().pushToCiServer(tree(s, commitId, 'master'));
 
     expect(result).toEqual({ pushed: true, detail: `refs/heads/master pushed ${commitId} on ${server.url(ci)}` });
     expect(await refOf(ci, 'refs/heads/master')).toBe(commitId);
-    expect(server.commands).toContain(`git-receive-pack '${ci}'`);
+    // First the pull URL was asked for master's tip (ls-remote), then the CI server was pushed to.
+    expect(server.commands.slice(commandsBefore)).toEqual([`git-upload-pack '${source}'`, `git-receive-pack '${ci}'`]);
     expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([{ step: 'push', ok: true, detail: result.detail }]);
     // The key's scratch directory is gone.
     expect(await pushDirs()).toEqual(before);
@@ -118,11 +137,14 @@ describe('pushToCiServer', () => {
     const s = await session(server.url(ci));
     const first = await checkout(s);
     const a = activities();
+    // Pushed only as the tip of release/1.x at the pull URL too.
+    await setBranch('release/1.x', first.commitId);
     expect((await a.pushToCiServer(tree(s, first.commitId, 'release/1.x'))).pushed).toBe(true);
 
     const next = await pushCommit(source, { 'test/b_test.sh': { content: '#!/bin/sh\nexit 0\n', mode: 0o755 } }, 'second');
     const second = await checkout(s);
     expect(second.commitId).toBe(next);
+    await setBranch('release/1.x', next);
     const r2 = await a.pushToCiServer(tree(s, second.commitId, 'release/1.x'));
     expect(r2).toEqual({ pushed: true, detail: `refs/heads/release/1.x pushed ${next} on ${server.url(ci)}` });
     expect(await refOf(ci, 'refs/heads/release/1.x')).toBe(next);
@@ -150,8 +172,11 @@ describe('pushToCiServer', () => {
   it('a key the CI server does not know fails clearly, and never shows the key', async () => {
     const ci = await ciRepo();
     const stranger = generateRepoKeyPair('stranger');
-    // The repository's key is `stranger`'s, which the server does not authorize.
-    const s = await session(server.url(ci), { key: stranger });
+    // The repository's key is `stranger`'s, which the CI server does not authorize; its pull
+    // URL (another server, serving the same source) does, so the check of the tip passes.
+    const pullServer = await startSshGitServer({ authorizedKeys: [stranger.publicKey] });
+    afterCleanups.push(() => pullServer.close());
+    const s = await session(server.url(ci), { key: stranger, pullUrl: pullServer.url(source) });
     // The runner holds the session's checkout (made here with a key the server knows), so only
     // the push uses the repository's key.
     const helper = await checkout(await session(null));
@@ -177,6 +202,7 @@ describe('pushToCiServer', () => {
     expect(row!.ok).toBe(false);
     expect(await refOf(ci, 'refs/heads/master')).toBeNull();
     expect(await pushDirs()).toEqual(before);
+    expect(pullServer.commands).toEqual([`git-upload-pack '${source}'`]);
   });
 
   it("ignores configuration the build's tests planted in the checkout (pushInsteadOf)", async () => {
@@ -257,6 +283,83 @@ describe('pushToCiServer', () => {
       detail: 'could not push to ssh://hg@127.0.0.1:1//srv/hg/x: pushing to a CI server is supported for git repositories only',
     });
     expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([{ step: 'push', ok: false, detail: result.detail }]);
+  });
+});
+
+describe('pushToCiServer: only the tip of the branch at the pull URL', () => {
+  it('is not pushed when the branch moved on after the checkout; the step says so, as ok', async () => {
+    const ci = await ciRepo();
+    const own = await ownSource();
+    const s = await session(server.url(ci), { pullUrl: server.url(own) });
+    const { commitId } = await checkout(s);
+    // Someone pushed to master during the build.
+    const newer = await pushCommit(own, { 'test/b_test.sh': { content: '#!/bin/sh\nexit 0\n', mode: 0o755 } }, 'newer');
+
+    const result = await activities().pushToCiServer(tree(s, commitId, 'master'));
+
+    const detail = `not pushed: ${commitId.slice(0, 12)} is not the tip of master on ${server.url(own)} (the tip is ${newer.slice(0, 12)})`;
+    expect(result).toEqual({ pushed: false, detail });
+    expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([{ step: 'push', ok: true, detail }]);
+    expect(await refOf(ci, 'refs/heads/master')).toBeNull();
+    expect(server.commands).not.toContain(`git-receive-pack '${ci}'`);
+  });
+
+  it('is not pushed when the branch no longer exists at the pull URL', async () => {
+    const ci = await ciRepo();
+    const own = await ownSource();
+    const s = await session(server.url(ci), { pullUrl: server.url(own) });
+    const { commitId } = await checkout(s);
+    await git(own, ['update-ref', '-d', 'refs/heads/master']);
+    // Another branch whose name ends like master's ref (ls-remote's patterns match ref tails) is not master.
+    await git(own, ['update-ref', 'refs/heads/old/refs/heads/master', commitId]);
+
+    const result = await activities().pushToCiServer(tree(s, commitId, 'master'));
+
+    const detail = `not pushed: branch master no longer exists on ${server.url(own)}`;
+    expect(result).toEqual({ pushed: false, detail });
+    expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([{ step: 'push', ok: true, detail }]);
+    expect(await refOf(ci, 'refs/heads/master')).toBeNull();
+    expect(server.commands).not.toContain(`git-receive-pack '${ci}'`);
+  });
+
+  it("a trigger's head that is not the branch's tip (a pull-request ref) is not pushed to that branch", async () => {
+    const ci = await ciRepo();
+    const own = await ownSource();
+    const tip = await revParse(own, 'refs/heads/master');
+    // A commit only a pull-request ref names, built as `head` of a build of master.
+    const pr = await pushCommit(own, { 'test/a_test.sh': { content: '#!/bin/sh\necho pr\n', mode: 0o755 } }, 'pr work', 'pr-source');
+    await git(own, ['update-ref', 'refs/pull/1/head', pr]);
+    await git(own, ['update-ref', '-d', 'refs/heads/pr-source']);
+    const s = await session(server.url(ci), { pullUrl: server.url(own) });
+    const { commitId } = await checkout(s, 'refs/pull/1/head');
+    expect(commitId).toBe(pr);
+
+    const result = await activities().pushToCiServer(tree(s, commitId, 'master'));
+
+    expect(result).toEqual({
+      pushed: false,
+      detail: `not pushed: ${pr.slice(0, 12)} is not the tip of master on ${server.url(own)} (the tip is ${tip.slice(0, 12)})`,
+    });
+    expect(await refOf(ci, 'refs/heads/master')).toBeNull();
+  });
+
+  it('a pull URL that cannot be reached is retried like an unreachable server, then recorded as failed; nothing is pushed', async () => {
+    const ci = await ciRepo();
+    const s = await session(server.url(ci));
+    const { commitId } = await checkout(s);
+    // The pull URL goes away after the checkout.
+    const port = await closedPort();
+    await db.pool.query('UPDATE repos SET pull_url = $2 WHERE id = $1', [s.repoId, `ssh://git@127.0.0.1:${port}/gone.git`]);
+
+    const run = await activities().attempts(tree(s, commitId, 'master'));
+
+    expect(run.result.pushed).toBe(false);
+    expect(run.result.detail).toMatch(/^could not ask ssh:\/\/git@127\.0\.0\.1:\d+\/gone\.git for the tip of master: .*Connection refused.*\(3 attempts\)$/);
+    expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([{ step: 'push', ok: false, detail: run.result.detail }]);
+    expect(run.failures).toHaveLength(2);
+    for (const f of run.failures) expect(f).toMatchObject({ type: FAILURE_TYPES.pushRetrying, nonRetryable: false });
+    expect(await refOf(ci, 'refs/heads/master')).toBeNull();
+    expect(server.commands).not.toContain(`git-receive-pack '${ci}'`);
   });
 });
 

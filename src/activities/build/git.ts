@@ -282,6 +282,27 @@ export async function fetchRepository(input: FetchRepositoryInput): Promise<Fetc
   }
 }
 
+/**
+ * The commit `refs/heads/<branch>` names at `pullUrl` now, or null when there is no such branch
+ * (`git ls-remote`; nothing is fetched). Runs with `ctx`'s environment (gitEnv), so the caller
+ * holds the key file (withKeyFile). Failures are classified as a fetch's: an unreachable
+ * server is `unreachable`, worth retrying.
+ */
+export async function remoteBranchTip(ctx: GitContext, pullUrl: string, branch: string): Promise<string | null> {
+  const url = displayUrl(pullUrl);
+  if (!isSshUrl(pullUrl)) throw new GitPullError(`could not ask ${url} for a branch's tip: not an SSH URL (ssh://host/path or user@host:path)`, 'invalid-input');
+  if (!isSafeRevision(branch)) throw new GitPullError(`could not ask ${url} for a branch's tip: invalid branch name ${JSON.stringify(branch)}`, 'invalid-input');
+  const ref = `refs/heads/${branch}`;
+  const out = await gitOrThrow(ctx, ['ls-remote', '--', pullUrl, ref], `could not ask ${url} for the tip of ${branch}`);
+  // ls-remote matches patterns against the tail of each ref (`refs/heads/x/refs/heads/<branch>`
+  // too): keep only the exact name.
+  for (const line of out.split('\n')) {
+    const [id, name] = line.trim().split('\t');
+    if (name === ref && id) return id;
+  }
+  return null;
+}
+
 /** The environment of every git call that may reach the network: SSH only, no prompt, no system or global config, our key. */
 export function gitEnv(scratch: ScmScratch): NodeJS.ProcessEnv {
   return {

@@ -22,7 +22,7 @@ import type { Config } from '../../config';
 import { unseal } from '../../crypto/sealed';
 import { activityLog, attemptsText, currentAttempt, isFinal, retryLater, type AttemptInfo } from '../attempt';
 import { displayUrl, GitPullError, type HostKeys } from '../build/git';
-import { ensureTree, keepLearnedHostKeys, treeDeps, treeDir } from '../build/tree';
+import { ensureTree, keepLearnedHostKeys, treeDeps, treeDir, withHostKeyHint } from '../build/tree';
 import { FAILURE_TYPES, type FailureType } from '../failures';
 import { withHeartbeat } from '../heartbeat';
 import type { ChatInput, ChatResult, EmailInput, EmailResult, PushInput, PushResult } from '../types';
@@ -91,6 +91,7 @@ export function createPostActivities(deps: PostDeps) {
       if (!repo.ciPushUrl) return { pushed: false, detail: 'no CI push URL configured' };
       const pushUrl = repo.ciPushUrl;
       const target = displayUrl(pushUrl);
+      let pushedIt = false;
       let result: StepAttempt;
       if (repo.scm !== 'git') {
         result = { ok: false, detail: `could not push to ${target}: pushing to a CI server is supported for git repositories only` };
@@ -102,16 +103,37 @@ export function createPostActivities(deps: PostDeps) {
             // The session's checkout if this runner has it, else the commit fetched afresh.
             const workdir = treeDir(config.workspaceDir, input.sessionId);
             await ensureTree(treeDeps(config, pool), input, workdir, 'objects', signal);
-            const hostKeys: HostKeys = { known: repo.sshKnownHosts };
+            // Read again: a fetch just now may have learned the pull URL's host key.
+            const hostKeys: HostKeys = { known: (await loadPushTarget(pool, input.repoId))?.sshKnownHosts ?? repo.sshKnownHosts };
             const pushed = await pushCommit({
               pushUrl,
+              pullUrl: repo.pullUrl,
               privateKey: unseal(config.secretKey, repo.sshPrivateKeySealed),
               workdir,
               commitId: input.commitId,
               branch: input.branch,
               signal,
               hostKeys,
-            }).finally(() => keepLearnedHostKeys(pool, input.repoId, hostKeys));
+            })
+              .catch((err: unknown) => {
+                // A host key refused while asking the pull URL for the tip: say what to do, as the checkout does.
+                throw withHostKeyHint(err, input.repoId);
+              })
+              .finally(() => keepLearnedHostKeys(pool, input.repoId, hostKeys));
+            if (!pushed.pushed) {
+              // Recorded as ok, returned as `pushed: false`. Declining to push a commit that is not
+              // (or no longer) the branch's tip is this step doing its job, not failing: a branch
+              // moving on during a build is ordinary, and a red "failed" on the report page (where
+              // this step shows, with the API's post_build_steps; chat and e-mail don't mention it)
+              // would alarm for nothing. The detail, "not pushed: …", says nothing was and why.
+              const pull = displayUrl(repo.pullUrl);
+              const short = input.commitId.slice(0, 12);
+              const detail = pushed.tip
+                ? `not pushed: ${short} is not the tip of ${input.branch} on ${pull} (the tip is ${pushed.tip.slice(0, 12)})`
+                : `not pushed: branch ${input.branch} no longer exists on ${pull}`;
+              return { ok: true, detail };
+            }
+            pushedIt = true;
             const what = pushed.upToDate ? 'already at' : 'pushed';
             return { ok: true, detail: `${pushed.ref} ${what} ${input.commitId} on ${target}` };
           } catch (err) {
@@ -123,8 +145,8 @@ export function createPostActivities(deps: PostDeps) {
           }
         });
       }
-      const { ok, detail } = await settle('push', input.sessionId, info, result);
-      return { pushed: ok, detail };
+      const { detail } = await settle('push', input.sessionId, info, result);
+      return { pushed: pushedIt, detail };
     },
 
     /** Spec §1 step 5: the summary to the repository's chat_url (or `chatUrl`). */

@@ -14,6 +14,11 @@
  * setting; a shallow file). Objects are content-addressed, so borrowing them is safe: the
  * commit pushed is the commit id asked for, or nothing.
  *
+ * Only the branch's tip is pushed: right before pushing, with the same key file, git asks the
+ * repository's pull URL what `refs/heads/<branch>` is now (ls-remote). If that is not the
+ * tested commit (a trigger named another `head`, or the branch moved on or was deleted during
+ * the build), nothing is pushed and the result says what the tip is.
+ *
  * Sluice never force-pushes: if the CI server's branch has commits the tested one does not
  * contain, the push is rejected and the step says so.
  */
@@ -25,6 +30,7 @@ import {
   gitEnv,
   isSafeRevision,
   isSshUrl,
+  remoteBranchTip,
   runGit,
   scrubSecrets,
   summarizeGitStderr,
@@ -37,7 +43,9 @@ import { DEFAULT_SCM_TIMEOUT_MS, makeScratch, ScmError } from '../build/scmProce
 export interface PushCommitInput {
   /** `ssh://[user@]host[:port]/path` or scp-like `[user@]host:path`: the repository's ci_push_url. */
   pushUrl: string;
-  /** OpenSSH private key text. */
+  /** The repository's pull_url: only the tip of `branch` there is pushed. */
+  pullUrl: string;
+  /** OpenSSH private key text (for both URLs). */
   privateKey: string;
   /** The checkout holding the commit. */
   workdir: string;
@@ -52,12 +60,21 @@ export interface PushCommitInput {
   hostKeys?: HostKeys;
 }
 
-export interface PushCommitResult {
-  /** The ref was already at the commit: nothing was sent. */
-  upToDate: boolean;
-  /** `refs/heads/<branch>` */
-  ref: string;
-}
+export type PushCommitResult =
+  | {
+      pushed: true;
+      /** `refs/heads/<branch>` */
+      ref: string;
+      /** The ref was already at the commit: nothing was sent. */
+      upToDate: boolean;
+    }
+  | {
+      /** The commit is not the tip of the branch at the pull URL: nothing was sent. */
+      pushed: false;
+      ref: string;
+      /** What the branch's tip is at the pull URL; null: the branch no longer exists there. */
+      tip: string | null;
+    };
 
 export type GitPushFailure =
   | 'invalid-input' // bad URL, branch or commit id: retrying won't help
@@ -126,17 +143,24 @@ export async function pushCommit(input: PushCommitInput): Promise<PushCommitResu
     const present = await runGit(ctx, ['cat-file', '-e', `${input.commitId}^{commit}`]);
     if (!present.ok) throw new GitPushError(`${what}: commit ${input.commitId} is not in the checkout`, 'missing-commit');
 
-    const result = await withKeyFile(
+    // Both under one key file: the check as close to the push as it can be. A failure to ask
+    // the pull URL throws git.ts's GitPullError, classified as a fetch's (unreachable: retryable).
+    const { tip, result } = await withKeyFile(
       keyDir,
       keyFile,
       input.privateKey,
-      () => runGit(ctx, ['push', '--porcelain', '--no-verify', '--', input.pushUrl, `${input.commitId}:${ref}`]),
+      async () => {
+        const tip = await remoteBranchTip(ctx, input.pullUrl, input.branch);
+        if (tip !== input.commitId) return { tip, result: null };
+        return { tip, result: await runGit(ctx, ['push', '--porcelain', '--no-verify', '--', input.pushUrl, `${input.commitId}:${ref}`]) };
+      },
       input.hostKeys,
     );
+    if (!result) return { pushed: false, ref, tip };
     // --porcelain: one line per ref on stdout, `<flag>\t<from>:<to>\t<summary>`; `=` means up
     // to date, `!` rejected (the reason in the summary, e.g. `[rejected] (non-fast-forward)`).
     const line = result.stdout.split('\n').find((l) => l.includes(`:${ref}\t`));
-    if (result.ok) return { upToDate: line?.startsWith('=') ?? false, ref };
+    if (result.ok) return { pushed: true, ref, upToDate: line?.startsWith('=') ?? false };
     if (result.interrupted === 'timeout') throw new GitPushError(`${what}: git timed out after ${ctx.timeoutMs} ms`, 'unreachable');
     if (result.interrupted === 'aborted') throw new GitPushError(`${what}: aborted`, 'aborted');
     if (line?.startsWith('!')) {
