@@ -168,12 +168,15 @@ describe('branch toggles and locks', () => {
 
 describe('pull-request-only', () => {
   it('skips plain pushes and builds the pull request’s own head', async () => {
-    const repo = await w.makeRepo(files, { suite: suite('feature') });
+    // The suite of the branch pull requests merge into.
+    const repo = await w.makeRepo(files, { suite: suite('master') });
     await w.sluice.admin('PATCH', `/api/v1/repos/${repo.id}`, { pull_request_only: true });
-    const head = await pushCommit(repo.bare, { 'tests/ok_test.sh': script('echo pr') }, 'PR work', 'feature');
-    const pushed = accepted(await github(repo, 'push', pushHook('feature', head, 'PR work')));
+    const onMaster = await pushCommit(repo.bare, { 'tests/ok_test.sh': script('echo master') }, 'master work', 'master');
+    const pushed = accepted(await github(repo, 'push', pushHook('master', onMaster, 'master work')));
     expect(await status(pushed.status_uri)).toMatchObject({ decision: 'skip', sessions: [] });
     expect(await sessionsOf(repo)).toBe(0);
+
+    const head = await pushCommit(repo.bare, { 'tests/ok_test.sh': script('echo pr') }, 'PR work', 'feature');
 
     // GitHub keeps the pull request's head at refs/pull/<n>/head in the base repository.
     await git(repo.bare, ['update-ref', 'refs/pull/7/head', head]);
@@ -195,6 +198,6 @@ describe('pull-request-only', () => {
       return s.sessions[0]?.status === 'passed' ? s : undefined;
     });
     expect(built.decision).toBe('build');
-    expect((await w.eventsOf(built.sessions[0]!.session)).at(-1)).toMatchObject({ status: 'passed', commit_id: head, branch: 'feature' });
+    expect((await w.eventsOf(built.sessions[0]!.session)).at(-1)).toMatchObject({ status: 'passed', commit_id: head, branch: 'master' });
   });
 });
