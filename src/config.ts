@@ -46,6 +46,11 @@ export interface Config {
    * attempts, 2 s and 5 s apart, 10 s for e-mail). Tests shorten them.
    */
   postRetry?: PostRetry;
+  /**
+   * How long `stop` waits for push, chat and e-mail before it goes out without them
+   * (SLUICE_POST_BUILD_WAIT_MS, default DEFAULT_POST_BUILD_WAIT_MS); they go on retrying after.
+   */
+  postBuildWaitMs?: number;
   /** Non-public ranges outgoing webhooks may reach anyway (SLUICE_WEBHOOK_ALLOW); none by default. */
   webhookAllow: Cidr[];
   /** History events after which a suite workflow continues-as-new (default in suite.ts). */
@@ -59,6 +64,8 @@ const positiveInt = z.coerce.number().int().positive();
 
 /** Lanes (and checkouts, pushes) one runner runs at once, unless SLUICE_RUNNER_SLOTS says otherwise. */
 export const DEFAULT_RUNNER_SLOTS = 4;
+/** How long `stop` waits for the post-build steps, unless SLUICE_POST_BUILD_WAIT_MS says otherwise. */
+export const DEFAULT_POST_BUILD_WAIT_MS = 5_000;
 /** Test files one build may have, unless SLUICE_MAX_TEST_FILES says otherwise. */
 export const DEFAULT_MAX_TEST_FILES = 5_000;
 
@@ -89,6 +96,7 @@ const EnvSchema = z.object({
   SLUICE_WEBHOOK_RETRY_BACKOFF: z.coerce.number().min(1).default(2),
   SLUICE_WEBHOOK_RETRY_ATTEMPTS: positiveInt.default(36),
   SLUICE_SUITE_HISTORY_LIMIT: positiveInt.optional(),
+  SLUICE_POST_BUILD_WAIT_MS: z.coerce.number().int().min(0).default(DEFAULT_POST_BUILD_WAIT_MS),
   SLUICE_WEBHOOK_ALLOW: z
     .string()
     .default('')
@@ -148,5 +156,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: Role = 'a
     },
     webhookAllow: e.SLUICE_WEBHOOK_ALLOW,
     suiteHistoryLimit: e.SLUICE_SUITE_HISTORY_LIMIT,
+    postBuildWaitMs: e.SLUICE_POST_BUILD_WAIT_MS,
   };
 }

@@ -45,6 +45,8 @@ export interface SessionContext {
     testTimeoutMs: number;
     /** Retry policies of push, chat and e-mail. */
     postRetry: PostRetry;
+    /** How long `stop` waits for push, chat and e-mail before it goes out without them. */
+    postBuildWaitMs: number;
   };
   /** The trigger's `refspec`. */
   readonly refspecs?: string[];

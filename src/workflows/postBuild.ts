@@ -16,7 +16,11 @@ import { failureMessage, now } from './status';
  */
 export async function pushIfPassed(ctx: SessionContext, snap: SessionSnapshot, tree: TreeRef): Promise<void> {
   if (snap.status !== 'passed' || !ctx.trust.push) return;
-  await pushing(ctx).pushToCiServer(tree);
+  // As for chat and e-mail below: a failed push is recorded by the activity and returned; an
+  // activity that itself failed on its last attempt is logged, and `stop` still goes out.
+  await pushing(ctx)
+    .pushToCiServer(tree)
+    .catch((err: unknown) => log.warn('push step failed without an outcome', { sessionId: ctx.sessionId, error: failureMessage(err) }));
 }
 
 /** Chat, then e-mail; after the suite has moved on, so a slow server holds up no build. */

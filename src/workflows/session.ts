@@ -1,8 +1,8 @@
 /**
  * sessionWorkflow: one build of a suite. Started by the suite as soon as the trigger is queued;
- * sends `received`, waits for its turn (`go`), builds (see build.ts), pushes when it passed,
- * tells the suite it is done, chats and e-mails, then sends `stop` and waits for its webhook
- * deliveries. A `stop` signal ends it whether it is queued or building; `squashed` while it is
+ * sends `received`, waits for its turn (`go`), builds (see build.ts), records the outcome and
+ * tells the suite it is done, then pushes when it passed, chats and e-mails, sends `stop` (after
+ * those, or after postBuildWaitMs if they take longer) and waits for its webhook deliveries. A `stop` signal ends it whether it is queued or building; `squashed` while it is
  * queued. A plan's part (input.part) skips the queue: its parent holds the suite's turn.
  */
 import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, setHandler, uuid4 } from '@temporalio/workflow';
@@ -73,11 +73,9 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
   const profile = outcome.profile ?? queuedProfile;
 
   // Whatever happened, and even if a stop arrives now, the records are written and the suite
-  // moves on; chat, e-mail and the deliveries below must never hold it up.
+  // moves on; the post-build steps and the deliveries below must never hold it up.
   await CancellationScope.nonCancellable(async () => {
     try {
-      // Checkouts are swept by the runners that hold them once the session has ended.
-      if (outcome.tree && !input.part) await pushIfPassed(ctx, snap, outcome.tree);
       snap.timing.done = now();
       await records.recordFinish({
         sessionId: ctx.sessionId,
@@ -97,11 +95,24 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
         await getExternalWorkflowHandle(suiteWorkflowId(input.suiteId)).signal(buildDoneSignal, { sessionId: ctx.sessionId });
       }
     }
-    // Spec §1 steps 5–6 for builds that ran (a plan's parts are told by their parent's).
-    if (ran && !input.part && snap.status !== 'skipped') await notify(ctx, snap, outcome.reason, profile.name);
   });
 
+  // Spec §1 steps 4–6 for builds that ran (a plan's parts are told by their parent's): push
+  // when it passed, then chat, then e-mail, each under its own retry policy. `stop` waits for
+  // them at most postBuildWaitMs: a mail server that keeps failing must not hold it (it held
+  // `stop` for 12 s); they go on after it, and their outcome is in the report either way.
+  let stepsDone = false;
+  const steps = CancellationScope.nonCancellable(async () => {
+    if (!ran || input.part) return;
+    if (outcome.tree) await pushIfPassed(ctx, snap, outcome.tree);
+    if (snap.status !== 'skipped') await notify(ctx, snap, outcome.reason, profile.name);
+  }).finally(() => {
+    stepsDone = true;
+  });
+  await CancellationScope.nonCancellable(() => condition(() => stepsDone, ctx.settings.postBuildWaitMs));
+
   emit('stop', profile);
+  await steps;
   await lanes.drain();
   return { status: snap.status, counts: snap.counts };
 }

@@ -1,8 +1,12 @@
 /**
- * A suite that lives long: with a low history limit the suite workflow continues-as-new every
- * few sessions, while a burst of triggers keeps arriving during the hand-overs. None may be
- * lost, and builds must still run one at a time.
+ * Bursts of triggers on one suite. With a low history limit the suite workflow continues-as-new
+ * every few sessions, while triggers keep arriving during the hand-overs: none may be lost,
+ * every `received` goes out without waiting for the queue, and builds still run one at a time,
+ * in the order they were triggered.
  */
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { eventually } from '../support/wait';
 import { script, World, type Payload } from '../support/world';
 
 let w: World;
@@ -32,4 +36,34 @@ it('keeps every trigger of a burst across continue-as-new, building them one at 
   let runs = 0;
   for await (const _ of w.sluice.client.workflow.list({ query: `WorkflowId = "suite-${rows[0].suite_id}"` })) runs += 1;
   expect(runs).toBeGreaterThan(2);
+});
+
+it('sends every `received` of a burst at once, before its builds run one at a time in trigger order', async () => {
+  const release = path.join(w.tmp, 'release-burst');
+  // Every build waits (bounded) until the test saw all the `received` events: the first holds the
+  // suite, so they can only arrive because no `received` waits for the queue.
+  const repo = await w.makeRepo(
+    { 'a_test.sh': script(`for i in $(seq 1 1200); do [ -e ${release} ] && exit 0; sleep 0.05; done\nexit 1`) },
+    { suite: { branch: 'master', test_pattern: '*_test.sh' } },
+  );
+  const BURST = 20;
+  const sessions: number[] = [];
+  for (let i = 0; i < BURST; i++) sessions.push((await w.build(repo, { force: true })).session);
+
+  const of = (session: number) => w.receiver.requests.map((r) => r.json as Payload).filter((p) => p?.session === session);
+  await eventually('every received event', async () => sessions.every((s) => of(s).some((p) => p.event === 'received')));
+  // The first build is still waiting for the release: none has stopped yet.
+  expect(sessions.filter((s) => of(s).some((p) => p.event === 'stop'))).toEqual([]);
+  await writeFile(release, '');
+
+  const stops: Payload[] = [];
+  for (const s of sessions) stops.push((await w.eventsOf(s)).at(-1)!);
+  expect(stops.map((s) => s.status)).toEqual(Array(BURST).fill('passed'));
+  for (const s of sessions) {
+    const events = of(s).map((p) => p.event);
+    expect(events.indexOf('received')).toBeLessThan(events.indexOf('start'));
+  }
+  // In trigger order, one at a time: each began after the one before it ended.
+  const windows = stops.map((s) => s.timing as Record<string, number>);
+  for (let i = 1; i < windows.length; i++) expect(windows[i]!.exec!).toBeGreaterThanOrEqual(windows[i - 1]!.post_build!);
 });

@@ -12,6 +12,7 @@ import { startReceiver, type Receiver } from '../support/receiver';
 import { startSmtpSink, type SmtpSink } from '../support/smtpSink';
 import { script, sessionOfGuid, World, type Payload } from '../support/world';
 import { reportPath } from '../support/reports';
+import { eventually } from '../support/wait';
 
 let w: World;
 let smtp: SmtpSink;
@@ -259,5 +260,41 @@ describe('a GitHub pull request', () => {
       expect(((await w.session(session)).post_build_steps as Array<{ step: string }>).map((p) => p.step)).not.toContain('push');
     }
     await expect(revParse(ciBare, 'refs/heads/release')).rejects.toThrow();
+  });
+});
+
+describe('a post-build step that keeps failing', () => {
+  let dead: World;
+  beforeAll(async () => {
+    // A mail server that refuses every connection, e-mail retried 4 times over about 3 s, and
+    // `stop` told to wait for the steps 200 ms at most.
+    dead = await World.start({
+      smtpUrl: `smtp://127.0.0.1:${await freePort()}`,
+      postBuildWaitMs: 200,
+      postRetry: {
+        push: { initialIntervalMs: 200, backoffCoefficient: 2, maximumIntervalMs: 1_000, maximumAttempts: 3 },
+        chat: { initialIntervalMs: 200, backoffCoefficient: 2, maximumIntervalMs: 1_000, maximumAttempts: 3 },
+        email: { initialIntervalMs: 1_000, backoffCoefficient: 1, maximumIntervalMs: 1_000, maximumAttempts: 4 },
+      },
+    });
+  });
+  afterAll(() => dead?.stop());
+
+  it('does not hold `stop`, which reports the build as it stood; the step retries on and is recorded', async () => {
+    const repo = await dead.makeRepo({ 'ok_test.sh': script('true') }, { suite: { branch: 'master', test_pattern: '*_test.sh' } });
+    const { session } = await dead.build(repo);
+    const events = await dead.eventsOf(session);
+    expect(events.at(-1)).toMatchObject({ event: 'stop', status: 'passed' });
+    const stopAt = dead.receiver.requests.find((r) => (r.json as Payload | undefined)?.session === session && (r.json as Payload).event === 'stop')!.at;
+
+    // The e-mail's outcome comes after `stop`: all its attempts failed, the last one recorded it.
+    const email = await eventually('the e-mail step recorded', async () => {
+      const steps = (await dead.session(session)).post_build_steps as Array<{ step: string; ok: boolean; detail: string; created_at: string }>;
+      return steps.find((s) => s.step === 'email');
+    });
+    expect(email).toMatchObject({ ok: false, detail: expect.stringMatching(/\(4 attempts\)$/) });
+    expect(Date.parse(email.created_at)).toBeGreaterThan(stopAt);
+    const html = await (await fetch(`${dead.sluice.url}${await reportPath(dead.sluice.pool, session)}`)).text();
+    expect(html).toMatch(/e-?mail/i);
   });
 });

@@ -40,7 +40,7 @@ export function requireEnv(name: string): string {
 
 
 export async function startSluice(
-  opts: { webhookRetry?: Partial<WebhookRetry>; postRetry?: PostRetry; testTimeoutMs?: number; suiteHistoryLimit?: number; smtpUrl?: string; runnerSlots?: number; maxTestFiles?: number; buildUser?: string; sandbox?: Config['sandbox']; sandboxNetwork?: boolean } = {},
+  opts: { webhookRetry?: Partial<WebhookRetry>; postRetry?: PostRetry; testTimeoutMs?: number; suiteHistoryLimit?: number; smtpUrl?: string; runnerSlots?: number; maxTestFiles?: number; postBuildWaitMs?: number; buildUser?: string; sandbox?: Config['sandbox']; sandboxNetwork?: boolean } = {},
 ): Promise<Sluice> {
   const port = await freePort();
   const tag = randomBytes(4).toString('hex');
@@ -73,6 +73,9 @@ export async function startSluice(
     maxTestFiles: opts.maxTestFiles,
     buildUser: opts.buildUser,
     sandbox: opts.sandbox,
+    // `stop` waits for push, chat and e-mail (these finish in well under a second here), so a
+    // test that reads the steps once `stop` arrived finds them; the bound has its own test.
+    postBuildWaitMs: opts.postBuildWaitMs ?? 120_000,
     sandboxNetwork: opts.sandboxNetwork,
   };
 

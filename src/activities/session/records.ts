@@ -3,7 +3,7 @@
  * mark it started, store how it ended.
  */
 import type { Pool } from 'pg';
-import type { Config } from '../../config';
+import { DEFAULT_POST_BUILD_WAIT_MS, type Config } from '../../config';
 import { reportUrl } from '../../core/reportUrl';
 import { DEFAULT_POST_RETRY } from '../../core/retry';
 import { buildTrust } from '../../core/trust';
@@ -45,7 +45,12 @@ export function createSessionRecords(pool: Pool, config: Config) {
         webhookIds,
         url: reportUrl(config.baseUrl, row.id, row.report_token),
         receivedAt: row.received_at.getTime() / 1000,
-        settings: { webhookRetry: config.webhookRetry, testTimeoutMs: config.testTimeoutMs, postRetry: config.postRetry ?? DEFAULT_POST_RETRY },
+        settings: {
+          webhookRetry: config.webhookRetry,
+          testTimeoutMs: config.testTimeoutMs,
+          postRetry: config.postRetry ?? DEFAULT_POST_RETRY,
+          postBuildWaitMs: config.postBuildWaitMs ?? DEFAULT_POST_BUILD_WAIT_MS,
+        },
         refspecs: row.trigger.refspec,
         junitPattern: row.junit_pattern,
         trust: buildTrust(row.trigger, { trustSameRepoPullRequests: row.trust_same_repo_pull_requests }),
