@@ -48,6 +48,8 @@ export interface SessionContext {
     /** How long `stop` waits for push, chat and e-mail before it goes out without them. */
     postBuildWaitMs: number;
   };
+  /** Whether chat and e-mail have anywhere to go (a chat URL; SMTP_URL and an address). */
+  readonly notify: { chat: boolean; email: boolean };
   /** The trigger's `refspec`. */
   readonly refspecs?: string[];
   /** The suite's JUnit XML glob, if any (its default profile's). */
@@ -149,6 +151,11 @@ export interface DeliverInput {
   payload: OutgoingPayload;
   /** The retry policy's maximumAttempts, so the last attempt can be logged as `gave_up`. */
   maxAttempts: number;
+  /**
+   * `received`: the API may have made the first attempt already (delivery/received.ts); the
+   * activity claims it or goes on from what the log says.
+   */
+  claimFirst?: boolean;
 }
 
 export interface DeliverResult {

@@ -38,6 +38,11 @@ export interface ApiDeps {
   stop?: (sessionId: number, stoppedBy: string) => Promise<boolean>;
   /** Default: PostgreSQL only. */
   health?: () => Promise<HealthReport>;
+  /**
+   * Sends `received` of an accepted session at once (delivery/received.ts), after the answer.
+   * Absent: the session workflow sends it (tests of the API alone).
+   */
+  announceReceived?: (sessionId: number) => Promise<void>;
   /** Request logging; none by default (the api process turns it on). */
   log?: ApiLogOptions;
 }

@@ -10,6 +10,7 @@ import { createPool } from '../db/pool';
 import { enqueueSession } from '../temporal/enqueue';
 import { prepareTemporal } from '../temporal/prepare';
 import { stopSession } from '../temporal/stop';
+import { announceReceived } from '../delivery/received';
 import { buildApp, type HealthReport } from './app';
 import { pingPostgres } from './routes/health';
 
@@ -105,6 +106,11 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
         ENQUEUE_TIMEOUT_MS,
       ),
     health,
+    announceReceived: (sessionId) =>
+      announceReceived(
+        { pool, config, secretKey: config.secretKey, allow: config.webhookAllow, maxRetryAfterMs: config.webhookRetry.maximumIntervalMs },
+        sessionId,
+      ),
     log: { level: 'info' },
   });
 

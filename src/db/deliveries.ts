@@ -76,3 +76,53 @@ export async function insertDeliveryAttempt(db: Db, a: DeliveryAttempt): Promise
   );
   return { id: rows[0]!.id, nextAttemptAt: rows[0]!.next_attempt_at };
 }
+
+/**
+ * Claims the first attempt of `event` of a session to a webhook (migration 011): true when this
+ * caller got it. A claim older than `takeOverAfterMs` with no attempt logged is handed to this
+ * caller (its holder died before it could send).
+ */
+export async function claimFirstAttempt(
+  db: Db,
+  key: { sessionId: number; webhookId: number; event: string },
+  takeOverAfterMs: number,
+): Promise<boolean> {
+  const { rows } = await db.query<{ claimed: boolean }>(
+    `INSERT INTO first_attempt_claims AS c (session_id, webhook_id, event) VALUES ($1, $2, $3)
+     ON CONFLICT (session_id, webhook_id, event) DO UPDATE SET claimed_at = now()
+       WHERE c.claimed_at < now() - $4::bigint * interval '1 millisecond'
+         AND NOT EXISTS (SELECT 1 FROM deliveries d
+                          WHERE d.session_id = c.session_id AND d.webhook_id = c.webhook_id AND d.event = c.event AND d.origin = 'event')
+     RETURNING true AS claimed`,
+    [key.sessionId, key.webhookId, key.event, takeOverAfterMs],
+  );
+  return rows.length > 0;
+}
+
+export interface EventAttempts {
+  attempts: number;
+  /** The last attempt's outcome, status code, payload (the event as first made: its xid) and when the next is due. */
+  last: { outcome: DeliveryAttempt['outcome']; statusCode: number | null; payload: unknown; nextAttemptAt: Date | null } | null;
+}
+
+/** What the log says of a session's `event` to a webhook so far: how many attempts, and the last one. */
+export async function eventAttempts(db: Db, key: { sessionId: number; webhookId: number; event: string }): Promise<EventAttempts> {
+  const { rows } = await db.query<{
+    attempts: number;
+    outcome: DeliveryAttempt['outcome'];
+    status_code: number | null;
+    payload: unknown;
+    next_attempt_at: Date | null;
+  }>(
+    `SELECT count(*) OVER ()::int AS attempts, outcome, status_code, payload, next_attempt_at FROM deliveries
+      WHERE session_id = $1 AND webhook_id = $2 AND event = $3 AND origin = 'event'
+      ORDER BY id DESC LIMIT 1`,
+    [key.sessionId, key.webhookId, key.event],
+  );
+  const row = rows[0];
+  if (!row) return { attempts: 0, last: null };
+  return {
+    attempts: row.attempts,
+    last: { outcome: row.outcome, statusCode: row.status_code, payload: row.payload, nextAttemptAt: row.next_attempt_at },
+  };
+}

@@ -32,7 +32,9 @@ export function openDeliveryLanes(webhookIds: number[], sessionId: number, retry
         const payload = pending.shift();
         if (!payload) return;
         try {
-          await deliverWebhook({ webhookId, sessionId, payload, maxAttempts: retry.maximumAttempts });
+          // `received` went out from the API already, unless that attempt failed (delivery/received.ts).
+          const claimFirst = payload.event === 'received' ? { claimFirst: true } : {};
+          await deliverWebhook({ webhookId, sessionId, payload, maxAttempts: retry.maximumAttempts, ...claimFirst });
         } catch (err) {
           // Given up or dropped: every attempt and the reason are in the delivery log. The
           // receiver still gets the session's later events, so the lane goes on.

@@ -41,11 +41,15 @@ export async function notify(ctx: SessionContext, snap: SessionSnapshot, reason:
   // throw is the activity itself failing on its last attempt (database unreachable, worker
   // lost, time-out): then the step is not recorded, but the build is over and recorded, and
   // the e-mail and the `stop` event must still go out, so the failure is logged, not raised.
-  await postChat({ sessionId: ctx.sessionId, summary }).catch((err: unknown) =>
-    log.warn('chat step failed without an outcome', { sessionId: ctx.sessionId, error: failureMessage(err) }),
-  );
-  await sendEmail({ sessionId: ctx.sessionId, summary }).catch((err: unknown) =>
-    log.warn('e-mail step failed without an outcome', { sessionId: ctx.sessionId, error: failureMessage(err) }),
-  );
+  if (ctx.notify.chat) {
+    await postChat({ sessionId: ctx.sessionId, summary }).catch((err: unknown) =>
+      log.warn('chat step failed without an outcome', { sessionId: ctx.sessionId, error: failureMessage(err) }),
+    );
+  }
+  if (ctx.notify.email) {
+    await sendEmail({ sessionId: ctx.sessionId, summary }).catch((err: unknown) =>
+      log.warn('e-mail step failed without an outcome', { sessionId: ctx.sessionId, error: failureMessage(err) }),
+    );
+  }
   snap.timing.post_build_hook = now();
 }

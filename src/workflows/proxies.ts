@@ -2,16 +2,21 @@
  * Activity proxies of the session workflow, with the timeouts and retry policies each kind of
  * work needs. Workflow code only.
  */
-import { ActivityCancellationType, proxyActivities, type RetryPolicy } from '@temporalio/workflow';
+import { ActivityCancellationType, proxyActivities, proxyLocalActivities, type RetryPolicy } from '@temporalio/workflow';
 import type { Activities, SessionContext } from '../activities/types';
 import type { RetrySettings } from '../core/retry';
 
-/** PostgreSQL recorders, on the orchestration queue. */
-export const records = proxyActivities<Activities>({
+/**
+ * PostgreSQL recorders: local activities, run by the worker that runs the workflow task, so a
+ * read or write of a few milliseconds costs no round trip through the Temporal server (each
+ * was one of the six hops between a build's last test and its `stop`).
+ */
+export const records = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   // Bounded: the API commits the session row just after it enqueues, so a first loadSession may
-  // find nothing yet; a row that never appears (the commit failed) ends the workflow instead.
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
+  // find nothing yet (retried within milliseconds); a row that never appears (the commit
+  // failed) ends the workflow instead.
+  retry: { initialInterval: '50 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 20 },
 });
 
 /**

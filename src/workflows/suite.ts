@@ -9,7 +9,7 @@ import {
   getExternalWorkflowHandle,
   log,
   ParentClosePolicy,
-  proxyActivities,
+  proxyLocalActivities,
   setHandler,
   startChild,
   workflowInfo,
@@ -32,9 +32,10 @@ import { failureMessage } from './status';
 /** Continue-as-new well before Temporal would suggest it; a suite can live for years. */
 const MAX_HISTORY_EVENTS = 2_000;
 
-const settings = proxyActivities<Activities>({
+/** A read of the suite's settings: local, as the session's recorders (proxies.ts). */
+const settings = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+  retry: { initialInterval: '100 milliseconds', maximumInterval: '30 seconds' },
 });
 
 export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {

@@ -61,6 +61,8 @@ it('sends every `received` of a burst at once, before its builds run one at a ti
   expect(stops.map((s) => s.status)).toEqual(Array(BURST).fill('passed'));
   for (const s of sessions) {
     const events = of(s).map((p) => p.event);
+    // Once (the API sends it; the session's lane finds it delivered), and before `start`.
+    expect(events.filter((e) => e === 'received')).toHaveLength(1);
     expect(events.indexOf('received')).toBeLessThan(events.indexOf('start'));
   }
   // In trigger order, one at a time: each began after the one before it ended.

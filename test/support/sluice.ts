@@ -17,6 +17,7 @@ import { createPool, type Pool } from '../../src/db/pool';
 import { freePort } from '../../src/temporal/devServer';
 import { enqueueSession } from '../../src/temporal/enqueue';
 import { stopSession } from '../../src/temporal/stop';
+import { announceReceived } from '../../src/delivery/received';
 import { runRunner, type RunnerHandle } from '../../src/runner/run';
 import { runWorker, type WorkerHandle } from '../../src/worker/run';
 import { callAdmin } from './adminApi';
@@ -91,6 +92,8 @@ export async function startSluice(
     pool,
     enqueue: (req) => enqueueSession(client, config, req),
     stop: (sessionId, stoppedBy) => stopSession(client, sessionId, stoppedBy),
+    announceReceived: (sessionId) =>
+      announceReceived({ pool, config, secretKey: config.secretKey, allow: config.webhookAllow, maxRetryAfterMs: config.webhookRetry.maximumIntervalMs }, sessionId),
   });
   await app.listen({ host: '127.0.0.1', port });
 

@@ -1,0 +1,55 @@
+/**
+ * What a session is about, as the session workflow's `loadSession` activity and the API (which
+ * sends `received` itself, delivery/received.ts) both need it: one query for the session with
+ * its suite, repository and organization, one for the organization's active webhooks.
+ */
+import type { SessionContext } from '../activities/types';
+import { DEFAULT_POST_BUILD_WAIT_MS, type Config } from '../config';
+import { reportUrl } from '../core/reportUrl';
+import { DEFAULT_POST_RETRY } from '../core/retry';
+import { buildTrust } from '../core/trust';
+import { findSessionWithRepo } from './sessions';
+import type { Db } from './transaction';
+import { listActiveWebhookIds } from './webhooks';
+
+export async function loadSessionContext(db: Db, config: Config, sessionId: number): Promise<SessionContext> {
+  const row = await findSessionWithRepo(db, sessionId);
+  if (!row) throw new Error(`session ${sessionId} does not exist`);
+  const webhookIds = await listActiveWebhookIds(db, row.org_id);
+  return {
+    sessionId: row.id,
+    guid: row.guid,
+    parentSession: row.parent_id,
+    suiteId: row.suite_id,
+    repoId: row.repo_id,
+    repo: { name: row.repo_name, url: row.pull_url, orgName: row.org_name, scm: row.scm },
+    branch: row.branch,
+    ref: row.ref,
+    head: row.head,
+    force: row.force,
+    profileName: row.profile_name,
+    testPattern: row.test_pattern,
+    testCommand: row.test_command,
+    workers: row.workers,
+    env: row.trigger.env ?? {},
+    buildQueue: row.trigger.queue ?? config.buildQueue,
+    webhookIds,
+    url: reportUrl(config.baseUrl, row.id, row.report_token),
+    receivedAt: row.received_at.getTime() / 1000,
+    settings: {
+      webhookRetry: config.webhookRetry,
+      testTimeoutMs: config.testTimeoutMs,
+      postRetry: config.postRetry ?? DEFAULT_POST_RETRY,
+      postBuildWaitMs: config.postBuildWaitMs ?? DEFAULT_POST_BUILD_WAIT_MS,
+    },
+    // Steps with nothing to do are not even scheduled: each is a round trip before `stop`.
+    notify: { chat: row.chat_url !== null, email: Boolean(config.smtpUrl) && row.org_email !== '' },
+    refspecs: row.trigger.refspec,
+    junitPattern: row.junit_pattern,
+    trust: buildTrust(row.trigger, { trustSameRepoPullRequests: row.trust_same_repo_pull_requests }),
+    suiteProfiles: row.suite_profiles,
+    suitePlan: row.suite_plan ?? undefined,
+    // A plan's part runs the profile its parent gave it; only the parent honours the trigger's.
+    requestedProfile: row.parent_id === null ? (row.trigger.profileName ?? null) : null,
+  };
+}

@@ -1,0 +1,98 @@
+/**
+ * `received` sent by the API (delivery/received.ts) and the session's own lane after it
+ * (activities/delivery.ts with claimFirst), against a real database and receiver: the event is
+ * delivered once; a failed first attempt is retried by the lane with the same xid; a claim
+ * whose holder never logged an attempt is taken over.
+ */
+import { randomUUID } from 'node:crypto';
+import { createDeliverActivity } from '../../src/activities/delivery';
+import type { DeliverInput } from '../../src/activities/types';
+import type { Config } from '../../src/config';
+import { buildPayload } from '../../src/core/payload';
+import { claimFirstAttempt } from '../../src/db/deliveries';
+import { loadSessionContext } from '../../src/db/sessionContext';
+import { closeDefaultAgent } from '../../src/delivery/send';
+import { announceReceived } from '../../src/delivery/received';
+import { parseAllowList } from '../../src/delivery/ssrf';
+import { runActivity } from '../support/activityContext';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { insertPostSession, postTestConfig } from '../support/postSession';
+import { startReceiver, type Receiver } from '../support/receiver';
+
+let db: TestDatabase;
+let rx: Receiver;
+let config: Config;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  config = postTestConfig(db.url, { webhookAllow: parseAllowList('127.0.0.0/8') });
+  rx = await startReceiver();
+});
+afterAll(async () => {
+  await rx?.close();
+  await closeDefaultAgent();
+  await db?.drop();
+});
+
+const deps = () => ({ pool: db.pool, config, secretKey: config.secretKey, allow: config.webhookAllow, timeoutMs: 2_000 });
+
+async function sessionWithWebhook(): Promise<{ sessionId: number; webhookId: number }> {
+  const s = await insertPostSession(db.pool, config.secretKey);
+  const { rows } = await db.pool.query<{ id: string }>('INSERT INTO webhooks (org_id, url) VALUES ($1, $2) RETURNING id', [s.orgId, rx.url]);
+  return { sessionId: s.sessionId, webhookId: Number(rows[0]!.id) };
+}
+
+/** The session workflow's lane: `received` as it would build it, through the activity, as attempt `attempt` of Temporal's. */
+async function laneDelivers(sessionId: number, webhookId: number, attempt = 1) {
+  const ctx = await loadSessionContext(db.pool, config, sessionId);
+  const snap = { status: 'queued' as const, counts: { notstarted: 0, started: 0, passed: 0, failed: 0, pending: 0, skipped: 0, error: 0 }, commitId: null, committers: [], timing: {}, stoppedBy: null };
+  const input: DeliverInput = { webhookId, sessionId, payload: buildPayload('received', ctx, snap, randomUUID(), new Date()), maxAttempts: 3, claimFirst: true };
+  return runActivity(() => createDeliverActivity(deps())(input), { attempt }).result;
+}
+
+const receivedOf = (sessionId: number) => rx.requests.filter((r) => (r.json as { session?: number; event?: string })?.session === sessionId);
+const log = async (sessionId: number) =>
+  (await db.pool.query<{ attempt: number; outcome: string; xid: string }>("SELECT attempt, outcome, xid FROM deliveries WHERE session_id = $1 AND event = 'received' ORDER BY id", [sessionId])).rows;
+
+it('the API delivers `received` at once; the lane then finds it delivered and sends nothing', async () => {
+  const { sessionId, webhookId } = await sessionWithWebhook();
+  await announceReceived(deps(), sessionId);
+  expect(receivedOf(sessionId).map((r) => (r.json as { event: string; status: string }).event)).toEqual(['received']);
+  expect(await laneDelivers(sessionId, webhookId)).toMatchObject({ outcome: 'delivered', statusCode: 200 });
+  expect(receivedOf(sessionId)).toHaveLength(1);
+  expect(await log(sessionId)).toEqual([expect.objectContaining({ attempt: 1, outcome: 'delivered' })]);
+});
+
+it('a first attempt that failed is retried by the lane, as attempt 2, with the same xid', async () => {
+  const { sessionId, webhookId } = await sessionWithWebhook();
+  rx.respondWith(() => ({ status: 503, body: 'warming up' }));
+  await announceReceived(deps(), sessionId);
+  rx.respondWith(() => ({ status: 200, body: 'ok' }));
+  // Due after the retry policy's first interval (100 ms here): the lane waits for it, through Temporal.
+  const early = await laneDelivers(sessionId, webhookId).catch((err: Error) => err);
+  if (early instanceof Error) expect(early.message).toMatch(/attempt 2 is due in \d+ ms/);
+  await new Promise((r) => setTimeout(r, 200));
+  expect(await laneDelivers(sessionId, webhookId, 2)).toMatchObject({ outcome: 'delivered' });
+  const rows = await log(sessionId);
+  expect(rows.map((r) => [r.attempt, r.outcome])).toEqual([
+    [1, 'retrying'],
+    [2, 'delivered'],
+  ]);
+  expect(rows[1]!.xid).toBe(rows[0]!.xid);
+  expect(new Set(receivedOf(sessionId).map((r) => r.headers['x-sluice-delivery']))).toEqual(new Set([rows[0]!.xid]));
+});
+
+it('a claim whose holder never logged an attempt is taken over; one with an attempt is not', async () => {
+  const silent = await sessionWithWebhook();
+  const key = { sessionId: silent.sessionId, webhookId: silent.webhookId, event: 'received' };
+  expect(await claimFirstAttempt(db.pool, key, 60_000)).toBe(true);
+  expect(await claimFirstAttempt(db.pool, key, 60_000)).toBe(false);
+  // The holder died before it could send: after the take-over delay, the next caller has it.
+  await new Promise((r) => setTimeout(r, 20));
+  expect(await claimFirstAttempt(db.pool, key, 10)).toBe(true);
+
+  const sent = await sessionWithWebhook();
+  await announceReceived(deps(), sent.sessionId);
+  await new Promise((r) => setTimeout(r, 20));
+  expect(await claimFirstAttempt(db.pool, { sessionId: sent.sessionId, webhookId: sent.webhookId, event: 'received' }, 10)).toBe(false);
+});
