@@ -8,22 +8,34 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startCluster } from '../test/support/cluster';
+import { eventFigures } from './events';
 import { scaleFigures } from './scale';
 import { markdown, type Row } from './table';
+
+/** The parts of the bench, in the order they run; `npm run bench -- events` runs one. */
+const PARTS = {
+  events: { title: 'Events: ingest, overhead, bursts (issue 11)', figures: eventFigures },
+  scale: { title: 'Scale: runners (issue 9)', figures: scaleFigures },
+} as const;
 
 async function main(): Promise<void> {
   const started = Date.now();
   const log = (line: string) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0)} s] ${line}\n`);
+  const asked = process.argv.slice(2);
+  const unknown = asked.filter((a) => !Object.hasOwn(PARTS, a));
+  if (unknown.length > 0) throw new Error(`unknown bench part ${unknown.join(', ')}: choose from ${Object.keys(PARTS).join(', ')}`);
+  const parts = (Object.keys(PARTS) as (keyof typeof PARTS)[]).filter((p) => asked.length === 0 || asked.includes(p));
   log('starting Temporal, PostgreSQL database, API, worker and 4 runner processes');
   const cluster = await startCluster({ runners: 4 });
-  let rows: Row[];
+  const sections: { title: string; rows: Row[] }[] = [];
   try {
-    rows = await scaleFigures(cluster, log);
+    for (const part of parts) sections.push({ title: PARTS[part].title, rows: await PARTS[part].figures(cluster, log) });
   } finally {
     await cluster.stop();
   }
   const machine = `${os.cpus().length} cores (${os.cpus()[0]?.model.trim() ?? 'unknown'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`;
-  const md = markdown('Scale: runners', machine, rows);
+  const md = sections.map((s) => markdown(s.title, machine, s.rows)).join('\n');
+  const rows = sections.flatMap((s) => s.rows);
   const out = path.join(__dirname, 'out');
   await mkdir(out, { recursive: true });
   await writeFile(path.join(out, 'latest.md'), md);
