@@ -33,7 +33,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
   const emit: Emit = (event: EventName, profile = queuedProfile) =>
     lanes.push(() => buildPayload(event, { ...ctx, profileName: profile.name, workers: profile.workers }, snap, uuid4(), new Date()));
 
-  let allowed = input.part !== undefined;
+  let allowed = input.part !== undefined || input.go === true;
   let squashedInto: number | null = null;
   let finished = false;
   const buildScope = new CancellationScope();

@@ -28,6 +28,8 @@ export interface SessionWorkflowInput {
   suiteId: number;
   /** Set for one profile's session of a plan: it builds at once, that commit, that profile. */
   part?: PlanPart;
+  /** Started with its turn already given (the suite was idle): no `go` signal to wait for. */
+  go?: boolean;
 }
 
 export interface PlanPart {

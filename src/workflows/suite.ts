@@ -67,9 +67,18 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
       const seen = new Set<number>(waiting);
       if (running !== null) seen.add(running);
       const batch = arrived.splice(0).filter((req) => !seen.has(req.sessionId) && seen.add(req.sessionId)); // a repeated signal
-      const started = await Promise.all(batch.map((req) => startSession(req.sessionId)));
+      // The usual case, one trigger for an idle suite: it starts with its turn, sparing a `go`
+      // signal and a workflow task on the way to its first test.
+      const goNow = running === null && waiting.length === 0 && batch.length === 1;
+      // Running before it starts: a build that ends at once may say so before the start returns.
+      if (goNow) running = batch[0]!.sessionId;
+      const started = await Promise.all(batch.map((req) => startSession(req.sessionId, goNow)));
       batch.forEach((req, i) => {
-        if (!started[i]) return;
+        if (!started[i]) {
+          if (goNow && running === req.sessionId) running = null; // a repeated signal: nothing new runs
+          return;
+        }
+        if (goNow) return;
         if (req.queuePosition === 'head') waiting.unshift(req.sessionId);
         else waiting.push(req.sessionId);
       });
@@ -110,11 +119,11 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
     );
   }
 
-  async function startSession(sessionId: number): Promise<boolean> {
+  async function startSession(sessionId: number, go: boolean): Promise<boolean> {
     try {
       await startChild(sessionWorkflow, {
         workflowId: sessionWorkflowId(sessionId),
-        args: [{ sessionId, suiteId: input.suiteId }],
+        args: [{ sessionId, suiteId: input.suiteId, ...(go ? { go } : {}) }],
         // The session outlives this run when the suite continues-as-new, and it must finish
         // delivering its webhooks whatever happens to the suite.
         parentClosePolicy: ParentClosePolicy.ABANDON,
