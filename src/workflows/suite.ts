@@ -1,7 +1,8 @@
 /**
  * suiteWorkflow: the entity workflow of one suite (repository + branch). It owns the queue and
- * guarantees one build at a time. Each queued session gets its session workflow at once (so its
- * `received` event goes out without waiting for the queue), then waits for `go`.
+ * guarantees one build at a time. Each queued session gets its session workflow at once, all that
+ * arrived together concurrently, then waits for `go`; a lone session for an idle suite is started
+ * with its turn already given.
  */
 import {
   condition,
