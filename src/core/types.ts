@@ -91,7 +91,8 @@ export const TEST_STATUSES = ['passed', 'failed', 'error', 'skipped'] as const;
 export type TestStatus = (typeof TEST_STATUSES)[number];
 
 /** Final (and intermediate) status of a session. Only `passed` is named by the spec. */
-export type SessionStatus = 'queued' | 'running' | 'passed' | 'failed' | 'error' | 'skipped' | 'stopped';
+export const SESSION_STATUSES = ['queued', 'running', 'passed', 'failed', 'error', 'skipped', 'stopped'] as const;
+export type SessionStatus = (typeof SESSION_STATUSES)[number];
 
 export const COUNT_KEYS = ['notstarted', 'started', 'passed', 'failed', 'pending', 'skipped', 'error'] as const;
 export type Counts = Record<(typeof COUNT_KEYS)[number], number>;

@@ -314,3 +314,55 @@ export async function reportTokenOf(db: Db, sessionId: number): Promise<string |
   const { rows } = await db.query<{ report_token: string }>('SELECT report_token FROM sessions WHERE id = $1', [sessionId]);
   return rows[0]?.report_token;
 }
+
+/** What the list of sessions may be narrowed to; absent fields do not narrow it. */
+export interface SessionFilter {
+  orgId?: number;
+  repoId?: number;
+  branch?: string;
+  status?: string;
+  /** Only sessions older than this one (keyset paging: the last id of the previous page). */
+  before?: number;
+  limit: number;
+}
+
+export interface SessionListRow {
+  id: number;
+  parent_id: number | null;
+  org_name: string;
+  repo_id: number;
+  repo_name: string;
+  branch: string;
+  commit_id: string | null;
+  status: string;
+  reason: string | null;
+  profile_name: string;
+  counts: Record<string, number>;
+  committers: string[];
+  stopped_by: string | null;
+  timing: Record<string, number>;
+  report_token: string;
+  received_at: Date;
+}
+
+/** Sessions across repositories, newest first (the builds list). */
+export async function listSessions(db: Db, f: SessionFilter): Promise<SessionListRow[]> {
+  const { rows } = await db.query<SessionListRow>(
+    `SELECT s.id, s.parent_id, o.name AS org_name, r.id AS repo_id, r.name AS repo_name, s.branch, s.commit_id, s.status,
+            s.reason, s.profile_name, s.counts, s.committers, s.stopped_by, s.timing, s.report_token, e.received_at
+       FROM sessions s
+       JOIN ci_events e ON e.id = s.ci_event_id
+       JOIN suites su ON su.id = s.suite_id
+       JOIN repos r ON r.id = su.repo_id
+       JOIN orgs o ON o.id = r.org_id
+      WHERE ($1::bigint IS NULL OR o.id = $1)
+        AND ($2::bigint IS NULL OR r.id = $2)
+        AND ($3::text IS NULL OR s.branch = $3)
+        AND ($4::text IS NULL OR s.status = $4)
+        AND ($5::bigint IS NULL OR s.id < $5)
+      ORDER BY s.id DESC
+      LIMIT $6`,
+    [f.orgId ?? null, f.repoId ?? null, f.branch ?? null, f.status ?? null, f.before ?? null, f.limit],
+  );
+  return rows;
+}

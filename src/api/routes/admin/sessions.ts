@@ -1,4 +1,7 @@
 /**
+ * `GET /api/v1/sessions?org=&repo=&branch=&status=&limit=&before=`: sessions across
+ * repositories, newest first, each as the builds list shows it; `before` (the last `session`
+ * of a page) gives the next, older page.
  * `GET /api/v1/sessions/:session`: the session as the `stop` payload shows it, plus its tests.
  * `POST /api/v1/sessions/:session/stop {stopped_by}`: stop it, queued or building.
  */
@@ -7,6 +10,13 @@ import { z } from 'zod';
 import type { ApiDeps } from '../../app';
 import { HttpError, notFound, parseId, validate } from '../../http';
 import { loadSessionView } from '../../views';
+import type { Config } from '../../../config';
+import { emptyCounts } from '../../../core/counts';
+import { reportUrl } from '../../../core/reportUrl';
+import { SESSION_STATUSES } from '../../../core/types';
+import { listSessions, type SessionListRow } from '../../../db/sessions';
+import { loadOrg } from './orgs';
+import { loadRepo } from './repos';
 
 const StopBody = z.strictObject({
   // The handle or e-mail address of who stopped it (spec §2 `stopped_by`).
@@ -14,9 +24,50 @@ const StopBody = z.strictObject({
 });
 
 const FINAL = new Set(['passed', 'failed', 'error', 'skipped', 'stopped']);
+
+const SessionList = z.object({
+  // An organization by id or name; a repository by id or `<org>/<name>`.
+  org: z.string().trim().min(1).max(255).optional(),
+  repo: z.string().trim().min(1).max(600).optional(),
+  branch: z.string().min(1).max(1024).optional(),
+  status: z.enum(SESSION_STATUSES).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  before: z.coerce.number().int().min(1).optional(),
+});
+
+/** A session as the builds list shows it: who, what, where, how it went, how long it took. */
+export function sessionListView(r: SessionListRow, config: Config) {
+  const t = r.timing;
+  const started = t.queue_first_allowed_at;
+  return {
+    session: r.id,
+    parent_session: r.parent_id,
+    repository: { id: r.repo_id, name: r.repo_name, org_name: r.org_name },
+    branch: r.branch,
+    commit_id: r.commit_id,
+    status: r.status,
+    reason: r.reason,
+    profile_name: r.profile_name,
+    counts: { ...emptyCounts(), ...r.counts },
+    committers: r.committers,
+    stopped_by: r.stopped_by,
+    received_at: r.received_at,
+    // From its turn to its end; null while it has not ended, or if it never ran.
+    duration_ms: started !== undefined && t.done !== undefined ? Math.max(0, Math.round((t.done - started) * 1000)) : null,
+    url: reportUrl(config.baseUrl, r.id, r.report_token),
+  };
+}
 const STOP_RETRY_MS = 10_000;
 
 export function registerSessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  app.get('/sessions', async (request) => {
+    const q = validate(SessionList, request.query, 'query');
+    const orgId = q.org === undefined ? undefined : (await loadOrg(deps.pool, q.org)).id;
+    const repoId = q.repo === undefined ? undefined : (await loadRepo(deps.pool, q.repo)).id;
+    const rows = await listSessions(deps.pool, { orgId, repoId, branch: q.branch, status: q.status, before: q.before, limit: q.limit });
+    return rows.map((r) => sessionListView(r, deps.config));
+  });
+
   app.get<{ Params: { session: string } }>('/sessions/:session', async (request) => {
     // Without test output: that can be large, and the report page has it.
     const view = await loadSessionView(deps.pool, deps.config, parseId(request.params.session, 'session'));
