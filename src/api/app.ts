@@ -22,6 +22,7 @@ import { registerCiEventRoutes } from './routes/ciEvents';
 import { registerHealthRoutes } from './routes/health';
 import { registerReportRoutes } from './routes/reports';
 import { registerTriggerRoutes } from './routes/triggers';
+import { registerWebRoutes } from './web/routes';
 
 export interface HealthReport {
   ok: boolean;
@@ -62,6 +63,9 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
 
   // Triggers parse their own bodies (src/providers/parse.ts), so they get a scope of their own.
   void app.register(async (scope) => registerTriggerRoutes(scope, deps));
+
+  // The web pages: their own scope, with cookies, form bodies and CSRF tokens (web/routes.ts).
+  void app.register(async (web) => registerWebRoutes(web, deps));
 
   void app.register(
     async (admin) => {

@@ -25,7 +25,7 @@ const StopBody = z.strictObject({
 
 const FINAL = new Set(['passed', 'failed', 'error', 'skipped', 'stopped']);
 
-const SessionList = z.object({
+export const SessionList = z.object({
   // An organization by id or name; a repository by id or `<org>/<name>`.
   org: z.string().trim().min(1).max(255).optional(),
   repo: z.string().trim().min(1).max(600).optional(),
