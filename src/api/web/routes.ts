@@ -30,9 +30,13 @@ const SignInForm = z.object({
   _csrf: z.string().optional(),
 });
 
-/** Only a path of ours: never an absolute URL to elsewhere (an open redirect). */
-function safeNext(next: string | undefined): string {
-  return next && next.startsWith('/') && !next.startsWith('//') ? next : '/';
+/**
+ * Only a path of ours: never an absolute URL to elsewhere (an open redirect). Browsers read
+ * `//host` and `/\host` as another host, so a second slash or a backslash is refused.
+ */
+export function safeNext(next: string | undefined): string {
+  const control = [...(next ?? '')].some((c) => c.charCodeAt(0) < 0x20);
+  return next && /^\/(?![/\\])/.test(next) && !control ? next : '/';
 }
 
 function page(reply: FastifyReply, template: string, data: Record<string, unknown>, status = 200): FastifyReply {
