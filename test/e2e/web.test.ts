@@ -86,13 +86,16 @@ if (!runs) console.warn(`web.test.ts skipped: no browser at ${CHROMIUM} (.ci/run
     const cookie = (await context.cookies()).find((c) => c.name === 'sluice_session')!;
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', secure: false });
 
-    // Filters: by status, then by repository; the report link opens the build's report.
+    // Filters (the e2e database is shared with the other test files: this World's organization
+    // first): by status, then by repository; the report link opens the build's report.
+    await page.getByLabel('Organization').fill(w.org.name);
     await page.getByLabel('Status').selectOption('failed');
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.waitForURL(/status=failed/);
     await expect(page.locator('tr[data-session]').count()).resolves.toBe(1);
     await expect(row(failed.session).isVisible()).resolves.toBe(true);
     await page.getByLabel('Status').selectOption('');
+    await page.getByLabel('Organization').fill('');
     await page.getByLabel('Repository').fill(`${w.org.name}/${repo.name}`);
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.waitForURL(/repo=/);
