@@ -14,6 +14,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { bwrapWorks, processesMatching } from '../support/pids';
 import { reportPath } from '../support/reports';
 import { eventually } from '../support/wait';
 import { script, World } from '../support/world';
@@ -28,24 +29,6 @@ function buildUserUid(): number | null {
   }
 }
 
-function works(cmd: string, args: string[]): boolean {
-  try {
-    execFileSync(cmd, args, { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Processes whose command line contains `marker` (pgrep, which never lists itself). */
-function running(marker: string): string[] {
-  try {
-    return execFileSync('pgrep', ['-f', marker], { encoding: 'utf8' }).split('\n').filter(Boolean);
-  } catch {
-    return []; // pgrep exits 1 when nothing matches
-  }
-}
-
 const uid = buildUserUid();
 // Running tests as another user needs a root runner and the user: .ci/run provides both. A
 // developer's machine without them skips this file, saying why.
@@ -53,8 +36,8 @@ const asRoot = process.getuid?.() === 0 && uid !== null;
 if (!asRoot) console.warn(`sandbox.test.ts skipped: needs root and the user ${BUILD_USER} (.ci/run creates it)`);
 // bubblewrap comes from .ci/run too; where user namespaces are not allowed the runner refuses
 // SLUICE_SANDBOX=bwrap at start (tested below by its own check), so the level is skipped, saying why.
-const bwrapWorks = asRoot && works('bwrap', ['--unshare-user', '--unshare-pid', '--ro-bind', '/', '/', '--proc', '/proc', 'true']);
-if (asRoot && !bwrapWorks) console.warn('sandbox.test.ts: the bubblewrap level is skipped: bwrap is missing or user namespaces are not allowed here');
+const sandboxed = asRoot && bwrapWorks();
+if (asRoot && !sandboxed) console.warn('sandbox.test.ts: the bubblewrap level is skipped: bwrap is missing or user namespaces are not allowed here');
 
 /** The hostile file: prints BREACH for what must never work, and plain words for what it saw. */
 function hostileScript(daemonMarker: string, apiPort: number): string {
@@ -115,12 +98,12 @@ async function runHostileBuild(w: World): Promise<{ output: string; daemonMarker
       expect(output).toContain('sees the runner\n');
       expect(output).toContain('reached the API\n');
     } finally {
-      for (const pid of running(`sleep ${daemonMarker}`)) process.kill(Number(pid), 'SIGKILL');
+      for (const pid of processesMatching(`sleep ${daemonMarker}`)) process.kill(Number(pid), 'SIGKILL');
     }
   });
 });
 
-(bwrapWorks ? describe : describe.skip)('a test file in bubblewrap, as the build user, without network', () => {
+(sandboxed ? describe : describe.skip)('a test file in bubblewrap, as the build user, without network', () => {
   let w: World;
   beforeAll(async () => {
     w = await World.start({ buildUser: BUILD_USER, sandbox: 'bwrap', sandboxNetwork: false });
@@ -136,6 +119,6 @@ async function runHostileBuild(w: World): Promise<{ output: string; daemonMarker
     expect(output).not.toContain('sees the database socket');
     expect(output).not.toContain('reached the API');
     // The daemon died with the sandbox's PID namespace when the test ended.
-    await eventually('the daemon gone', async () => running(`sleep ${daemonMarker}`).length === 0);
+    await eventually('the daemon gone', async () => processesMatching(`sleep ${daemonMarker}`).length === 0);
   });
 });

@@ -5,10 +5,9 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execFileSync } from 'node:child_process';
 import { processGroupAlive, runTestFile, type RunTestFileInput } from '../../src/activities/build/runTestFile';
 import { checkSandbox, type Sandbox } from '../../src/activities/build/sandbox';
-import { isAlive } from '../support/pids';
+import { bwrapWorks, isAlive, processesMatching } from '../support/pids';
 
 let workdir: string;
 
@@ -188,24 +187,6 @@ describe('runTestFile', () => {
   });
 });
 
-function bwrapWorks(): boolean {
-  try {
-    execFileSync('bwrap', ['--unshare-user', '--unshare-pid', '--ro-bind', '/', '/', '--proc', '/proc', 'true'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Processes whose command line contains `marker` (pgrep never lists itself). */
-function running(marker: string): string[] {
-  try {
-    return execFileSync('pgrep', ['-f', marker], { encoding: 'utf8' }).split('\n').filter(Boolean);
-  } catch {
-    return [];
-  }
-}
-
 // bubblewrap is installed by .ci/run; a machine without it (or without user namespaces) skips these, saying why.
 const sandboxed = bwrapWorks();
 if (!sandboxed) console.warn('build-runTestFile.test.ts: the sandbox tests are skipped: bwrap is missing or user namespaces are not allowed here');
@@ -231,7 +212,7 @@ if (!sandboxed) console.warn('build-runTestFile.test.ts: the sandbox tests are s
     expect(result.status).toBe('passed');
     expect(result.output).toMatch(/^processes: [1-5]\nwrote\n$/);
     expect(await readFile(join(workdir, 'boxed.out'), 'utf8')).toBe('in-tree\n');
-    expect(running(`sleep ${marker}`)).toEqual([]);
+    expect(processesMatching(`sleep ${marker}`)).toEqual([]);
   });
 
   it('reports a death by signal as outside it', async () => {

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { createDeliverActivity } from '../../src/activities/delivery';
 import type { DeliverInput } from '../../src/activities/types';
 import type { Config } from '../../src/config';
+import { emptyCounts } from '../../src/core/counts';
 import { buildPayload } from '../../src/core/payload';
 import { claimFirstAttempt } from '../../src/db/deliveries';
 import { loadSessionContext } from '../../src/db/sessionContext';
@@ -45,7 +46,7 @@ async function sessionWithWebhook(): Promise<{ sessionId: number; webhookId: num
 /** The session workflow's lane: `received` as it would build it, through the activity, as attempt `attempt` of Temporal's. */
 async function laneDelivers(sessionId: number, webhookId: number, attempt = 1) {
   const ctx = await loadSessionContext(db.pool, config, sessionId);
-  const snap = { status: 'queued' as const, counts: { notstarted: 0, started: 0, passed: 0, failed: 0, pending: 0, skipped: 0, error: 0 }, commitId: null, committers: [], timing: {}, stoppedBy: null };
+  const snap = { status: 'queued' as const, counts: emptyCounts(), commitId: null, committers: [], timing: {}, stoppedBy: null };
   const input: DeliverInput = { webhookId, sessionId, payload: buildPayload('received', ctx, snap, randomUUID(), new Date()), maxAttempts: 3, claimFirst: true };
   return runActivity(() => createDeliverActivity(deps())(input), { attempt }).result;
 }
