@@ -7,7 +7,7 @@ import type { Config } from '../config';
 import { emptyCounts } from '../core/counts';
 import type { Counts, TriggerEvent } from '../core/types';
 import type { Db } from '../db/transaction';
-import { countTests, findCiEvent, findSessionWithRepo, listEventSessions, listTests, listTestsPage, type SessionWithRepo, type TestRow } from '../db/sessions';
+import { countTests, findCiEvent, findSessionWithRepo, listEventSessions, listTests, listTestsPage, type SessionListRow, type SessionWithRepo, type TestRow } from '../db/sessions';
 import { countCases, listFailingCases, listJUnitFiles, type CaseCounts, type FailingCaseRow, type JUnitFileRow } from '../db/testCases';
 import { listPostBuildSteps, type PostBuildStepRow } from '../db/postBuildSteps';
 import { reportUrl } from '../core/reportUrl';
@@ -64,6 +64,29 @@ export interface ReportView extends SessionView {
 
 /** Every count key present, so clients never meet a missing one on a queued session. */
 const fullCounts = (counts: Record<string, number> | null): Counts => ({ ...emptyCounts(), ...(counts ?? {}) });
+
+/** A session as the builds list shows it: who, what, where, how it went, how long it took. */
+export function sessionListView(r: SessionListRow, config: Config) {
+  const t = r.timing;
+  const started = t.queue_first_allowed_at;
+  return {
+    session: r.id,
+    parent_session: r.parent_id,
+    repository: { id: r.repo_id, name: r.repo_name, org_name: r.org_name },
+    branch: r.branch,
+    commit_id: r.commit_id,
+    status: r.status,
+    reason: r.reason,
+    profile_name: r.profile_name,
+    counts: fullCounts(r.counts),
+    committers: r.committers,
+    stopped_by: r.stopped_by,
+    received_at: r.received_at,
+    // From its turn to its end; null while it has not ended, or if it never ran.
+    duration_ms: started !== undefined && t.done !== undefined ? Math.max(0, Math.round((t.done - started) * 1000)) : null,
+    url: reportUrl(config.baseUrl, r.id, r.report_token),
+  };
+}
 
 /** The session with all its test files, without output (the admin API); undefined if there is no such session. */
 export async function loadSessionView(db: Db, config: Config, id: number): Promise<SessionView | undefined> {

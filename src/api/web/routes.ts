@@ -18,7 +18,8 @@ import { sameSecret } from '../auth';
 import { HttpError } from '../http';
 import { loadOrg } from '../routes/admin/orgs';
 import { loadRepo } from '../routes/admin/repos';
-import { SessionList, sessionListView } from '../routes/admin/sessions';
+import { SessionList } from '../routes/admin/sessions';
+import { sessionListView } from '../views';
 import { cookieOptions, cookieSecret, signedIn, signIn, signOut, type SignedIn } from './signIn';
 
 const eta = new Eta({ views: path.join(__dirname, 'views'), autoEscape: true, cache: true });

@@ -9,12 +9,9 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../../app';
 import { HttpError, notFound, parseId, validate } from '../../http';
-import { loadSessionView } from '../../views';
-import type { Config } from '../../../config';
-import { emptyCounts } from '../../../core/counts';
-import { reportUrl } from '../../../core/reportUrl';
+import { loadSessionView, sessionListView } from '../../views';
 import { SESSION_STATUSES } from '../../../core/types';
-import { listSessions, type SessionListRow } from '../../../db/sessions';
+import { listSessions } from '../../../db/sessions';
 import { loadOrg } from './orgs';
 import { loadRepo } from './repos';
 
@@ -35,28 +32,6 @@ export const SessionList = z.object({
   before: z.coerce.number().int().min(1).optional(),
 });
 
-/** A session as the builds list shows it: who, what, where, how it went, how long it took. */
-export function sessionListView(r: SessionListRow, config: Config) {
-  const t = r.timing;
-  const started = t.queue_first_allowed_at;
-  return {
-    session: r.id,
-    parent_session: r.parent_id,
-    repository: { id: r.repo_id, name: r.repo_name, org_name: r.org_name },
-    branch: r.branch,
-    commit_id: r.commit_id,
-    status: r.status,
-    reason: r.reason,
-    profile_name: r.profile_name,
-    counts: { ...emptyCounts(), ...r.counts },
-    committers: r.committers,
-    stopped_by: r.stopped_by,
-    received_at: r.received_at,
-    // From its turn to its end; null while it has not ended, or if it never ran.
-    duration_ms: started !== undefined && t.done !== undefined ? Math.max(0, Math.round((t.done - started) * 1000)) : null,
-    url: reportUrl(config.baseUrl, r.id, r.report_token),
-  };
-}
 const STOP_RETRY_MS = 10_000;
 
 export function registerSessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
