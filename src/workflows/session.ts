@@ -2,8 +2,9 @@
  * sessionWorkflow: one build of a suite. Started by the suite as soon as the trigger is queued;
  * sends `received`, waits for its turn (`go`), builds (see build.ts), records the outcome and
  * tells the suite it is done, then pushes when it passed, chats and e-mails, sends `stop` (after
- * those, or after postBuildWaitMs if they take longer) and waits for its webhook deliveries. A `stop` signal ends it whether it is queued or building; `squashed` while it is
- * queued. A plan's part (input.part) skips the queue: its parent holds the suite's turn.
+ * those, or after postBuildWaitMs if they take longer) and waits for its webhook deliveries.
+ * A `stop` signal ends it whether it is queued or building; `squashed` while it is queued. A
+ * plan's part (input.part) skips the queue: its parent holds the suite's turn.
  */
 import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, setHandler, uuid4 } from '@temporalio/workflow';
 import { emptyCounts } from '../core/counts';

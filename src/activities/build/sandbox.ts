@@ -27,8 +27,13 @@ export interface Sandbox {
 /** Top-level directories a program needs to load: symbolic links into /usr on merged-/usr systems. */
 const LOADER_DIRS = ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32'];
 
-/** How the host's root directories appear inside: /usr and /etc bound read-only, /bin & co. as they are. */
-function rootLayout(): string[] {
+/**
+ * How the host's root directories appear inside: /usr and /etc bound read-only, /bin & co. as
+ * they are. Read once per process: the host's layout does not change between tests.
+ */
+let layout: readonly string[] | undefined;
+function rootLayout(): readonly string[] {
+  if (layout) return layout;
   const args = ['--ro-bind', '/usr', '/usr', '--ro-bind', '/etc', '/etc'];
   for (const name of LOADER_DIRS) {
     const path = `/${name}`;
@@ -42,6 +47,7 @@ function rootLayout(): string[] {
     if (info?.isSymbolicLink()) args.push('--symlink', readlinkSync(path), path);
     else if (info?.isDirectory()) args.push('--ro-bind', path, path);
   }
+  layout = args;
   return args;
 }
 
