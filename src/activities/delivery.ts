@@ -6,7 +6,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { RetrySchedule } from '../delivery/backoff';
 import { attemptOnce, type DeliverDeps } from '../delivery/attempt';
-import { CLAIM_TAKEOVER_MS } from '../delivery/received';
+import { CLAIM_TAKEOVER_MS } from '../delivery/firstAttempt';
 import { claimFirstAttempt, eventAttempts } from '../db/deliveries';
 import type { EventPayload } from '../delivery/compose';
 import type { AttemptResult } from '../delivery/send';

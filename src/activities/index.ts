@@ -4,6 +4,7 @@ import { createBuildActivities } from './build/activities';
 import type { BuildUser, ProcessGroups } from './build/runTestFile';
 import type { Sandbox } from './build/sandbox';
 import { createDeliverActivity } from './delivery';
+import { endSquashedSessions } from '../delivery/squashed';
 import { createPostActivities } from './post/activities';
 import { createSessionRecords } from './session/records';
 import type { ControlActivities, RunnerActivities } from './types';
@@ -16,17 +17,19 @@ export interface ActivityDeps {
 /** A worker's activities, on the orchestration queue: records, deliveries, chat and e-mail. */
 export function createControlActivities(deps: ActivityDeps): ControlActivities {
   const { postChat, sendEmail } = createPostActivities({ config: deps.config, pool: deps.pool });
+  const deliverDeps = {
+    pool: deps.pool,
+    secretKey: deps.config.secretKey,
+    // A receiver's Retry-After may stretch a wait up to our own longest backoff, no further.
+    maxRetryAfterMs: deps.config.webhookRetry.maximumIntervalMs,
+    allow: deps.config.webhookAllow,
+  };
   return {
     ...createSessionRecords(deps.pool, deps.config),
     postChat,
     sendEmail,
-    deliverWebhook: createDeliverActivity({
-      pool: deps.pool,
-      secretKey: deps.config.secretKey,
-      // A receiver's Retry-After may stretch a wait up to our own longest backoff, no further.
-      maxRetryAfterMs: deps.config.webhookRetry.maximumIntervalMs,
-      allow: deps.config.webhookAllow,
-    }),
+    deliverWebhook: createDeliverActivity(deliverDeps),
+    endSquashed: (batch) => endSquashedSessions({ ...deliverDeps, config: deps.config }, batch),
   };
 }
 

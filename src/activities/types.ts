@@ -7,6 +7,7 @@ import type { WebhookRetry } from '../config';
 import type { Profile, RepoConfig } from '../core/profiles';
 import type { PostRetry } from '../core/retry';
 import type { BuildTrust } from '../core/trust';
+import type { OpenLanes, SquashedBatch } from '../delivery/squashed';
 import type { Counts, OutgoingPayload, Scm, SessionStatus, Timing } from '../core/types';
 
 /**
@@ -19,6 +20,12 @@ export interface SessionContext {
   readonly guid: string;
   readonly parentSession: number | null;
   readonly suiteId: number;
+  /** As loaded: `queued` for a session about to build; anything else means it ended already. */
+  readonly status: SessionStatus;
+  /** As loaded: why it ended (null while it has not). */
+  readonly reason: string | null;
+  /** As loaded: the lifecycle times recorded so far. */
+  readonly timing: Timing;
   readonly repoId: number;
   readonly repo: { name: string; url: string; orgName: string; scm: Scm };
   readonly branch: string;
@@ -263,6 +270,8 @@ export interface ControlActivities {
   /** The session's counts from its shared list of test files (exact, whichever runner ran what). */
   testCounts(sessionId: number): Promise<Counts>;
   deliverWebhook(input: DeliverInput): Promise<DeliverResult>;
+  /** Ends a batch of queued sessions CI squash passed over; those whose events a receiver still needs. */
+  endSquashed(batch: SquashedBatch): Promise<OpenLanes[]>;
   postChat(input: ChatInput): Promise<ChatResult>;
   sendEmail(input: EmailInput): Promise<EmailResult>;
 }

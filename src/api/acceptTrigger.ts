@@ -15,7 +15,8 @@
  * gaps remain, both narrow: the suite workflow may ask for the session a moment before COMMIT
  * lands (its loadSession activity fails and is retried), and COMMIT (or, for a delivery of
  * several refs, a later enqueue) may fail after a successful enqueue (that session never
- * appears; its workflow's load keeps failing until its retries run out, and nothing is built).
+ * appears; at its turn its workflow's load keeps failing until its retries run out, then it
+ * tells the suite it is done, and nothing is built).
  */
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';

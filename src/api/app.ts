@@ -8,6 +8,8 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Config } from '../config';
 import type { EnqueueRequest } from '../core/types';
+import type { StopTarget } from '../temporal/stop';
+import type { Announce } from './announce';
 import { requireAdmin } from './auth';
 import { installErrorHandlers } from './http';
 import { loggerOptions, type ApiLogOptions } from './logging';
@@ -36,14 +38,14 @@ export interface ApiDeps {
   /** Makes the build durable in the orchestrator; called inside the trigger's transaction. */
   enqueue: (req: EnqueueRequest) => Promise<void>;
   /** Signals a session to stop; false when it is no longer running. Absent: 503 on stop. */
-  stop?: (sessionId: number, stoppedBy: string) => Promise<boolean>;
+  stop?: (target: StopTarget, stoppedBy: string) => Promise<boolean>;
   /** Default: PostgreSQL only. */
   health?: () => Promise<HealthReport>;
   /**
-   * Sends `received` of an accepted session at once (delivery/received.ts), after the answer.
-   * Absent: the session workflow sends it (tests of the API alone).
+   * Starts sending `received` of an accepted session (api/announce.ts); resolves when the
+   * trigger may be answered. Absent: the session workflow sends it (tests of the API alone).
    */
-  announceReceived?: (sessionId: number) => Promise<void>;
+  announceReceived?: Announce;
   /** Request logging; none by default (the api process turns it on). */
   log?: ApiLogOptions;
 }

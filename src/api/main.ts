@@ -7,10 +7,10 @@ import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor }
 import { loadConfig, type Config } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
-import { enqueueSession } from '../temporal/enqueue';
+import { createEnqueuer, signalSuite } from '../temporal/enqueue';
 import { prepareTemporal } from '../temporal/prepare';
 import { stopSession } from '../temporal/stop';
-import { announceReceived } from '../delivery/received';
+import { announcer } from './announce';
 import { buildApp, type HealthReport } from './app';
 import { pingPostgres } from './routes/health';
 
@@ -90,27 +90,25 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
     return { ok: missing.length === 0, missing };
   }
 
+  const enqueue = createEnqueuer(
+    (reqs) => withTimeout(connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => signalSuite(client, config, reqs)), ENQUEUE_TIMEOUT_MS),
+    { timeoutMs: ENQUEUE_TIMEOUT_MS },
+  );
   const app = buildApp({
     config,
     pool,
     enqueue: (req) =>
-      !searchAttributesReady
-        ? Promise.reject(new Error("Sluice's search attributes are not registered on Temporal yet"))
-        : withTimeout(
-            connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => enqueueSession(client, config, req)),
-            ENQUEUE_TIMEOUT_MS,
-          ),
-    stop: (sessionId, stoppedBy) =>
+      !searchAttributesReady ? Promise.reject(new Error("Sluice's search attributes are not registered on Temporal yet")) : enqueue(req),
+    stop: (target, stoppedBy) =>
       withTimeout(
-        connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => stopSession(client, sessionId, stoppedBy)),
+        connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => stopSession(client, target, stoppedBy)),
         ENQUEUE_TIMEOUT_MS,
       ),
     health,
-    announceReceived: (sessionId) =>
-      announceReceived(
-        { pool, config, secretKey: config.secretKey, allow: config.webhookAllow, maxRetryAfterMs: config.webhookRetry.maximumIntervalMs },
-        sessionId,
-      ),
+    announceReceived: announcer(
+      { pool, config, secretKey: config.secretKey, allow: config.webhookAllow, maxRetryAfterMs: config.webhookRetry.maximumIntervalMs },
+      client,
+    ),
     log: { level: 'info' },
   });
 

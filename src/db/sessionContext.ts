@@ -1,26 +1,42 @@
 /**
- * What a session is about, as the session workflow's `loadSession` activity and the API (which
- * sends `received` itself, delivery/received.ts) both need it: one query for the session with
- * its suite, repository and organization, one for the organization's active webhooks.
+ * What a session is about, as the session workflow's `loadSession` activity, the API (which
+ * sends `received` itself, delivery/received.ts) and CI squash's batch (delivery/squashed.ts)
+ * need it: one query for the session with its suite, repository and organization, one for the
+ * organization's active webhooks.
  */
 import type { SessionContext } from '../activities/types';
+import type { SessionStatus } from '../core/types';
 import { DEFAULT_POST_BUILD_WAIT_MS, type Config } from '../config';
 import { reportUrl } from '../core/reportUrl';
 import { DEFAULT_POST_RETRY } from '../core/retry';
 import { buildTrust } from '../core/trust';
-import { findSessionWithRepo } from './sessions';
+import { findSessionsWithRepo, findSessionWithRepo, type SessionWithRepo } from './sessions';
 import type { Db } from './transaction';
 import { listActiveWebhookIds } from './webhooks';
 
 export async function loadSessionContext(db: Db, config: Config, sessionId: number): Promise<SessionContext> {
   const row = await findSessionWithRepo(db, sessionId);
   if (!row) throw new Error(`session ${sessionId} does not exist`);
-  const webhookIds = await listActiveWebhookIds(db, row.org_id);
+  return contextOf(row, await listActiveWebhookIds(db, row.org_id), config);
+}
+
+/** Several sessions' contexts in two queries per organization (a batch CI squash ended): those that exist, by id. */
+export async function loadSessionContexts(db: Db, config: Config, sessionIds: readonly number[]): Promise<SessionContext[]> {
+  const rows = await findSessionsWithRepo(db, sessionIds);
+  const hooksOf = new Map<number, number[]>();
+  for (const orgId of new Set(rows.map((r) => r.org_id))) hooksOf.set(orgId, await listActiveWebhookIds(db, orgId));
+  return rows.map((row) => contextOf(row, hooksOf.get(row.org_id)!, config));
+}
+
+function contextOf(row: SessionWithRepo, webhookIds: number[], config: Config): SessionContext {
   return {
     sessionId: row.id,
     guid: row.guid,
     parentSession: row.parent_id,
     suiteId: row.suite_id,
+    status: row.status as SessionStatus,
+    reason: row.reason,
+    timing: row.timing,
     repoId: row.repo_id,
     repo: { name: row.repo_name, url: row.pull_url, orgName: row.org_name, scm: row.scm },
     branch: row.branch,

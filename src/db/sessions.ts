@@ -112,23 +112,47 @@ export interface SessionWithRepo {
   org_email: string;
 }
 
+const SESSION_WITH_REPO = `
+    SELECT s.id, e.guid, s.parent_id, s.suite_id, s.status, s.reason, s.profile_name, s.branch, s.ref, s.head, s.force,
+           s.commit_id, s.committers, s.counts, s.workers, s.timing, s.stopped_by, s.report_token, s.created_at, s.updated_at,
+           e.received_at, e.trigger, e.trigger->'changeset' AS changeset,
+           su.test_pattern, su.test_command, su.junit_pattern, su.profiles AS suite_profiles, su.plan AS suite_plan,
+           r.id AS repo_id, r.name AS repo_name, r.pull_url, r.scm, r.chat_url, r.ci_squash, r.trust_same_repo_pull_requests,
+           o.id AS org_id, o.name AS org_name, o.email AS org_email
+      FROM sessions s
+      JOIN ci_events e ON e.id = s.ci_event_id
+      JOIN suites su ON su.id = s.suite_id
+      JOIN repos r ON r.id = su.repo_id
+      JOIN orgs o ON o.id = r.org_id`;
+
 export async function findSessionWithRepo(db: Db, id: number): Promise<SessionWithRepo | undefined> {
-  const { rows } = await db.query<SessionWithRepo>(
-    `SELECT s.id, e.guid, s.parent_id, s.suite_id, s.status, s.reason, s.profile_name, s.branch, s.ref, s.head, s.force,
-            s.commit_id, s.committers, s.counts, s.workers, s.timing, s.stopped_by, s.report_token, s.created_at, s.updated_at,
-            e.received_at, e.trigger, e.trigger->'changeset' AS changeset,
-            su.test_pattern, su.test_command, su.junit_pattern, su.profiles AS suite_profiles, su.plan AS suite_plan,
-            r.id AS repo_id, r.name AS repo_name, r.pull_url, r.scm, r.chat_url, r.ci_squash, r.trust_same_repo_pull_requests,
-            o.id AS org_id, o.name AS org_name, o.email AS org_email
-       FROM sessions s
-       JOIN ci_events e ON e.id = s.ci_event_id
-       JOIN suites su ON su.id = s.suite_id
-       JOIN repos r ON r.id = su.repo_id
-       JOIN orgs o ON o.id = r.org_id
-      WHERE s.id = $1`,
-    [id],
-  );
+  const { rows } = await db.query<SessionWithRepo>(`${SESSION_WITH_REPO} WHERE s.id = $1`, [id]);
   return rows[0];
+}
+
+/** Several sessions as findSessionWithRepo reads one, by id (those that exist). */
+export async function findSessionsWithRepo(db: Db, ids: readonly number[]): Promise<SessionWithRepo[]> {
+  const { rows } = await db.query<SessionWithRepo>(`${SESSION_WITH_REPO} WHERE s.id = ANY($1::bigint[]) ORDER BY s.id`, [ids]);
+  return rows;
+}
+
+/**
+ * Ends queued sessions as CI squash does (status `skipped`, the reason, `done` now), in one
+ * statement; sessions no longer queued are left alone. Their timing says they were in the
+ * queue from the moment their trigger was received.
+ */
+export async function recordSquashed(db: Db, ids: readonly number[], reason: string): Promise<void> {
+  await db.query(
+    `UPDATE sessions s
+        SET status = 'skipped', reason = $2, updated_at = now(),
+            timing = s.timing || jsonb_build_object(
+              'ci_received_at', extract(epoch FROM e.received_at),
+              'queue_first_seen_at', extract(epoch FROM e.received_at),
+              'done', extract(epoch FROM now()))
+       FROM ci_events e
+      WHERE e.id = s.ci_event_id AND s.id = ANY($1::bigint[]) AND s.status = 'queued'`,
+    [ids, reason],
+  );
 }
 
 /** Marks a session running; answers its suite's last built commit. */

@@ -1,30 +1,33 @@
 /**
  * `received`, sent by the API the moment a trigger is accepted, before any workflow has run:
- * under a burst of triggers the session workflows that send the other events run seconds
- * behind, and `received` is the event a receiver watches to know its trigger arrived.
+ * a queued session's workflow starts only at its turn (workflows/suite.ts), and `received` is
+ * the event a receiver watches to know its trigger arrived.
  *
- * One attempt per active webhook, claimed first (db/deliveries.ts `claimFirstAttempt`) and
- * logged like any other. The session workflow's delivery lane sends `received` again only if
- * this attempt did not deliver it (activities/delivery.ts), so `start` still follows `received`
- * at every receiver, and an API that dies mid-send loses nothing: its claim is taken over.
+ * One attempt per active webhook, claimed first and logged like any other (firstAttempt.ts).
+ * The session workflow's delivery lane sends `received` again only if this attempt did not
+ * deliver it, so `start` still follows `received` at every receiver, and an API that dies
+ * mid-send loses nothing: its claim is taken over.
  */
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config';
 import { emptyCounts } from '../core/counts';
 import { buildPayload, epochSeconds } from '../core/payload';
-import { claimFirstAttempt } from '../db/deliveries';
 import { loadSessionContext } from '../db/sessionContext';
-import { attemptOnce, type DeliverDeps } from './attempt';
+import type { DeliverDeps } from './attempt';
+import { firstAttempt } from './firstAttempt';
 
-/** A claim with no attempt logged after this long is taken over by the session's own lane. */
-export const CLAIM_TAKEOVER_MS = 30_000;
+export interface Announced {
+  suiteId: number;
+  /** False when a receiver must still get it: its lane should run now, not at the session's turn. */
+  settled: boolean;
+}
 
 /**
  * Sends `received` of a session to every active webhook of its organization, one attempt each,
  * concurrently. Never throws for a receiver's failure (the lane retries); a database error
  * rejects, and the lane still delivers.
  */
-export async function announceReceived(deps: DeliverDeps & { config: Config }, sessionId: number): Promise<void> {
+export async function announceReceived(deps: DeliverDeps & { config: Config }, sessionId: number): Promise<Announced> {
   const ctx = await loadSessionContext(deps.pool, deps.config, sessionId);
   const now = new Date();
   const snap = {
@@ -35,19 +38,16 @@ export async function announceReceived(deps: DeliverDeps & { config: Config }, s
     timing: { ci_received_at: ctx.receivedAt, queue_first_seen_at: epochSeconds(now.getTime()) },
     stoppedBy: null,
   };
-  await Promise.all(
-    ctx.webhookIds.map(async (webhookId) => {
-      if (!(await claimFirstAttempt(deps.pool, { sessionId, webhookId, event: 'received' }, CLAIM_TAKEOVER_MS))) return;
-      const payload = buildPayload('received', ctx, snap, randomUUID(), now);
-      await attemptOnce(deps, {
+  const outcomes = await Promise.all(
+    ctx.webhookIds.map((webhookId) =>
+      firstAttempt(deps, {
         webhookId,
         sessionId,
-        payload,
-        attempt: 1,
+        payload: buildPayload('received', ctx, snap, randomUUID(), now),
         maxAttempts: ctx.settings.webhookRetry.maximumAttempts,
-        origin: 'event',
         retry: ctx.settings.webhookRetry,
-      });
-    }),
+      }),
+    ),
   );
+  return { suiteId: ctx.suiteId, settled: outcomes.every((o) => o === 'settled') };
 }

@@ -1,26 +1,101 @@
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { EnqueueRequest } from '../core/types';
-import { enqueueSignal, suiteWorkflowId, type SuiteWorkflowInput } from '../workflows/signals';
+import { enqueueManySignal, retryReceivedSignal, suiteWorkflowId, type SuiteWorkflowInput } from '../workflows/signals';
 import { SluiceBranch, SluiceRepo } from './searchAttributes';
 
+/** Sessions per signal at most: a signal's payload stays small. */
+const MAX_BATCH = 200;
+
+/** Sends one batch, all of one suite, in order: signalSuite, with whatever deadline the caller wants. */
+export type SendBatch = (reqs: [EnqueueRequest, ...EnqueueRequest[]]) => Promise<void>;
+
+export interface EnqueueOptions {
+  /** A request still waiting for its batch after this long is dropped and rejected (its caller has given up). */
+  timeoutMs?: number;
+}
+
+interface Waiter {
+  req: EnqueueRequest;
+  resolve(): void;
+  reject(err: unknown): void;
+  gone: boolean;
+}
+
 /**
- * Hands a session to its suite workflow, starting the suite if it is not running. Durable once
- * this returns: Temporal holds the signal even if every worker is down.
+ * Hands sessions to their suite workflow, starting the suite if it is not running. Durable once
+ * the promise resolves: Temporal holds the signal even if every worker is down.
+ *
+ * Group commit: while one call for a suite is under way, the sessions that arrive for it wait
+ * and go together, in arrival order, in the next call. One trigger alone waits for nothing;
+ * a burst on one branch costs Temporal (and the suite's workflow tasks) one call per batch
+ * instead of one per trigger. Each caller hears how its own batch went.
  */
-export async function enqueueSession(client: Client, config: Config, req: EnqueueRequest): Promise<void> {
-  const label = `${req.repoLabel} @ ${req.branch}`;
-  const input: SuiteWorkflowInput = { suiteId: req.suiteId, label, historyLimit: config.suiteHistoryLimit };
+export function createEnqueuer(send: SendBatch, opts: EnqueueOptions = {}): (req: EnqueueRequest) => Promise<void> {
+  const queues = new Map<number, Waiter[]>();
+
+  async function drain(suiteId: number, queue: Waiter[]): Promise<void> {
+    for (;;) {
+      const batch = queue.splice(0, MAX_BATCH).filter((w) => !w.gone);
+      if (batch.length === 0) break;
+      try {
+        await send(batch.map((w) => w.req) as [EnqueueRequest, ...EnqueueRequest[]]);
+        for (const w of batch) w.resolve();
+      } catch (err) {
+        for (const w of batch) w.reject(err);
+      }
+    }
+    queues.delete(suiteId);
+  }
+
+  return (req) =>
+    new Promise<void>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const waiter: Waiter = {
+        req,
+        resolve: () => (clearTimeout(timer), resolve()),
+        reject: (err) => (clearTimeout(timer), reject(err)),
+        gone: false,
+      };
+      if (opts.timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          // Not sent yet: it never will be. Already in a call: that call may still land, as
+          // any call that times out (api/acceptTrigger.ts says what follows).
+          waiter.gone = true;
+          reject(new Error(`no answer within ${opts.timeoutMs} ms`));
+        }, opts.timeoutMs);
+      }
+      const queue = queues.get(req.suiteId);
+      if (queue) {
+        queue.push(waiter);
+        return;
+      }
+      const fresh = [waiter];
+      queues.set(req.suiteId, fresh);
+      void drain(req.suiteId, fresh);
+    });
+}
+
+/** One signal-with-start of the suite, carrying `reqs` (all of that suite) in order. */
+export async function signalSuite(client: Client, config: Config, reqs: [EnqueueRequest, ...EnqueueRequest[]]): Promise<void> {
+  const first = reqs[0];
+  const label = `${first.repoLabel} @ ${first.branch}`;
+  const input: SuiteWorkflowInput = { suiteId: first.suiteId, label, historyLimit: config.suiteHistoryLimit };
   await client.workflow.signalWithStart('suiteWorkflow', {
-    workflowId: suiteWorkflowId(req.suiteId),
+    workflowId: suiteWorkflowId(first.suiteId),
     taskQueue: config.taskQueue,
     args: [input],
-    signal: enqueueSignal,
-    signalArgs: [{ sessionId: req.sessionId, queuePosition: req.queuePosition }],
+    signal: enqueueManySignal,
+    signalArgs: [reqs.map((r) => ({ sessionId: r.sessionId, queuePosition: r.queuePosition }))],
     staticSummary: label,
     typedSearchAttributes: [
-      { key: SluiceRepo, value: req.repoLabel },
-      { key: SluiceBranch, value: req.branch },
+      { key: SluiceRepo, value: first.repoLabel },
+      { key: SluiceBranch, value: first.branch },
     ],
   });
+}
+
+/** Asks the suite to start a queued session's workflow now: a receiver did not get its `received`. */
+export async function retryReceived(client: Client, suiteId: number, sessionId: number): Promise<void> {
+  await client.workflow.getHandle(suiteWorkflowId(suiteId)).signal(retryReceivedSignal, { sessionId });
 }

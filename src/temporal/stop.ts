@@ -1,13 +1,27 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { sessionWorkflowId, stopSignal } from '../workflows/signals';
+import { sessionWorkflowId, stopQueuedSignal, stopSignal, suiteWorkflowId } from '../workflows/signals';
+
+/** The session to stop, and the suite whose queue it may still wait in (null for a plan's part). */
+export interface StopTarget {
+  sessionId: number;
+  suiteId: number | null;
+}
 
 /**
- * Asks a session to stop, queued or building. False when its workflow is no longer running
- * (the build is over, or it never existed).
+ * Asks a session to stop, queued or building. A queued session may have no workflow yet (the
+ * suite starts it at its turn): then its suite is asked, and ends it as stopped. False when
+ * neither is running (the build is over, or it never existed).
  */
-export async function stopSession(client: Client, sessionId: number, stoppedBy: string): Promise<boolean> {
+export async function stopSession(client: Client, target: StopTarget, stoppedBy: string): Promise<boolean> {
   try {
-    await client.workflow.getHandle(sessionWorkflowId(sessionId)).signal(stopSignal, { stoppedBy });
+    await client.workflow.getHandle(sessionWorkflowId(target.sessionId)).signal(stopSignal, { stoppedBy });
+    return true;
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+  if (target.suiteId === null) return false;
+  try {
+    await client.workflow.getHandle(suiteWorkflowId(target.suiteId)).signal(stopQueuedSignal, { sessionId: target.sessionId, stoppedBy });
     return true;
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return false;

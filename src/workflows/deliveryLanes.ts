@@ -5,7 +5,7 @@
  */
 import { condition, log, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities/types';
-import type { OutgoingPayload } from '../core/types';
+import type { EventName, OutgoingPayload } from '../core/types';
 import type { WebhookRetry } from '../config';
 import { retryPolicy } from './proxies';
 import { failureMessage } from './status';
@@ -16,7 +16,16 @@ export interface DeliveryLanes {
   drain(): Promise<void>;
 }
 
-export function openDeliveryLanes(webhookIds: number[], sessionId: number, retry: WebhookRetry): DeliveryLanes {
+/**
+ * `claimed`: events whose first attempt someone else may have made (the API sends `received`;
+ * CI squash's batch sends a squashed session's both): the lane goes on from the log for those.
+ */
+export function openDeliveryLanes(
+  webhookIds: number[],
+  sessionId: number,
+  retry: WebhookRetry,
+  claimed: readonly EventName[] = ['received'],
+): DeliveryLanes {
   const { deliverWebhook } = proxyActivities<Activities>({
     startToCloseTimeout: '1 minute',
     summary: 'deliver webhook',
@@ -32,8 +41,7 @@ export function openDeliveryLanes(webhookIds: number[], sessionId: number, retry
         const payload = pending.shift();
         if (!payload) return;
         try {
-          // `received` went out from the API already, unless that attempt failed (delivery/received.ts).
-          const claimFirst = payload.event === 'received' ? { claimFirst: true } : {};
+          const claimFirst = claimed.includes(payload.event) ? { claimFirst: true } : {};
           await deliverWebhook({ webhookId, sessionId, payload, maxAttempts: retry.maximumAttempts, ...claimFirst });
         } catch (err) {
           // Given up or dropped: every attempt and the reason are in the delivery log. The

@@ -1,3 +1,4 @@
 // Everything the worker's workflow bundle contains. Workflow code only: no I/O, no Node APIs.
 export { suiteWorkflow } from './suite';
 export { sessionWorkflow } from './session';
+export { squashedWorkflow } from './squashed';

@@ -1,6 +1,7 @@
 /**
- * sessionWorkflow: one build of a suite. Started by the suite as soon as the trigger is queued;
- * sends `received`, waits for its turn (`go`), builds (see build.ts), records the outcome and
+ * sessionWorkflow: one build of a suite. Started by the suite at its turn (or earlier, to
+ * retry `received`, and then it waits for `go`; or stopped while it waited); makes sure
+ * `received` went out (the API sends it first), builds (see build.ts), records the outcome and
  * tells the suite it is done, then pushes when it passed, chats and e-mails, sends `stop` (after
  * those, or after postBuildWaitMs if they take longer) and waits for its webhook deliveries.
  * A `stop` signal ends it whether it is queued or building; `squashed` while it is queued. A
@@ -8,6 +9,7 @@
  */
 import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, setHandler, uuid4 } from '@temporalio/workflow';
 import { emptyCounts } from '../core/counts';
+import { squashReason } from '../core/squash';
 import { buildPayload, type SessionSnapshot } from '../core/payload';
 import type { EventName } from '../core/types';
 import { build, type Emit, type Outcome, type SessionProfile, type SessionResult } from './build';
@@ -18,14 +20,26 @@ import { buildDoneSignal, goSignal, squashedSignal, stopSignal, suiteWorkflowId,
 import { now, setStatus } from './status';
 
 export async function sessionWorkflow(input: SessionWorkflowInput): Promise<SessionResult> {
-  const ctx = await records.loadSession(input.sessionId);
+  const tellSuite = () =>
+    input.part ? Promise.resolve() : getExternalWorkflowHandle(suiteWorkflowId(input.suiteId)).signal(buildDoneSignal, { sessionId: input.sessionId });
+  const ctx = await records.loadSession(input.sessionId).catch(async (err: unknown) => {
+    // No such session (its trigger's transaction failed after the enqueue): the suite must
+    // not wait for it.
+    await tellSuite();
+    throw err;
+  });
+  if (ctx.status !== undefined && ctx.status !== 'queued') {
+    // Ended already (CI squash ended it in a batch) and enqueued again: nothing to build.
+    await tellSuite();
+    return { status: ctx.status, counts: emptyCounts() };
+  }
   const snap: SessionSnapshot = {
     status: 'queued',
     counts: emptyCounts(),
     commitId: null,
     committers: [],
-    timing: { ci_received_at: ctx.receivedAt, queue_first_seen_at: now() },
-    stoppedBy: null,
+    timing: { ci_received_at: ctx.receivedAt, queue_first_seen_at: input.queuedAt ?? now() },
+    stoppedBy: input.stoppedBy ?? null,
   };
   const lanes = openDeliveryLanes(ctx.webhookIds, ctx.sessionId, ctx.settings.webhookRetry);
   // Until the build chooses a profile (and for a plan's parent, which runs none of its own),
@@ -68,7 +82,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
     outcome.reason = `stopped by ${snap.stoppedBy}`;
   } else if (!allowed) {
     setStatus(snap, 'skipped');
-    outcome.reason = `squashed into session ${squashedInto} (CI squash builds only the newest queued trigger)`;
+    outcome.reason = squashReason(squashedInto!);
   }
   finished = true; // the status is final: a stop from now on has nothing to stop
   const profile = outcome.profile ?? queuedProfile;
@@ -92,9 +106,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
         builtCommit: outcome.builtCommit,
       });
     } finally {
-      if (!input.part) {
-        await getExternalWorkflowHandle(suiteWorkflowId(input.suiteId)).signal(buildDoneSignal, { sessionId: ctx.sessionId });
-      }
+      await tellSuite();
     }
   });
 

@@ -19,6 +19,10 @@ export interface SuiteWorkflowInput {
   waiting?: number[];
   /** Carried over continue-as-new: the session building now, if any. */
   running?: number | null;
+  /** Carried over continue-as-new: waiting sessions whose workflow already runs (see retryReceivedSignal). */
+  started?: number[];
+  /** Carried over continue-as-new: when each waiting session joined the queue (epoch seconds). */
+  queuedAt?: [number, number][];
   /** Continue-as-new past this many history events (tests lower it; Temporal may suggest sooner). */
   historyLimit?: number;
 }
@@ -28,8 +32,20 @@ export interface SessionWorkflowInput {
   suiteId: number;
   /** Set for one profile's session of a plan: it builds at once, that commit, that profile. */
   part?: PlanPart;
-  /** Started with its turn already given (the suite was idle): no `go` signal to wait for. */
+  /** Started with its turn already given: no `go` signal to wait for. */
   go?: boolean;
+  /** Stopped while it waited in the queue, by whom: it ends at once, never having built. */
+  stoppedBy?: string;
+  /** When it joined its suite's queue (epoch seconds), its workflow starting later. */
+  queuedAt?: number;
+}
+
+/** A batch of sessions CI squash ended while they waited (workflows/squashed.ts). */
+export interface SquashedWorkflowInput {
+  suiteId: number;
+  sessionIds: number[];
+  /** The newer session of the suite that builds instead. */
+  into: number;
 }
 
 export interface PlanPart {
@@ -39,6 +55,16 @@ export interface PlanPart {
 
 /** API → suite: a new session joins the suite's queue. */
 export const enqueueSignal = defineSignal<[EnqueueRequest]>('enqueue');
+/** API → suite: sessions that arrived together join the queue, in this order (one call for many triggers). */
+export const enqueueManySignal = defineSignal<[EnqueueRequest[]]>('enqueueMany');
+/**
+ * API → suite: a queued session whose `received` did not reach every receiver at once. The
+ * suite starts its workflow now, so that its delivery lane retries on schedule rather than
+ * when the session's turn comes.
+ */
+export const retryReceivedSignal = defineSignal<[{ sessionId: number }]>('retryReceived');
+/** API → suite: stop a session that may still be waiting for its turn, with no workflow yet. */
+export const stopQueuedSignal = defineSignal<[{ sessionId: number; stoppedBy: string }]>('stopQueued');
 /** Suite → session: your turn; build now. */
 export const goSignal = defineSignal('go');
 /** Session → suite: the session no longer needs the suite (built, stopped or squashed). */
@@ -53,3 +79,5 @@ export const firstFailSignal = defineSignal<[FirstFailure]>(FIRST_FAIL_SIGNAL);
 
 export const suiteWorkflowId = (suiteId: number): string => `suite-${suiteId}`;
 export const sessionWorkflowId = (sessionId: number): string => `session-${sessionId}`;
+/** The first session of the batch names it: a session is squashed once. */
+export const squashedWorkflowId = (sessionIds: number[]): string => `squashed-${sessionIds[0]}`;

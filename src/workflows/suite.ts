@@ -1,8 +1,10 @@
 /**
  * suiteWorkflow: the entity workflow of one suite (repository + branch). It owns the queue and
- * guarantees one build at a time. Each queued session gets its session workflow at once, all that
- * arrived together concurrently, then waits for `go`; a lone session for an idle suite is started
- * with its turn already given.
+ * guarantees one build at a time. A queued session gets its workflow only when it is needed:
+ * at its turn (started with its turn given), when a newer one squashes it (a batch of them ends
+ * in one squashedWorkflow), when it is stopped, or when its `received` must be retried. A burst
+ * of triggers thus costs the suite one signal each and nothing more until the queue moves.
+ * (`received` itself goes out from the API: delivery/received.ts.)
  */
 import {
   condition,
@@ -18,20 +20,29 @@ import {
 } from '@temporalio/workflow';
 import { SluiceBranch, SluiceRepo, SluiceSession, SluiceStatus } from '../temporal/searchAttributes';
 import { sessionWorkflow } from './session';
+import { squashedWorkflow } from './squashed';
 import type { Activities } from '../activities/types';
 import {
   buildDoneSignal,
+  enqueueManySignal,
   enqueueSignal,
   goSignal,
+  retryReceivedSignal,
   sessionWorkflowId,
   squashedSignal,
+  squashedWorkflowId,
+  stopQueuedSignal,
+  stopSignal,
   type EnqueueRequest,
+  type SessionWorkflowInput,
   type SuiteWorkflowInput,
 } from './signals';
-import { failureMessage } from './status';
+import { failureMessage, now } from './status';
 
 /** Continue-as-new well before Temporal would suggest it; a suite can live for years. */
 const MAX_HISTORY_EVENTS = 2_000;
+/** Sessions per squashedWorkflow: its payloads stay well under Temporal's size limits. */
+const SQUASH_BATCH = 50;
 
 /** A read of the suite's settings: local, as the session's recorders (proxies.ts). */
 const settings = proxyLocalActivities<Activities>({
@@ -42,67 +53,94 @@ const settings = proxyLocalActivities<Activities>({
 export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
   const waiting: number[] = [...(input.waiting ?? [])];
   let running: number | null = input.running ?? null;
+  /** Waiting sessions whose workflow runs already (it waits for `go` or `squashed`). */
+  const started = new Set<number>(input.started ?? []);
+  /** When each waiting session joined the queue: its `queue_first_seen_at`. */
+  const queuedAt = new Map<number, number>(input.queuedAt ?? []);
   const arrived: EnqueueRequest[] = [];
+  const toWake: number[] = [];
+  const toStop: { sessionId: number; stoppedBy: string }[] = [];
 
-  setHandler(enqueueSignal, (req) => {
-    arrived.push(req);
-  });
+  setHandler(enqueueSignal, (req) => void arrived.push(req));
+  setHandler(enqueueManySignal, (reqs) => void arrived.push(...reqs));
+  setHandler(retryReceivedSignal, ({ sessionId }) => void toWake.push(sessionId));
+  setHandler(stopQueuedSignal, (req) => void toStop.push(req));
   setHandler(buildDoneSignal, ({ sessionId }) => {
     if (running === sessionId) running = null;
     // A queued session that was stopped leaves the queue.
     const at = waiting.indexOf(sessionId);
     if (at >= 0) waiting.splice(at, 1);
+    started.delete(sessionId);
+    queuedAt.delete(sessionId);
   });
 
   const [repo, branch] = splitLabel(input.label);
 
   for (;;) {
     await condition(
-      () => arrived.length > 0 || (running === null && waiting.length > 0) || historyIsLong(input.historyLimit),
+      () =>
+        arrived.length > 0 ||
+        toWake.length > 0 ||
+        toStop.length > 0 ||
+        (running === null && waiting.length > 0) ||
+        historyIsLong(input.historyLimit),
     );
 
     if (arrived.length > 0) {
-      // Everything that arrived starts at once: each session sends `received` as soon as it
-      // runs, not after the starts of all those before it (a burst of 600 took half a minute
-      // one by one). The queue keeps their arrival order whatever order the starts end in.
       const seen = new Set<number>(waiting);
       if (running !== null) seen.add(running);
       const batch = arrived.splice(0).filter((req) => !seen.has(req.sessionId) && seen.add(req.sessionId)); // a repeated signal
-      // The usual case, one trigger for an idle suite: it starts with its turn, sparing a `go`
-      // signal and a workflow task on the way to its first test.
-      const goNow = running === null && waiting.length === 0 && batch.length === 1;
-      // Running before it starts: a build that ends at once may say so before the start returns.
-      if (goNow) running = batch[0]!.sessionId;
-      const started = await Promise.all(batch.map((req) => startSession(req.sessionId, goNow)));
-      batch.forEach((req, i) => {
-        if (!started[i]) {
-          if (goNow && running === req.sessionId) running = null; // a repeated signal: nothing new runs
-          return;
-        }
-        if (goNow) return;
+      for (const req of batch) {
+        queuedAt.set(req.sessionId, now());
         if (req.queuePosition === 'head') waiting.unshift(req.sessionId);
         else waiting.push(req.sessionId);
-      });
+      }
     }
+
+    if (toStop.length > 0) await Promise.all(toStop.splice(0).map(stopOne));
+
+    // Woken early: its workflow runs now and waits for its turn like any other.
+    const wake = toWake.splice(0).filter((id) => waiting.includes(id) && !started.has(id));
+    for (const id of wake) started.add(id);
+    await Promise.all(wake.map(async (id) => (await startSession(id, {})) || started.delete(id)));
 
     if (running === null && waiting.length > 0) {
       if (waiting.length > 1 && (await settings.suiteSettings(input.suiteId)).ciSquash) await squash();
-      running = waiting.shift()!;
-      try {
-        await getExternalWorkflowHandle(sessionWorkflowId(running)).signal(goSignal);
-      } catch (err) {
-        // The session is gone (it failed before its turn, or an operator terminated it): it
-        // will never say it is done, so do not wait for it; the next one goes.
-        log.warn('session gone before its turn; passing it over', { session: running, error: failureMessage(err) });
-        running = null;
+      const next = waiting.shift()!;
+      // Running before it starts: a build that ends at once may say so before the start returns.
+      running = next;
+      if (started.delete(next)) {
+        try {
+          await getExternalWorkflowHandle(sessionWorkflowId(next)).signal(goSignal);
+        } catch (err) {
+          // The session is gone (an operator terminated it): it will never say it is done.
+          log.warn('session gone before its turn; passing it over', { session: next, error: failureMessage(err) });
+          if (running === next) running = null;
+        }
+      } else if (!(await startSession(next, { go: true })) && running === next) {
+        running = null; // it had a workflow already (a repeated signal of an old session): nothing new runs
       }
     }
 
     // Signals that arrive while continuing are not lost: Temporal refuses to close the run while
     // it has unhandled signals, and replays this loop with them first.
-    if (historyIsLong(input.historyLimit) && arrived.length === 0) {
-      await continueAsNew<typeof suiteWorkflow>({ ...input, waiting, running });
+    if (historyIsLong(input.historyLimit) && arrived.length === 0 && toWake.length === 0 && toStop.length === 0) {
+      await continueAsNew<typeof suiteWorkflow>({ ...input, waiting, running, started: [...started], queuedAt: [...queuedAt] });
     }
+  }
+
+  /** A stop for a session that may have no workflow yet: one that waits ends as stopped at once. */
+  async function stopOne({ sessionId, stoppedBy }: { sessionId: number; stoppedBy: string }): Promise<void> {
+    const at = waiting.indexOf(sessionId);
+    if (at >= 0 && !started.has(sessionId)) {
+      waiting.splice(at, 1);
+      await startSession(sessionId, { stoppedBy });
+      return;
+    }
+    // Its workflow runs (or has ended, or it is not this suite's): the stop goes to it.
+    await getExternalWorkflowHandle(sessionWorkflowId(sessionId))
+      .signal(stopSignal, { stoppedBy })
+      .catch((err: unknown) => log.info('session to stop is gone', { session: sessionId, error: failureMessage(err) }));
   }
 
   /** CI squash: only the newest queued session builds; the others end, saying into which. */
@@ -110,25 +148,44 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
     const newest = Math.max(...waiting);
     const older = waiting.filter((id) => id !== newest);
     waiting.splice(0, waiting.length, newest);
-    await Promise.all(
-      older.map((id) =>
+    const withWorkflow = older.filter((id) => started.delete(id));
+    const without = older.filter((id) => !withWorkflow.includes(id));
+    for (const id of without) queuedAt.delete(id);
+    const batches: number[][] = [];
+    for (let i = 0; i < without.length; i += SQUASH_BATCH) batches.push(without.slice(i, i + SQUASH_BATCH));
+    await Promise.all([
+      ...withWorkflow.map((id) =>
         getExternalWorkflowHandle(sessionWorkflowId(id))
           .signal(squashedSignal, { into: newest })
           // Already gone (stopped): nothing to squash, and the others still must be.
           .catch((err: unknown) => log.info('queued session not squashed: already gone', { session: id, error: failureMessage(err) })),
       ),
-    );
+      ...batches.map((sessionIds) =>
+        startChild(squashedWorkflow, {
+          workflowId: squashedWorkflowId(sessionIds),
+          args: [{ suiteId: input.suiteId, sessionIds, into: newest }],
+          parentClosePolicy: ParentClosePolicy.ABANDON,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          staticSummary: `${input.label}: ${sessionIds.length} squashed into #${newest}`,
+        }).catch((err: unknown) => {
+          if ((err as Error).name !== 'WorkflowExecutionAlreadyStartedError') throw err;
+        }),
+      ),
+    ]);
   }
 
-  async function startSession(sessionId: number, go: boolean): Promise<boolean> {
+  /** False when the session has (or had) a workflow already: a session id builds once. */
+  async function startSession(sessionId: number, how: Pick<SessionWorkflowInput, 'go' | 'stoppedBy'>): Promise<boolean> {
+    const at = queuedAt.get(sessionId);
+    // Once started, the workflow keeps it: a session started early is no longer tracked here.
+    queuedAt.delete(sessionId);
     try {
       await startChild(sessionWorkflow, {
         workflowId: sessionWorkflowId(sessionId),
-        args: [{ sessionId, suiteId: input.suiteId, ...(go ? { go } : {}) }],
+        args: [{ sessionId, suiteId: input.suiteId, ...how, ...(at === undefined ? {} : { queuedAt: at }) }],
         // The session outlives this run when the suite continues-as-new, and it must finish
         // delivering its webhooks whatever happens to the suite.
         parentClosePolicy: ParentClosePolicy.ABANDON,
-        // A session id builds once: a repeated enqueue of a finished session must not rebuild it.
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         staticSummary: `${input.label} #${sessionId}`,
         typedSearchAttributes: [

@@ -57,7 +57,8 @@ const log = async (sessionId: number) =>
 
 it('the API delivers `received` at once; the lane then finds it delivered and sends nothing', async () => {
   const { sessionId, webhookId } = await sessionWithWebhook();
-  await announceReceived(deps(), sessionId);
+  // Settled: the session's workflow need not start before its turn.
+  expect(await announceReceived(deps(), sessionId)).toMatchObject({ settled: true });
   expect(receivedOf(sessionId).map((r) => (r.json as { event: string; status: string }).event)).toEqual(['received']);
   expect(await laneDelivers(sessionId, webhookId)).toMatchObject({ outcome: 'delivered', statusCode: 200 });
   expect(receivedOf(sessionId)).toHaveLength(1);
@@ -67,7 +68,8 @@ it('the API delivers `received` at once; the lane then finds it delivered and se
 it('a first attempt that failed is retried by the lane, as attempt 2, with the same xid', async () => {
   const { sessionId, webhookId } = await sessionWithWebhook();
   rx.respondWith(() => ({ status: 503, body: 'warming up' }));
-  await announceReceived(deps(), sessionId);
+  // Not settled: the API asks the suite to start the session's workflow now, for its lane.
+  expect(await announceReceived(deps(), sessionId)).toMatchObject({ settled: false });
   rx.respondWith(() => ({ status: 200, body: 'ok' }));
   // Due after the retry policy's first interval (100 ms here): the lane waits for it, through Temporal.
   const early = await laneDelivers(sessionId, webhookId).catch((err: Error) => err);

@@ -15,9 +15,9 @@ import type { Config, WebhookRetry } from '../../src/config';
 import type { PostRetry } from '../../src/core/retry';
 import { createPool, type Pool } from '../../src/db/pool';
 import { freePort } from '../../src/temporal/devServer';
-import { enqueueSession } from '../../src/temporal/enqueue';
+import { createEnqueuer, signalSuite } from '../../src/temporal/enqueue';
 import { stopSession } from '../../src/temporal/stop';
-import { announceReceived } from '../../src/delivery/received';
+import { announcer } from '../../src/api/announce';
 import { runRunner, type RunnerHandle } from '../../src/runner/run';
 import { runWorker, type WorkerHandle } from '../../src/worker/run';
 import { callAdmin } from './adminApi';
@@ -90,10 +90,12 @@ export async function startSluice(
   const app: FastifyInstance = buildApp({
     config,
     pool,
-    enqueue: (req) => enqueueSession(client, config, req),
-    stop: (sessionId, stoppedBy) => stopSession(client, sessionId, stoppedBy),
-    announceReceived: (sessionId) =>
-      announceReceived({ pool, config, secretKey: config.secretKey, allow: config.webhookAllow, maxRetryAfterMs: config.webhookRetry.maximumIntervalMs }, sessionId),
+    enqueue: createEnqueuer((reqs) => signalSuite(client, config, reqs)),
+    stop: (target, stoppedBy) => stopSession(client, target, stoppedBy),
+    announceReceived: announcer(
+      { pool, config, secretKey: config.secretKey, allow: config.webhookAllow, maxRetryAfterMs: config.webhookRetry.maximumIntervalMs },
+      client,
+    ),
   });
   await app.listen({ host: '127.0.0.1', port });
 

@@ -78,10 +78,11 @@ export function registerTriggerRoutes(scope: FastifyInstance, deps: ApiDeps): vo
     }
     const { guid } = accepted;
     if (accepted.decision === 'skip') request.log.info({ repo: repo.id, guid, reason: accepted.reason }, 'trigger skipped');
-    // Not awaited: the answer goes out first. A failure here costs only speed: the session's
-    // own delivery lane sends `received` whenever this did not.
+    // Sent after the answer is decided, not awaited (api/announce.ts; it waits only when too
+    // many are under way). A failure costs only speed: the session's own delivery lane sends
+    // `received` whenever this did not.
     for (const session of accepted.sessionIds) {
-      deps.announceReceived?.(session).catch((err: unknown) => request.log.warn({ err, session }, '`received` not sent by the API; the session will send it'));
+      await deps.announceReceived?.(session, (err) => request.log.warn({ err, session }, '`received` not sent by the API; the session will send it'));
     }
     return reply.code(200).send({ status: 0, guid, status_uri: `${deps.config.baseUrl}/ci_events/${guid}/guid` });
   });

@@ -11,7 +11,7 @@ import type { ApiDeps } from '../../app';
 import { HttpError, notFound, parseId, validate } from '../../http';
 import { loadSessionView, sessionListView } from '../../views';
 import { SESSION_STATUSES } from '../../../core/types';
-import { listSessions } from '../../../db/sessions';
+import { findSessionWithRepo, listSessions } from '../../../db/sessions';
 import { loadOrg } from './orgs';
 import { loadRepo } from './repos';
 
@@ -56,14 +56,17 @@ export function registerSessionRoutes(app: FastifyInstance, deps: ApiDeps): void
     const id = parseId(request.params.session, 'session');
     const { stopped_by } = validate(StopBody, request.body ?? {});
     if (!deps.stop) throw new HttpError(503, 'unavailable', 'stopping builds is not available here');
-    // A session queued a moment ago may not have its workflow yet (the suite starts it as it
-    // takes the trigger): try again briefly while the database still says it has not ended.
+    // A queued session has no workflow until its turn: its suite is asked then (temporal/stop.ts).
+    // A plan's part is not in the queue: its parent started it, and it may not be running yet.
+    const row = await findSessionWithRepo(deps.pool, id);
+    if (!row) throw notFound('session');
+    const target = { sessionId: id, suiteId: row.parent_id === null ? row.suite_id : null };
     const deadline = Date.now() + STOP_RETRY_MS;
     for (;;) {
       const view = await loadSessionView(deps.pool, deps.config, id);
       if (!view) throw notFound('session');
       if (FINAL.has(view.status)) throw new HttpError(409, 'conflict', `session ${id} already ended (${view.status})`, 'session');
-      if (await deps.stop(id, stopped_by)) return reply.code(202).send(view);
+      if (await deps.stop(target, stopped_by)) return reply.code(202).send(view);
       if (Date.now() > deadline) throw new HttpError(503, 'unavailable', `session ${id} could not be reached; try again`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }

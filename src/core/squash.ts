@@ -1,0 +1,21 @@
+import { emptyCounts } from './counts';
+import type { SessionSnapshot } from './payload';
+import type { Timing } from './types';
+
+/** CI squash's words for a session it ended: the report's reason and the `stop` event's. */
+export function squashReason(into: number): string {
+  return `squashed into session ${into} (CI squash builds only the newest queued trigger)`;
+}
+
+/**
+ * What the `received` and `stop` of a session CI squash ended in its batch say, from the
+ * timing recorded when it ended (db/sessions.ts `recordSquashed`).
+ */
+export function squashedSnapshots(ctx: { timing: Timing; receivedAt: number }): [SessionSnapshot, SessionSnapshot] {
+  const queued = { ci_received_at: ctx.receivedAt, queue_first_seen_at: ctx.timing.queue_first_seen_at ?? ctx.receivedAt };
+  const base = { counts: emptyCounts(), commitId: null, committers: [], stoppedBy: null };
+  return [
+    { ...base, status: 'queued', timing: queued },
+    { ...base, status: 'skipped', timing: { ...ctx.timing, ...queued } },
+  ];
+}
