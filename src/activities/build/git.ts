@@ -261,8 +261,9 @@ export async function fetchRepository(input: FetchRepositoryInput): Promise<Fetc
 
   try {
     await mkdir(input.workdir, { recursive: true });
+    let fresh = false;
     const fetchAndResolve = async () => {
-      await ensureRepository(ctx);
+      fresh = await ensureRepository(ctx);
       await gitOrThrow(
         ctx,
         ['fetch', '--quiet', '--prune', '--no-tags', '--force', '--', input.pullUrl, '+refs/heads/*:refs/remotes/origin/*', '+refs/tags/*:refs/tags/*', ...refspecs],
@@ -273,10 +274,9 @@ export async function fetchRepository(input: FetchRepositoryInput): Promise<Fetc
     const commitId = await withKeyFile(keyDir, keyFile, input.privateKey, fetchAndResolve, input.hostKeys);
     // Everything below is local: the key file is already gone.
     await gitOrThrow(ctx, ['checkout', '--quiet', '--force', '--detach', commitId], `could not check out ${commitId}`);
-    await gitOrThrow(ctx, ['clean', '-ffdxq'], `could not clean the working tree`);
-    const message = (await gitOrThrow(ctx, ['log', '-1', '--format=%B', commitId], 'could not read the commit')).trimEnd();
-    const committers = await listCommitters(ctx, commitId, input.since ?? null);
-    return { commitId, committers, message };
+    // A tree made just now has nothing to clean (each git process is ~10 ms of a build's start).
+    if (!fresh) await gitOrThrow(ctx, ['clean', '-ffdxq'], `could not clean the working tree`);
+    return { commitId, ...(await describeCommit(ctx, commitId, input.since ?? null)) };
   } finally {
     await rm(scratch.dir, { recursive: true, force: true });
   }
@@ -348,16 +348,20 @@ export async function withKeyFile<T>(keyDir: string, keyFile: string, privateKey
   }
 }
 
-/** `git init` unless `workdir` already holds a working repository; a broken `.git` is redone. */
-async function ensureRepository(ctx: GitContext): Promise<void> {
+/**
+ * `git init` unless `workdir` already holds a working repository; a broken `.git` is redone.
+ * True when the repository is new.
+ */
+async function ensureRepository(ctx: GitContext): Promise<boolean> {
   const gitDir = join(ctx.workdir, '.git');
   if (await exists(gitDir)) {
     const check = await runGit(ctx, ['rev-parse', '--is-inside-work-tree']);
-    if (check.ok && check.stdout.trim() === 'true') return;
+    if (check.ok && check.stdout.trim() === 'true') return false;
     // An interrupted first pull leaves a half-made .git: start over rather than fail forever.
     await rm(gitDir, { recursive: true, force: true });
   }
   await gitOrThrow(ctx, ['init', '--quiet', '--initial-branch=sluice-unused'], 'could not initialize the working tree');
+  return true;
 }
 
 async function resolveHead(ctx: GitContext, input: FetchRepositoryInput, url: string): Promise<string> {
@@ -382,14 +386,21 @@ async function resolveHead(ctx: GitContext, input: FetchRepositoryInput, url: st
   return commit;
 }
 
-/** Authors of `since..head` when `since` is a known ancestor, else the author of `head`. */
-async function listCommitters(ctx: GitContext, head: string, since: string | null): Promise<string[]> {
-  let range = ['-1', head];
+/**
+ * The message of `head`, and its committers: the authors of `since..head` when `since` is a
+ * known ancestor, else the author of `head` (then both come from one git process).
+ */
+async function describeCommit(ctx: GitContext, head: string, since: string | null): Promise<{ message: string; committers: string[] }> {
   if (since && isSafeRevision(since) && since !== head) {
     const base = await resolveCommit(ctx, since);
     const isAncestor = base ? (await runGit(ctx, ['merge-base', '--is-ancestor', base, head])).ok : false;
-    if (base && isAncestor) range = [`--max-count=${MAX_COMMITTER_COMMITS}`, `${base}..${head}`];
+    if (base && isAncestor) {
+      const message = (await gitOrThrow(ctx, ['log', '-1', '--format=%B', head], 'could not read the commit')).trimEnd();
+      const out = await gitOrThrow(ctx, ['log', '--format=%ae%x00%an', `--max-count=${MAX_COMMITTER_COMMITS}`, `${base}..${head}`, '--'], 'could not list committers');
+      return { message, committers: parseCommitters(out) };
+    }
   }
-  const out = await gitOrThrow(ctx, ['log', '--format=%ae%x00%an', ...range, '--'], 'could not list committers');
-  return parseCommitters(out);
+  const out = await gitOrThrow(ctx, ['log', '-1', '--format=%ae%x00%an%x00%B', head, '--'], 'could not read the commit');
+  const [email = '', name = '', ...body] = out.split('\0');
+  return { message: body.join('\0').trimEnd(), committers: parseCommitters(`${email}\0${name}`) };
 }
