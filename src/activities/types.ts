@@ -78,6 +78,12 @@ export interface CheckoutInput {
   head: string;
   /** Provider refs (pull requests) fetched too, so that a fork's commit can be checked out. */
   refspecs?: string[];
+  /**
+   * The profile that runs if the repository has no sluice.yml (the workflow knows it before the
+   * checkout): then its files are listed here, sparing the build a queueTests round trip. Not
+   * when the commit is `unlessCommit` (already built: nothing will run).
+   */
+  list?: { suiteId: number; profileName: string; pattern: string; unlessCommit: string | null };
 }
 
 /** What the session's first checkout found: the commit that builds, and the repository's sluice.yml. */
@@ -86,6 +92,8 @@ export interface CheckoutResult {
   committers: string[];
   message: string;
   repoConfig: RepoConfigResult;
+  /** Set when the checkout listed the files of `input.list` (queueTests' work, done). */
+  listed?: { profileName: string; pattern: string; total: number };
 }
 
 /**

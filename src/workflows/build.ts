@@ -13,7 +13,7 @@ import {
   ParentClosePolicy,
   startChild,
 } from '@temporalio/workflow';
-import type { CheckoutResult, RepoConfigResult, SessionContext, TreeRef } from '../activities/types';
+import type { CheckoutInput, CheckoutResult, RepoConfigResult, SessionContext, TreeRef } from '../activities/types';
 import { planStatus, sumCounts } from '../core/counts';
 import type { SessionSnapshot } from '../core/payload';
 import { resolveProfiles, type ResolvedProfile } from '../core/profiles';
@@ -67,6 +67,7 @@ export async function build(
       // A plan's sessions build exactly the commit their parent checked out.
       head: part?.commitId ?? ctx.head,
       refspecs: ctx.refspecs,
+      ...listAhead(ctx, part, lastBuiltCommit),
     });
     const tree: TreeRef = { sessionId: ctx.sessionId, repoId: ctx.repoId, branch: ctx.branch, commitId: checkout.commitId, refspecs: ctx.refspecs };
     outcome.tree = tree;
@@ -99,7 +100,8 @@ export async function build(
     }
     outcome.profile = { name: profile.name, workers: profile.workers };
     // From `test` on, the payload's `workers` is the number of runners the build uses.
-    const run = await runProfile(ctx, snap, tree, profile, (event, runners) => {
+    const listed = checkout.listed?.profileName === profile.name && checkout.listed.pattern === profile.test_pattern ? checkout.listed.total : null;
+    const run = await runProfile(ctx, snap, tree, profile, listed, (event, runners) => {
       outcome.profile = { name: profile.name, workers: runners };
       emit(event, outcome.profile);
     });
@@ -114,6 +116,20 @@ export async function build(
     outcome.reason = failureMessage(err);
   }
   return outcome;
+}
+
+/**
+ * The profile that runs when the repository has no sluice.yml, if the suite's settings alone
+ * say which (not a plan): the checkout then lists its files itself, one round trip fewer
+ * before the first test.
+ */
+function listAhead(ctx: SessionContext, part: PlanPart | undefined, lastBuiltCommit: string | null): Pick<CheckoutInput, 'list'> {
+  const unlessCommit = part || ctx.force ? null : lastBuiltCommit;
+  if (part) return { list: { suiteId: ctx.suiteId, profileName: part.profile.name, pattern: part.profile.test_pattern, unlessCommit } };
+  const chosen = chooseProfiles(ctx, { config: null });
+  if ('error' in chosen || chosen.isPlan) return {};
+  const profile = chosen.profiles[0]!;
+  return { list: { suiteId: ctx.suiteId, profileName: profile.name, pattern: profile.test_pattern, unlessCommit } };
 }
 
 /** Why this checkout needs no build, if it does not: already built, or a skip tag. */

@@ -26,10 +26,13 @@ export async function runProfile(
   snap: SessionSnapshot,
   tree: TreeRef,
   profile: ResolvedProfile,
+  /** The size of the list when the checkout made it already (CheckoutResult.listed). */
+  listed: number | null,
   /** Sends an event; `runners` is what its payload's `workers` says. */
   emit: (event: EventName, runners: number) => void,
 ): Promise<ProfileRun> {
-  const { total } = await runner(ctx).queueTests({ tree, suiteId: ctx.suiteId, profileName: profile.name, pattern: profile.test_pattern });
+  const { total } =
+    listed !== null ? { total: listed } : await runner(ctx).queueTests({ tree, suiteId: ctx.suiteId, profileName: profile.name, pattern: profile.test_pattern });
   // One lane per runner, never more lanes than files (the runner that listed none counts as one).
   const runners = Math.min(profile.workers, Math.max(total, 1));
   snap.counts = countTests(total, 0, []);

@@ -160,6 +160,34 @@ describe('queueTests', () => {
 });
 
 describe('checkout', () => {
+  const listOf = async (session: number) =>
+    (await h.db.pool.query<{ path: string }>('SELECT path FROM test_queue WHERE session_id = $1 ORDER BY position', [session])).rows.map((r) => r.path);
+
+  it("lists the files of the profile it is told about when the repository has no sluice.yml, sparing queueTests", async () => {
+    const session = await newSession('git');
+    const list = { suiteId: repos.git.suiteId, profileName: 'default', pattern: 'tests/*.sh', unlessCommit: null };
+    const got = await runActivity(() => activities.checkout({ sessionId: session, repoId: repos.git.id, branch: 'master', head: 'HEAD', list })).result;
+    expect(got).toMatchObject({ repoConfig: { config: null }, listed: { profileName: 'default', pattern: 'tests/*.sh', total: 3 } });
+    expect(await listOf(session)).toEqual(['tests/env.sh', 'tests/junit.sh', 'tests/long.sh']);
+  });
+
+  it('lists nothing for a commit already built, or when the list cannot be made (queueTests then says why)', async () => {
+    const built = await newSession('git');
+    const list = { suiteId: repos.git.suiteId, profileName: 'default', pattern: 'tests/*.sh', unlessCommit: repos.git.head };
+    const got = await runActivity(() => activities.checkout({ sessionId: built, repoId: repos.git.id, branch: 'master', head: 'HEAD', list })).result;
+    expect(got.listed).toBeUndefined();
+    expect(await listOf(built)).toEqual([]);
+
+    const capped = createBuildActivities({ config: { ...h.config, maxTestFiles: 2 }, pool: h.db.pool, runner: 'runner-under-test' });
+    const tooMany = await newSession('git');
+    const again = await runActivity(() =>
+      capped.checkout({ sessionId: tooMany, repoId: repos.git.id, branch: 'master', head: 'HEAD', list: { ...list, unlessCommit: null } }),
+    ).result;
+    expect(again).toMatchObject({ commitId: repos.git.head });
+    expect(again.listed).toBeUndefined();
+    expect(await listOf(tooMany)).toEqual([]);
+  });
+
   it('pulls an hg repository over SSH with its key, by the repository scm', async () => {
     const session = await newSession('hg', { branch: 'default' });
     const { rows } = await h.db.pool.query<{ head: string }>('SELECT head FROM sessions WHERE id = $1', [session]);

@@ -54,6 +54,32 @@ export function checkoutFailure(err: unknown): Error {
 export function createBuildActivities({ config, pool, runner, processGroups, runAs, sandbox }: BuildDeps) {
   const trees = treeDeps(config, pool);
 
+  /**
+   * The session's list of the files in `workdir` that match `pattern`, written to PostgreSQL
+   * (queueTests, or the checkout when it knows the profile); its size.
+   */
+  async function listTests(workdir: string, sessionId: number, suiteId: number, profileName: string, pattern: string): Promise<number> {
+    let paths: string[];
+    try {
+      paths = await discoverTests(workdir, pattern);
+    } catch (err) {
+      if (err instanceof InvalidPatternError) throw ApplicationFailure.nonRetryable(err.message, FAILURE_TYPES.invalidPattern);
+      throw err;
+    }
+    const max = config.maxTestFiles ?? DEFAULT_MAX_TEST_FILES;
+    if (paths.length > max) {
+      throw ApplicationFailure.nonRetryable(
+        `${paths.length} files match the test pattern ${JSON.stringify(pattern)}; a build runs at most ${max} (SLUICE_MAX_TEST_FILES)`,
+        FAILURE_TYPES.tooManyTestFiles,
+      );
+    }
+    const known = await recordedDurations(pool, suiteId, profileName, paths);
+    const files = paths.map((path) => ({ path, estimateMs: known.get(path) ?? null }));
+    // Stable: equal estimates keep discovery's (path) order.
+    files.sort((a, b) => (b.estimateMs ?? Infinity) - (a.estimateMs ?? Infinity) || 0);
+    return enqueueTests(pool, sessionId, files);
+  }
+
   return {
     /** The session's first checkout: which commit builds, who wrote it, and its sluice.yml. */
     async checkout(input: CheckoutInput): Promise<CheckoutResult> {
@@ -61,7 +87,15 @@ export function createBuildActivities({ config, pool, runner, processGroups, run
       const got = await withHeartbeat((signal) => fetchTree(trees, input, workdir, signal)).catch((err: unknown) => {
         throw checkoutFailure(err);
       });
-      return { commitId: got.commitId, committers: got.committers, message: got.message, repoConfig: await readRepoConfig(workdir) };
+      const result: CheckoutResult = { commitId: got.commitId, committers: got.committers, message: got.message, repoConfig: await readRepoConfig(workdir) };
+      const { list } = input;
+      if (list && 'config' in result.repoConfig && result.repoConfig.config === null && got.commitId !== list.unlessCommit) {
+        // A list that cannot be made (a bad pattern, too many files) is left to queueTests, whose
+        // failure the build reports in its place (a build skipped after all never gets there).
+        const total = await listTests(workdir, input.sessionId, list.suiteId, list.profileName, list.pattern).catch(() => null);
+        if (total !== null) result.listed = { profileName: list.profileName, pattern: list.pattern, total };
+      }
+      return result;
     },
 
     /**
@@ -74,25 +108,7 @@ export function createBuildActivities({ config, pool, runner, processGroups, run
       await withHeartbeat((signal) => ensureTree(trees, input.tree, workdir, 'pristine', signal)).catch((err: unknown) => {
         throw checkoutFailure(err);
       });
-      let paths: string[];
-      try {
-        paths = await discoverTests(workdir, input.pattern);
-      } catch (err) {
-        if (err instanceof InvalidPatternError) throw ApplicationFailure.nonRetryable(err.message, FAILURE_TYPES.invalidPattern);
-        throw err;
-      }
-      const max = config.maxTestFiles ?? DEFAULT_MAX_TEST_FILES;
-      if (paths.length > max) {
-        throw ApplicationFailure.nonRetryable(
-          `${paths.length} files match the test pattern ${JSON.stringify(input.pattern)}; a build runs at most ${max} (SLUICE_MAX_TEST_FILES)`,
-          FAILURE_TYPES.tooManyTestFiles,
-        );
-      }
-      const known = await recordedDurations(pool, input.suiteId, input.profileName, paths);
-      const files = paths.map((path) => ({ path, estimateMs: known.get(path) ?? null }));
-      // Stable: equal estimates keep discovery's (path) order.
-      files.sort((a, b) => (b.estimateMs ?? Infinity) - (a.estimateMs ?? Infinity) || 0);
-      return { total: await enqueueTests(pool, input.tree.sessionId, files) };
+      return { total: await listTests(workdir, input.tree.sessionId, input.suiteId, input.profileName, input.pattern) };
     },
 
     /** One lane: its own checkout, files from the shared list until none is left, its JUnit reports. */
