@@ -113,4 +113,9 @@ export default tseslint.config(
     files: ['**/*.js', '**/*.cjs'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
+  {
+    // Scripts the web pages load: they run in the browser.
+    files: ['src/api/web/assets/**/*.js'],
+    languageOptions: { globals: { ...globals.browser } },
+  },
 );

@@ -4,7 +4,7 @@
  * `dist/worker/main.js`, `dist/runner/main.js` and `dist/dev.js` run):
  *   1. compiles src/ with tsconfig.build.json (no tests);
  *   2. copies what tsc leaves behind: the SQL migrations (dist/db/migrations) and the web
- *      pages' templates (dist/api/web/views);
+ *      pages' templates and browser scripts (dist/api/web/views, dist/api/web/assets);
  *   3. bundles the workflow code once into dist/workflow-bundle.js, which workers load instead
  *      of running webpack at every start (src/worker/workflowBundle.ts).
  * It builds into a fresh directory beside dist/ and swaps it in at the end, so a failed build
@@ -32,6 +32,7 @@ async function main() {
     }
     // The web pages' Eta templates, read at run time beside the compiled code.
     fs.cpSync(path.join(root, 'src', 'api', 'web', 'views'), path.join(next, 'api', 'web', 'views'), { recursive: true });
+    fs.cpSync(path.join(root, 'src', 'api', 'web', 'assets'), path.join(next, 'api', 'web', 'assets'), { recursive: true });
     await require(path.join(next, 'worker', 'workflowBundle.js')).writeWorkflowBundle();
   } catch (err) {
     fs.rmSync(next, { recursive: true, force: true });

@@ -70,6 +70,8 @@ export interface TriggerEvent {
   sameRepository?: boolean;
   /** Commits the trigger announced, oldest first, head last; capped (see acceptTrigger). */
   commits?: TriggerCommit[];
+  /** Set on a rebuild (`POST /api/v1/sessions/:id/rebuild`): the session it builds again. */
+  rebuildOf?: number;
 }
 
 /**
@@ -93,6 +95,8 @@ export type TestStatus = (typeof TEST_STATUSES)[number];
 /** Final (and intermediate) status of a session. Only `passed` is named by the spec. */
 export const SESSION_STATUSES = ['queued', 'running', 'passed', 'failed', 'error', 'skipped', 'stopped'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
+/** Whether a session with this status has ended (it will not change again). */
+export const hasEnded = (status: string): boolean => status !== 'queued' && status !== 'running';
 
 export const COUNT_KEYS = ['notstarted', 'started', 'passed', 'failed', 'pending', 'skipped', 'error'] as const;
 export type Counts = Record<(typeof COUNT_KEYS)[number], number>;

@@ -1,6 +1,6 @@
 /**
  * Steering a suite's queue, end to end: stop (queued and building, killing the test's whole
- * process group), CI squash, queue_position head, and builds routed to a named queue.
+ * process group), rebuild, CI squash, queue_position head, and builds routed to a named queue.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -127,6 +127,53 @@ describe('stop', () => {
     });
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ field: 'stopped_by' });
+  });
+});
+
+describe('rebuild', () => {
+  const rebuild = async (session: number) => {
+    const res = await fetch(`${w.sluice.url}/api/v1/sessions/${session}/rebuild`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${w.sluice.config.adminToken}` },
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+
+  it('builds an ended session again, at the commit it built, even though that commit was built already', async () => {
+    const repo = await w.makeRepo({ 'a_test.sh': script('true') }, { suite });
+    const first = await w.build(repo, { env: { WHO: 'first' } });
+    const built = (await w.eventsOf(first.session)).at(-1)!;
+    expect(built).toMatchObject({ status: 'passed' });
+
+    // A plain trigger now would be skipped (nothing new); a rebuild is forced.
+    const res = await rebuild(first.session);
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ session: expect.any(Number), guid: expect.any(String), url: expect.stringContaining('/1/reports/') });
+    const again = (await w.eventsOf(res.body.session as number)).at(-1)!;
+    expect(again).toMatchObject({ status: 'passed', commit_id: built.commit_id, branch: 'master' });
+    const { rows } = await w.sluice.pool.query("SELECT e.trigger FROM ci_events e JOIN sessions s ON s.ci_event_id = e.id WHERE s.id = $1", [res.body.session]);
+    expect(rows[0].trigger).toMatchObject({ rebuildOf: first.session, force: true, head: built.commit_id, env: { WHO: 'first' } });
+  });
+
+  it('refuses a session still running (409), a plan\'s part (409) and an unknown one (404)', async () => {
+    const repo = await w.makeRepo({ 'slow_test.sh': script('sleep 300') }, { suite });
+    const running = await w.build(repo);
+    await eventually('the build to run', async () => (await status(running.session)) === 'running');
+    expect(await rebuild(running.session)).toMatchObject({ status: 409, body: { field: 'session' } });
+    await stop(running.session);
+    await w.eventsOf(running.session);
+    expect((await rebuild(999_999)).status).toBe(404);
+
+    const plan = await w.makeRepo(
+      { 'a/ok_test.sh': script('true'), 'b/ok_test.sh': script('true') },
+      { suite: { ...suite, profiles: [{ name: 'a', test_pattern: 'a/*_test.sh' }, { name: 'b', test_pattern: 'b/*_test.sh' }], plan: ['a', 'b'] } },
+    );
+    const parent = await w.build(plan);
+    await w.eventsOf(parent.session);
+    const { rows } = await w.sluice.pool.query('SELECT id FROM sessions WHERE parent_id = $1 ORDER BY id LIMIT 1', [parent.session]);
+    const part = await rebuild(rows[0].id);
+    expect(part).toMatchObject({ status: 409, body: { field: 'session' } });
+    expect(part.body.message).toContain(`rebuild session ${parent.session}`);
   });
 });
 

@@ -1,11 +1,12 @@
 /**
  * The web pages in a real browser: Debian's chromium driven by playwright-core (installed by
  * .ci/run; the browser is never downloaded). Sign-in with the admin token, the builds list of
- * real builds with its filters, the cookie's flags, CSRF, sign-out; screenshots of each page at
+ * real builds with its filters, the cookie's flags, CSRF, sign-out; a build's page with Stop
+ * and Rebuild; screenshots of each page at
  * a laptop's and a phone's size land in test/screenshots/ (not committed) for people to look at.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
@@ -100,8 +101,12 @@ if (!runs) console.warn(`web.test.ts skipped: no browser at ${CHROMIUM} (.ci/run
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.waitForURL(/repo=/);
     await expect(page.locator('tr[data-session]').count()).resolves.toBe(1);
+    // The link opens the build's page, which links its report.
     await row(passed.session).getByRole('link', { name: `#${passed.session}` }).click();
+    await page.waitForURL(`${w.sluice.url}/builds/${passed.session}`);
+    await page.getByRole('link', { name: 'Report' }).click();
     await page.waitForURL(new RegExp(`/1/reports/${passed.session}\\?token=`));
+    await page.goBack();
     await page.goBack();
 
     // A form post without its CSRF token is refused, even with the session cookie.
@@ -112,5 +117,61 @@ if (!runs) console.warn(`web.test.ts skipped: no browser at ${CHROMIUM} (.ci/run
     await page.waitForURL(/\/sign-in$/);
     await page.goto(`${w.sluice.url}/`);
     await page.waitForURL(/\/sign-in\?next=/);
+  });
+
+  it("shows a build's page live; Stop stops it as the signed-in user, Rebuild builds it again", async () => {
+    // The test waits for the release file, then exits with the code written in it.
+    const release = path.join(w.tmp, 'release-web');
+    const repo = await w.makeRepo(
+      { 'wait_test.sh': script(`for i in $(seq 1 1200); do [ -e ${release} ] && exit "$(cat ${release})"; sleep 0.05; done\nexit 1`) },
+      { suite: { branch: 'master', test_pattern: '*_test.sh' } },
+    );
+    const build = await w.build(repo);
+
+    // Signing in from the build's own address comes back to it.
+    await page.goto(`${w.sluice.url}/builds/${build.session}`);
+    await page.waitForURL(/\/sign-in\?next=%2Fbuilds%2F/);
+    await page.getByLabel('Your name').fill('Grace');
+    await page.getByLabel('Admin token').fill(w.sluice.config.adminToken);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${w.sluice.url}/builds/${build.session}`);
+    const status = page.locator('h1 [data-status]');
+    // Live: the page changes without a reload (a mark set now would be lost by one).
+    const mark = () => page.evaluate('window.sluiceMark = 1');
+    const stillMarked = () => page.evaluate('window.sluiceMark === 1');
+    await mark();
+    await page.locator('h1 [data-status]', { hasText: 'running' }).waitFor();
+    expect(await stillMarked()).toBe(true);
+    await expect(page.getByRole('button', { name: 'Rebuild' }).isVisible()).resolves.toBe(false);
+    await screenshots('build-running');
+
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await page.waitForURL(`${w.sluice.url}/builds/${build.session}`);
+    expect((await w.eventsOf(build.session)).at(-1)).toMatchObject({ status: 'stopped', stopped_by: 'Grace' });
+    await page.locator('h1 [data-status]', { hasText: 'stopped' }).waitFor();
+    await expect(page.getByText('stopped by Grace').count()).resolves.toBeGreaterThan(0);
+    await expect(page.getByRole('button', { name: 'Stop' }).isVisible()).resolves.toBe(false);
+
+    // Rebuild: a new build of the same trigger, whose page opens and follows it to its end.
+    await page.getByRole('button', { name: 'Rebuild' }).click();
+    await page.waitForURL((url) => /\/builds\/\d+$/.test(url.pathname) && url.pathname !== `/builds/${build.session}`);
+    const rebuilt = Number(new URL(page.url()).pathname.split('/').pop());
+    await mark();
+    await page.locator('h1 [data-status]', { hasText: 'running' }).waitFor();
+    await writeFile(release, '1');
+    expect((await w.eventsOf(rebuilt)).at(-1)).toMatchObject({ status: 'failed', branch: 'master' });
+    await page.locator('h1 [data-status]', { hasText: 'failed' }).waitFor();
+    await page.locator('tr[data-file="wait_test.sh"] .status', { hasText: 'failed' }).waitFor();
+    await expect(page.locator('[data-counts]').textContent()).resolves.toContain('1 failed');
+    await expect(page.getByRole('listitem').filter({ hasText: 'ci_received_at' }).count()).resolves.toBe(1);
+    await expect(page.getByRole('button', { name: 'Rebuild' }).isVisible()).resolves.toBe(true);
+    expect(await stillMarked()).toBe(true);
+    await expect(status.textContent()).resolves.toBe('failed');
+    await screenshots('build');
+
+    // An unknown build is a page that says so.
+    const missing = await page.goto(`${w.sluice.url}/builds/999999999`);
+    expect(missing?.status()).toBe(404);
+    await expect(page.getByRole('heading', { name: 'Not found' }).isVisible()).resolves.toBe(true);
   });
 });

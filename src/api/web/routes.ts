@@ -1,25 +1,30 @@
 /**
  * The web pages (issue 12), server-rendered with Eta templates (views/, escaped by default):
- * sign-in with the admin token, sign-out, and the builds list. Forms are protected against
+ * sign-in with the admin token, sign-out, the builds list, and a build's page with Stop and
+ * Rebuild. Forms are protected against
  * cross-site requests by a token (@fastify/csrf-protection) besides the SameSite=Strict cookie.
  * Pages read through the same db functions and views as the JSON API, never SQL of their own.
  */
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import fastifyCookie from '@fastify/cookie';
 import fastifyCsrf from '@fastify/csrf-protection';
 import fastifyFormbody from '@fastify/formbody';
+import fastifySse from '@fastify/sse';
 import { Eta } from 'eta';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { SESSION_STATUSES } from '../../core/types';
+import { hasEnded, SESSION_STATUSES } from '../../core/types';
 import { listSessions } from '../../db/sessions';
 import type { ApiDeps } from '../app';
 import { sameSecret } from '../auth';
-import { HttpError } from '../http';
+import { HttpError, parseId } from '../http';
 import { loadOrg } from '../routes/admin/orgs';
 import { loadRepo } from '../routes/admin/repos';
 import { SessionList } from '../routes/admin/sessions';
-import { sessionListView } from '../views';
+import { rebuildSession } from '../rebuild';
+import { loadSessionView, sessionListView, type SessionView } from '../views';
+import { requestStop } from '../stopSession';
 import { cookieOptions, cookieSecret, signedIn, signIn, signOut, type SignedIn } from './signIn';
 
 const eta = new Eta({ views: path.join(__dirname, 'views'), autoEscape: true, cache: true });
@@ -45,8 +50,36 @@ function page(reply: FastifyReply, template: string, data: Record<string, unknow
     .code(status)
     .type('text/html; charset=utf-8')
     .header('cache-control', 'no-store')
-    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+    .header(
+      'content-security-policy',
+      "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    )
     .send(eta.render(`./${template}`, data));
+}
+
+/** How often an open build page's stream reads the build. */
+const LIVE_POLL_MS = 1_000;
+
+/** What the build page shows that changes while it runs, as the page renders it and its stream sends it. */
+export function liveView(view: SessionView, canStopHere: boolean) {
+  const start = view.timing.ci_received_at ?? 0;
+  const c = view.counts;
+  const toGo = c.notstarted + c.started;
+  const ended = hasEnded(view.status);
+  return {
+    session: view.session,
+    status: view.status,
+    ended,
+    commit: view.commit_id ? view.commit_id.slice(0, 10) : 'commit not known yet',
+    reason: view.reason,
+    canStop: !ended && canStopHere,
+    canRebuild: ended && view.parent_session === undefined,
+    countsText: `${c.passed} passed, ${c.failed} failed, ${c.error} errors${toGo > 0 ? `, ${toGo} to go` : ''}`,
+    tests: view.tests.map((t) => ({ path: t.path, status: t.status, duration: formatDuration(t.duration_ms), runner: t.runner ?? '' })),
+    timeline: Object.entries(view.timing)
+      .sort((a, b) => a[1] - b[1])
+      .map(([key, at]) => ({ key, after: formatDuration(Math.round((at - start) * 1000)) })),
+  };
 }
 
 function formatDuration(ms: number | null): string {
@@ -60,6 +93,7 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps): Pr
   const { config, pool } = deps;
   // Awaited: the routes below use what these plugins add (csrfProtection, cookies).
   await web.register(fastifyFormbody);
+  await web.register(fastifySse, { heartbeatInterval: 15_000 });
   await web.register(fastifyCookie, { secret: cookieSecret(config) });
   await web.register(fastifyCsrf, { sessionPlugin: '@fastify/cookie', cookieKey: 'sluice_csrf', cookieOpts: { ...cookieOptions(config) } });
   // The token travels in the form (`_csrf`), so it is checked once the body is parsed.
@@ -132,5 +166,71 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps): Pr
           ).toString()}`
         : null;
     return page(reply, 'builds', { ...base, sessions, older, error: null });
+  });
+
+  /** A build: status, counts, files, timeline; Stop while it runs, Rebuild once it ended; live (assets/build.js). */
+  const buildPage = async (request: FastifyRequest, reply: FastifyReply, user: SignedIn, id: number, error: string | null, status = 200) => {
+    const view = await loadSessionView(pool, config, id);
+    if (!view) return page(reply, 'notFound', { title: 'Not found', user, csrf: reply.generateCsrf(), what: `build #${id}` }, 404);
+    return page(reply, 'build', { title: `Build #${id}`, user, csrf: reply.generateCsrf(), session: view, live: liveView(view, Boolean(deps.stop)), error }, status);
+  };
+
+  // The build as it changes, for the open page: read every LIVE_POLL_MS, sent when it differs,
+  // until it has ended or the page is closed (or the server is closing).
+  let closing = false;
+  web.addHook('preClose', async () => {
+    closing = true;
+  });
+  web.get<{ Params: { id: string } }>('/builds/:id/live', { sse: 'only' }, async (request, reply) => {
+    if (!signedIn(request)) throw new HttpError(401, 'unauthorized', 'sign in first');
+    const id = parseId(request.params.id, 'build');
+    let last = '';
+    while (reply.sse.isConnected && !closing) {
+      const view = await loadSessionView(pool, config, id);
+      if (!view) throw new HttpError(404, 'not found', `no build #${id}`);
+      const live = liveView(view, Boolean(deps.stop));
+      const text = JSON.stringify(live);
+      if (text !== last) await reply.sse.send({ event: 'build', data: live });
+      last = text;
+      if (live.ended) break;
+      await new Promise((resolve) => setTimeout(resolve, LIVE_POLL_MS));
+    }
+    reply.sse.close();
+  });
+
+  web.get('/assets/build.js', async (_request, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('cache-control', 'no-cache').send(await readFile(path.join(__dirname, 'assets', 'build.js'))),
+  );
+
+  web.get<{ Params: { id: string } }>('/builds/:id', async (request, reply) => {
+    const user = requireUser(request, reply);
+    if (!user) return reply;
+    return buildPage(request, reply, user, parseId(request.params.id, 'build'), null);
+  });
+
+  web.post<{ Params: { id: string } }>('/builds/:id/stop', csrf, async (request, reply) => {
+    const user = requireUser(request, reply);
+    if (!user) return reply;
+    const id = parseId(request.params.id, 'build');
+    try {
+      await requestStop(deps, id, user.name);
+    } catch (err) {
+      if (!(err instanceof HttpError)) throw err;
+      return buildPage(request, reply, user, id, err.message, err.statusCode);
+    }
+    return reply.code(303).header('location', `/builds/${id}`).send();
+  });
+
+  web.post<{ Params: { id: string } }>('/builds/:id/rebuild', csrf, async (request, reply) => {
+    const user = requireUser(request, reply);
+    if (!user) return reply;
+    const id = parseId(request.params.id, 'build');
+    try {
+      const { session } = await rebuildSession(deps, id, (err) => request.log.warn({ err, session: id }, '`received` not sent by the API'));
+      return reply.code(303).header('location', `/builds/${session}`).send();
+    } catch (err) {
+      if (!(err instanceof HttpError)) throw err;
+      return buildPage(request, reply, user, id, err.message, err.statusCode);
+    }
   });
 }

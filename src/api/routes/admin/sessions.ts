@@ -4,14 +4,18 @@
  * of a page) gives the next, older page.
  * `GET /api/v1/sessions/:session`: the session as the `stop` payload shows it, plus its tests.
  * `POST /api/v1/sessions/:session/stop {stopped_by}`: stop it, queued or building.
+ * `POST /api/v1/sessions/:session/rebuild`: build its trigger again, at the commit it built,
+ * forced: `201 {session, guid, url, status_uri}` of the new session (api/rebuild.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../../app';
-import { HttpError, notFound, parseId, validate } from '../../http';
+import { notFound, parseId, validate } from '../../http';
 import { loadSessionView, sessionListView } from '../../views';
 import { SESSION_STATUSES } from '../../../core/types';
-import { findSessionWithRepo, listSessions } from '../../../db/sessions';
+import { rebuildSession } from '../../rebuild';
+import { requestStop } from '../../stopSession';
+import { listSessions } from '../../../db/sessions';
 import { loadOrg } from './orgs';
 import { loadRepo } from './repos';
 
@@ -19,8 +23,6 @@ const StopBody = z.strictObject({
   // The handle or e-mail address of who stopped it (spec §2 `stopped_by`).
   stopped_by: z.string().trim().min(1).max(200),
 });
-
-const FINAL = new Set(['passed', 'failed', 'error', 'skipped', 'stopped']);
 
 export const SessionList = z.object({
   // An organization by id or name; a repository by id or `<org>/<name>`.
@@ -31,8 +33,6 @@ export const SessionList = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
   before: z.coerce.number().int().min(1).optional(),
 });
-
-const STOP_RETRY_MS = 10_000;
 
 export function registerSessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
   app.get('/sessions', async (request) => {
@@ -55,20 +55,13 @@ export function registerSessionRoutes(app: FastifyInstance, deps: ApiDeps): void
   app.post<{ Params: { session: string } }>('/sessions/:session/stop', async (request, reply) => {
     const id = parseId(request.params.session, 'session');
     const { stopped_by } = validate(StopBody, request.body ?? {});
-    if (!deps.stop) throw new HttpError(503, 'unavailable', 'stopping builds is not available here');
-    // A queued session has no workflow until its turn: its suite is asked then (temporal/stop.ts).
-    // A plan's part is not in the queue: its parent started it, and it may not be running yet.
-    const row = await findSessionWithRepo(deps.pool, id);
-    if (!row) throw notFound('session');
-    const target = { sessionId: id, suiteId: row.parent_id === null ? row.suite_id : null };
-    const deadline = Date.now() + STOP_RETRY_MS;
-    for (;;) {
-      const view = await loadSessionView(deps.pool, deps.config, id);
-      if (!view) throw notFound('session');
-      if (FINAL.has(view.status)) throw new HttpError(409, 'conflict', `session ${id} already ended (${view.status})`, 'session');
-      if (await deps.stop(target, stopped_by)) return reply.code(202).send(view);
-      if (Date.now() > deadline) throw new HttpError(503, 'unavailable', `session ${id} could not be reached; try again`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    return reply.code(202).send(await requestStop(deps, id, stopped_by));
+  });
+
+  app.post<{ Params: { session: string } }>('/sessions/:session/rebuild', async (request, reply) => {
+    const id = parseId(request.params.session, 'session');
+    const { session, guid } = await rebuildSession(deps, id, (err) => request.log.warn({ err, session: id }, '`received` not sent by the API; the session will send it'));
+    const view = await loadSessionView(deps.pool, deps.config, session);
+    return reply.code(201).send({ session, guid, url: view!.url, status_uri: `${deps.config.baseUrl}/ci_events/${guid}/guid` });
   });
 }
