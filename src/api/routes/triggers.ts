@@ -78,9 +78,9 @@ export function registerTriggerRoutes(scope: FastifyInstance, deps: ApiDeps): vo
     }
     const { guid } = accepted;
     if (accepted.decision === 'skip') request.log.info({ repo: repo.id, guid, reason: accepted.reason }, 'trigger skipped');
-    // Sent after the answer is decided, not awaited (api/announce.ts; it waits only when too
-    // many are under way). A failure costs only speed: the session's own delivery lane sends
-    // `received` whenever this did not.
+    // `received` starts now and goes on after the answer; the answer waits only while too many
+    // are under way (api/announce.ts: backpressure). A failure costs only speed: the session's
+    // own delivery lane sends `received` whenever this did not.
     for (const session of accepted.sessionIds) {
       await deps.announceReceived?.(session, (err) => request.log.warn({ err, session }, '`received` not sent by the API; the session will send it'));
     }
