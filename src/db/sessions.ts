@@ -268,6 +268,28 @@ export async function listTestsPage(db: Db, sessionId: number, page: { limit: nu
   return rows;
 }
 
+/**
+ * The files of a session that failed or erred, by path, at most `limit`, each with the last
+ * `tailChars` characters of its output (where a failure usually says why): the build page.
+ */
+export async function listFailedOutputs(db: Db, sessionId: number, limit: number, tailChars: number): Promise<{ path: string; status: string; output: string }[]> {
+  const { rows } = await db.query<{ path: string; status: string; output: string }>(
+    `SELECT path, status, right(output, $3) AS output FROM test_results
+      WHERE session_id = $1 AND status IN ('failed', 'error') ORDER BY path LIMIT $2`,
+    [sessionId, limit, tailChars],
+  );
+  return rows;
+}
+
+/** A plan's parts, one per profile, in the plan's order (they were made in it). */
+export async function listPlanParts(db: Db, parentId: number): Promise<{ id: number; profile_name: string; status: string }[]> {
+  const { rows } = await db.query<{ id: string; profile_name: string; status: string }>(
+    'SELECT id, profile_name, status FROM sessions WHERE parent_id = $1 ORDER BY id',
+    [parentId],
+  );
+  return rows.map((r) => ({ ...r, id: Number(r.id) }));
+}
+
 /** How many test files a session has stored results for. */
 export async function countTests(db: Db, sessionId: number): Promise<number> {
   const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM test_results WHERE session_id = $1', [sessionId]);

@@ -123,7 +123,7 @@ if (!runs) console.warn(`web.test.ts skipped: no browser at ${CHROMIUM} (.ci/run
     // The test waits for the release file, then exits with the code written in it.
     const release = path.join(w.tmp, 'release-web');
     const repo = await w.makeRepo(
-      { 'wait_test.sh': script(`for i in $(seq 1 1200); do [ -e ${release} ] && exit "$(cat ${release})"; sleep 0.05; done\nexit 1`) },
+      { 'wait_test.sh': script(`for i in $(seq 1 1200); do [ -e ${release} ] && { echo "the release says $(cat ${release})"; exit "$(cat ${release})"; }; sleep 0.05; done\nexit 1`) },
       { suite: { branch: 'master', test_pattern: '*_test.sh' } },
     );
     const build = await w.build(repo);
@@ -163,11 +163,38 @@ if (!runs) console.warn(`web.test.ts skipped: no browser at ${CHROMIUM} (.ci/run
     await page.locator('h1 [data-status]', { hasText: 'failed' }).waitFor();
     await page.locator('tr[data-file="wait_test.sh"] .status', { hasText: 'failed' }).waitFor();
     await expect(page.locator('[data-counts]').textContent()).resolves.toContain('1 failed');
+    // The failure's output comes first, as it arrived.
+    await page.locator('[data-failures] pre', { hasText: 'the release says 1' }).waitFor();
     await expect(page.getByRole('listitem').filter({ hasText: 'ci_received_at' }).count()).resolves.toBe(1);
     await expect(page.getByRole('button', { name: 'Rebuild' }).isVisible()).resolves.toBe(true);
     expect(await stillMarked()).toBe(true);
     await expect(status.textContent()).resolves.toBe('failed');
     await screenshots('build');
+
+    // A plan's page lists its parts, each linking back to it.
+    const plan = await w.makeRepo(
+      { 'a/ok_test.sh': script('true'), 'b/ok_test.sh': script('true') },
+      {
+        suite: {
+          branch: 'master',
+          test_pattern: '*_test.sh',
+          profiles: [
+            { name: 'a', test_pattern: 'a/*_test.sh' },
+            { name: 'b', test_pattern: 'b/*_test.sh' },
+          ],
+          plan: ['a', 'b'],
+        },
+      },
+    );
+    const parent = await w.build(plan);
+    await w.eventsOf(parent.session);
+    await page.goto(`${w.sluice.url}/builds/${parent.session}`);
+    const parts = page.locator('[data-parts] li');
+    await expect(parts.count()).resolves.toBe(2);
+    await expect(parts.allTextContents()).resolves.toEqual([expect.stringMatching(/#\d+ a passed/), expect.stringMatching(/#\d+ b passed/)]);
+    await parts.first().getByRole('link').click();
+    await page.getByRole('link', { name: `build #${parent.session}` }).waitFor();
+    await expect(page.getByRole('button', { name: 'Rebuild' }).isVisible()).resolves.toBe(false); // a part: rebuild its parent
 
     // An unknown build is a page that says so.
     const missing = await page.goto(`${w.sluice.url}/builds/999999999`);

@@ -15,7 +15,7 @@ import { Eta } from 'eta';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { hasEnded, SESSION_STATUSES } from '../../core/types';
-import { listSessions } from '../../db/sessions';
+import { listFailedOutputs, listPlanParts, listSessions } from '../../db/sessions';
 import type { ApiDeps } from '../app';
 import { sameSecret } from '../auth';
 import { HttpError, parseId } from '../http';
@@ -23,7 +23,7 @@ import { loadOrg } from '../routes/admin/orgs';
 import { loadRepo } from '../routes/admin/repos';
 import { SessionList } from '../routes/admin/sessions';
 import { rebuildSession } from '../rebuild';
-import { loadSessionView, sessionListView, type SessionView } from '../views';
+import { loadSessionView, sessionListView } from '../views';
 import { requestStop } from '../stopSession';
 import { cookieOptions, cookieSecret, signedIn, signIn, signOut, type SignedIn } from './signIn';
 
@@ -60,8 +60,34 @@ function page(reply: FastifyReply, template: string, data: Record<string, unknow
 /** How often an open build page's stream reads the build. */
 const LIVE_POLL_MS = 1_000;
 
+/** Spec §6's timing keys in their order (`package_setup` is listed twice there). */
+const TIMING_ORDER = [
+  'ci_received_at', 'queue_first_seen_at', 'queue_first_allowed_at', 'workers_assigned_at', 'setup', 'package_setup', 'services_setup',
+  'setup_hooks', 'worker_hooks', 'exec', 'post_build', 'artifact_collect', 'done', 'setup_post_hooks', 'capture_cache', 'setup_cache',
+  'worker_rendezvous', 'post_build_hook',
+];
+const timingRank = (key: string): number => (TIMING_ORDER.includes(key) ? TIMING_ORDER.indexOf(key) : TIMING_ORDER.length);
+
+/** Failed files whose output the build page shows first, and how much of each (the report has it all). */
+const FAILURES_SHOWN = 20;
+const FAILURE_TAIL_CHARS = 4_000;
+
+/** A build as its page shows it: the session, a plan's parts, the failures' output; undefined if there is none. */
+async function loadBuild(pool: ApiDeps['pool'], config: ApiDeps['config'], id: number) {
+  const view = await loadSessionView(pool, config, id);
+  if (!view) return undefined;
+  const [parts, failures] = await Promise.all([
+    listPlanParts(pool, id),
+    view.counts.failed + view.counts.error > 0 ? listFailedOutputs(pool, id, FAILURES_SHOWN, FAILURE_TAIL_CHARS) : [],
+  ]);
+  return { view, parts, failures };
+}
+
 /** What the build page shows that changes while it runs, as the page renders it and its stream sends it. */
-export function liveView(view: SessionView, canStopHere: boolean) {
+export function liveView(
+  { view, parts, failures }: NonNullable<Awaited<ReturnType<typeof loadBuild>>>,
+  canStopHere: boolean,
+) {
   const start = view.timing.ci_received_at ?? 0;
   const c = view.counts;
   const toGo = c.notstarted + c.started;
@@ -76,8 +102,11 @@ export function liveView(view: SessionView, canStopHere: boolean) {
     canRebuild: ended && view.parent_session === undefined,
     countsText: `${c.passed} passed, ${c.failed} failed, ${c.error} errors${toGo > 0 ? `, ${toGo} to go` : ''}`,
     tests: view.tests.map((t) => ({ path: t.path, status: t.status, duration: formatDuration(t.duration_ms), runner: t.runner ?? '' })),
+    parts: parts.map((p) => ({ session: p.id, profile: p.profile_name, status: p.status })),
+    failures,
     timeline: Object.entries(view.timing)
-      .sort((a, b) => a[1] - b[1])
+      // By time; keys recorded in the same instant in the order spec §6 lists them.
+      .sort((a, b) => a[1] - b[1] || timingRank(a[0]) - timingRank(b[0]))
       .map(([key, at]) => ({ key, after: formatDuration(Math.round((at - start) * 1000)) })),
   };
 }
@@ -170,9 +199,9 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps): Pr
 
   /** A build: status, counts, files, timeline; Stop while it runs, Rebuild once it ended; live (assets/build.js). */
   const buildPage = async (request: FastifyRequest, reply: FastifyReply, user: SignedIn, id: number, error: string | null, status = 200) => {
-    const view = await loadSessionView(pool, config, id);
-    if (!view) return page(reply, 'notFound', { title: 'Not found', user, csrf: reply.generateCsrf(), what: `build #${id}` }, 404);
-    return page(reply, 'build', { title: `Build #${id}`, user, csrf: reply.generateCsrf(), session: view, live: liveView(view, Boolean(deps.stop)), error }, status);
+    const build = await loadBuild(pool, config, id);
+    if (!build) return page(reply, 'notFound', { title: 'Not found', user, csrf: reply.generateCsrf(), what: `build #${id}` }, 404);
+    return page(reply, 'build', { title: `Build #${id}`, user, csrf: reply.generateCsrf(), session: build.view, live: liveView(build, Boolean(deps.stop)), error }, status);
   };
 
   // The build as it changes, for the open page: read every LIVE_POLL_MS, sent when it differs,
@@ -186,9 +215,9 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps): Pr
     const id = parseId(request.params.id, 'build');
     let last = '';
     while (reply.sse.isConnected && !closing) {
-      const view = await loadSessionView(pool, config, id);
-      if (!view) throw new HttpError(404, 'not found', `no build #${id}`);
-      const live = liveView(view, Boolean(deps.stop));
+      const build = await loadBuild(pool, config, id);
+      if (!build) throw new HttpError(404, 'not found', `no build #${id}`);
+      const live = liveView(build, Boolean(deps.stop));
       const text = JSON.stringify(live);
       if (text !== last) await reply.sse.send({ event: 'build', data: live });
       last = text;

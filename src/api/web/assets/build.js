@@ -11,6 +11,12 @@
     td.textContent = text;
     return td;
   };
+  const statusSpan = (status) => {
+    const span = document.createElement('span');
+    span.className = `status status-${status}`;
+    span.textContent = status;
+    return span;
+  };
   const source = new EventSource(root.dataset.live);
   source.addEventListener('build', (event) => {
     const b = JSON.parse(event.data);
@@ -33,10 +39,7 @@
         code.textContent = t.path;
         file.append(code);
         const state = cell('Status', '');
-        const span = document.createElement('span');
-        span.className = `status status-${t.status}`;
-        span.textContent = t.status;
-        state.append(span);
+        state.append(statusSpan(t.status));
         tr.append(file, state, cell('Duration', t.duration), cell('Runner', t.runner, 'muted'));
         return tr;
       }),
@@ -51,6 +54,32 @@
         after.textContent = `+${step.after}`;
         li.append(key, ' ', after);
         return li;
+      }),
+    );
+    $('[data-parts-section]').hidden = b.parts.length === 0;
+    $('[data-parts]').replaceChildren(
+      ...b.parts.map((p) => {
+        const li = document.createElement('li');
+        const link = document.createElement('a');
+        link.href = `/builds/${p.session}`;
+        link.textContent = `#${p.session}`;
+        li.append(link, ` ${p.profile} `, statusSpan(p.status));
+        return li;
+      }),
+    );
+    $('[data-failures-section]').hidden = b.failures.length === 0;
+    $('[data-failures]').replaceChildren(
+      ...b.failures.map((f) => {
+        const article = document.createElement('article');
+        article.className = 'failure';
+        const title = document.createElement('h3');
+        const code = document.createElement('code');
+        code.textContent = f.path;
+        title.append(code, ' ', statusSpan(f.status));
+        const pre = document.createElement('pre');
+        pre.textContent = f.output;
+        article.append(title, pre);
+        return article;
       }),
     );
     document.title = `Build #${b.session} (${b.status}) · Sluice`;
