@@ -1,3 +1,4 @@
+import { emptyCounts } from './counts';
 import type { Counts, EventName, OutgoingPayload, SessionStatus, Timing } from './types';
 
 /** What a payload says about the session that does not change while it runs. */
@@ -21,6 +22,11 @@ export interface SessionSnapshot {
   committers: readonly string[];
   timing: Timing;
   stoppedBy: string | null;
+}
+
+/** A session as it stands in the queue, before anything ran: what its `received` says. */
+export function queuedSnapshot(timing: Timing, stoppedBy: string | null = null): SessionSnapshot {
+  return { status: 'queued', counts: emptyCounts(), commitId: null, committers: [], timing, stoppedBy };
 }
 
 /**

@@ -1,5 +1,4 @@
-import { emptyCounts } from './counts';
-import type { SessionSnapshot } from './payload';
+import { queuedSnapshot, type SessionSnapshot } from './payload';
 import type { Timing } from './types';
 
 /** CI squash's words for a session it ended: the report's reason and the `stop` event's. */
@@ -13,9 +12,5 @@ export function squashReason(into: number): string {
  */
 export function squashedSnapshots(ctx: { timing: Timing; receivedAt: number }): [SessionSnapshot, SessionSnapshot] {
   const queued = { ci_received_at: ctx.receivedAt, queue_first_seen_at: ctx.timing.queue_first_seen_at ?? ctx.receivedAt };
-  const base = { counts: emptyCounts(), commitId: null, committers: [], stoppedBy: null };
-  return [
-    { ...base, status: 'queued', timing: queued },
-    { ...base, status: 'skipped', timing: { ...ctx.timing, ...queued } },
-  ];
+  return [queuedSnapshot(queued), { ...queuedSnapshot({ ...ctx.timing, ...queued }), status: 'skipped' }];
 }

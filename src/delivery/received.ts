@@ -10,8 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config';
-import { emptyCounts } from '../core/counts';
-import { buildPayload, epochSeconds } from '../core/payload';
+import { buildPayload, epochSeconds, queuedSnapshot } from '../core/payload';
 import { loadSessionContext } from '../db/sessionContext';
 import type { DeliverDeps } from './attempt';
 import { firstAttempt } from './firstAttempt';
@@ -30,14 +29,7 @@ export interface Announced {
 export async function announceReceived(deps: DeliverDeps & { config: Config }, sessionId: number): Promise<Announced> {
   const ctx = await loadSessionContext(deps.pool, deps.config, sessionId);
   const now = new Date();
-  const snap = {
-    status: 'queued' as const,
-    counts: emptyCounts(),
-    commitId: null,
-    committers: [],
-    timing: { ci_received_at: ctx.receivedAt, queue_first_seen_at: epochSeconds(now.getTime()) },
-    stoppedBy: null,
-  };
+  const snap = queuedSnapshot({ ci_received_at: ctx.receivedAt, queue_first_seen_at: epochSeconds(now.getTime()) });
   const outcomes = await Promise.all(
     ctx.webhookIds.map((webhookId) =>
       firstAttempt(deps, {

@@ -10,7 +10,7 @@
 import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, setHandler, uuid4 } from '@temporalio/workflow';
 import { emptyCounts } from '../core/counts';
 import { squashReason } from '../core/squash';
-import { buildPayload, type SessionSnapshot } from '../core/payload';
+import { buildPayload, queuedSnapshot, type SessionSnapshot } from '../core/payload';
 import type { EventName } from '../core/types';
 import { build, type Emit, type Outcome, type SessionProfile, type SessionResult } from './build';
 import { openDeliveryLanes } from './deliveryLanes';
@@ -33,14 +33,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
     await tellSuite();
     return { status: ctx.status, counts: emptyCounts() };
   }
-  const snap: SessionSnapshot = {
-    status: 'queued',
-    counts: emptyCounts(),
-    commitId: null,
-    committers: [],
-    timing: { ci_received_at: ctx.receivedAt, queue_first_seen_at: input.queuedAt ?? now() },
-    stoppedBy: input.stoppedBy ?? null,
-  };
+  const snap: SessionSnapshot = queuedSnapshot({ ci_received_at: ctx.receivedAt, queue_first_seen_at: input.queuedAt ?? now() }, input.stoppedBy ?? null);
   const lanes = openDeliveryLanes(ctx.webhookIds, ctx.sessionId, ctx.settings.webhookRetry);
   // Until the build chooses a profile (and for a plan's parent, which runs none of its own),
   // the session names the one it was queued with.

@@ -7,53 +7,35 @@
 import { randomUUID } from 'node:crypto';
 import { createDeliverActivity } from '../../src/activities/delivery';
 import type { DeliverInput } from '../../src/activities/types';
-import type { Config } from '../../src/config';
 import { emptyCounts } from '../../src/core/counts';
 import { buildPayload } from '../../src/core/payload';
 import { claimFirstAttempt } from '../../src/db/deliveries';
 import { loadSessionContext } from '../../src/db/sessionContext';
-import { closeDefaultAgent } from '../../src/delivery/send';
 import { announceReceived } from '../../src/delivery/received';
-import { parseAllowList } from '../../src/delivery/ssrf';
 import { runActivity } from '../support/activityContext';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { insertPostSession, postTestConfig } from '../support/postSession';
-import { startReceiver, type Receiver } from '../support/receiver';
+import { useDeliveryHarness } from '../support/deliveryHarness';
+import { insertPostSession } from '../support/postSession';
 
-let db: TestDatabase;
-let rx: Receiver;
-let config: Config;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  config = postTestConfig(db.url, { webhookAllow: parseAllowList('127.0.0.0/8') });
-  rx = await startReceiver();
-});
-afterAll(async () => {
-  await rx?.close();
-  await closeDefaultAgent();
-  await db?.drop();
-});
-
-const deps = () => ({ pool: db.pool, config, secretKey: config.secretKey, allow: config.webhookAllow, timeoutMs: 2_000 });
+const h = useDeliveryHarness();
+const deps = () => h.deps();
 
 async function sessionWithWebhook(): Promise<{ sessionId: number; webhookId: number }> {
-  const s = await insertPostSession(db.pool, config.secretKey);
-  const { rows } = await db.pool.query<{ id: string }>('INSERT INTO webhooks (org_id, url) VALUES ($1, $2) RETURNING id', [s.orgId, rx.url]);
+  const s = await insertPostSession(h.db.pool, h.config.secretKey);
+  const { rows } = await h.db.pool.query<{ id: string }>('INSERT INTO webhooks (org_id, url) VALUES ($1, $2) RETURNING id', [s.orgId, h.rx.url]);
   return { sessionId: s.sessionId, webhookId: Number(rows[0]!.id) };
 }
 
 /** The session workflow's lane: `received` as it would build it, through the activity, as attempt `attempt` of Temporal's. */
 async function laneDelivers(sessionId: number, webhookId: number, attempt = 1) {
-  const ctx = await loadSessionContext(db.pool, config, sessionId);
+  const ctx = await loadSessionContext(h.db.pool, h.config, sessionId);
   const snap = { status: 'queued' as const, counts: emptyCounts(), commitId: null, committers: [], timing: {}, stoppedBy: null };
   const input: DeliverInput = { webhookId, sessionId, payload: buildPayload('received', ctx, snap, randomUUID(), new Date()), maxAttempts: 3, claimFirst: true };
   return runActivity(() => createDeliverActivity(deps())(input), { attempt }).result;
 }
 
-const receivedOf = (sessionId: number) => rx.requests.filter((r) => (r.json as { session?: number; event?: string })?.session === sessionId);
+const receivedOf = (sessionId: number) => h.rx.requests.filter((r) => (r.json as { session?: number; event?: string })?.session === sessionId);
 const log = async (sessionId: number) =>
-  (await db.pool.query<{ attempt: number; outcome: string; xid: string }>("SELECT attempt, outcome, xid FROM deliveries WHERE session_id = $1 AND event = 'received' ORDER BY id", [sessionId])).rows;
+  (await h.db.pool.query<{ attempt: number; outcome: string; xid: string }>("SELECT attempt, outcome, xid FROM deliveries WHERE session_id = $1 AND event = 'received' ORDER BY id", [sessionId])).rows;
 
 it('the API delivers `received` at once; the lane then finds it delivered and sends nothing', async () => {
   const { sessionId, webhookId } = await sessionWithWebhook();
@@ -67,10 +49,10 @@ it('the API delivers `received` at once; the lane then finds it delivered and se
 
 it('a first attempt that failed is retried by the lane, as attempt 2, with the same xid', async () => {
   const { sessionId, webhookId } = await sessionWithWebhook();
-  rx.respondWith(() => ({ status: 503, body: 'warming up' }));
+  h.rx.respondWith(() => ({ status: 503, body: 'warming up' }));
   // Not settled: the API asks the suite to start the session's workflow now, for its lane.
   expect(await announceReceived(deps(), sessionId)).toMatchObject({ settled: false });
-  rx.respondWith(() => ({ status: 200, body: 'ok' }));
+  h.rx.respondWith(() => ({ status: 200, body: 'ok' }));
   // Due after the retry policy's first interval (100 ms here): the lane waits for it, through Temporal.
   const early = await laneDelivers(sessionId, webhookId).catch((err: Error) => err);
   if (early instanceof Error) expect(early.message).toMatch(/attempt 2 is due in \d+ ms/);
@@ -88,14 +70,14 @@ it('a first attempt that failed is retried by the lane, as attempt 2, with the s
 it('a claim whose holder never logged an attempt is taken over; one with an attempt is not', async () => {
   const silent = await sessionWithWebhook();
   const key = { sessionId: silent.sessionId, webhookId: silent.webhookId, event: 'received' };
-  expect(await claimFirstAttempt(db.pool, key, 60_000)).toBe(true);
-  expect(await claimFirstAttempt(db.pool, key, 60_000)).toBe(false);
+  expect(await claimFirstAttempt(h.db.pool, key, 60_000)).toBe(true);
+  expect(await claimFirstAttempt(h.db.pool, key, 60_000)).toBe(false);
   // The holder died before it could send: after the take-over delay, the next caller has it.
   await new Promise((r) => setTimeout(r, 20));
-  expect(await claimFirstAttempt(db.pool, key, 10)).toBe(true);
+  expect(await claimFirstAttempt(h.db.pool, key, 10)).toBe(true);
 
   const sent = await sessionWithWebhook();
   await announceReceived(deps(), sent.sessionId);
   await new Promise((r) => setTimeout(r, 20));
-  expect(await claimFirstAttempt(db.pool, { sessionId: sent.sessionId, webhookId: sent.webhookId, event: 'received' }, 10)).toBe(false);
+  expect(await claimFirstAttempt(h.db.pool, { sessionId: sent.sessionId, webhookId: sent.webhookId, event: 'received' }, 10)).toBe(false);
 });

@@ -8,44 +8,26 @@
 import { randomUUID } from 'node:crypto';
 import { createDeliverActivity } from '../../src/activities/delivery';
 import type { DeliverInput } from '../../src/activities/types';
-import type { Config } from '../../src/config';
 import { buildPayload } from '../../src/core/payload';
 import { squashedSnapshots } from '../../src/core/squash';
 import { loadSessionContext } from '../../src/db/sessionContext';
-import { closeDefaultAgent } from '../../src/delivery/send';
 import { announceReceived } from '../../src/delivery/received';
 import { endSquashedSessions } from '../../src/delivery/squashed';
-import { parseAllowList } from '../../src/delivery/ssrf';
 import { runActivity } from '../support/activityContext';
-import { createTestDatabase, type TestDatabase } from '../support/db';
-import { insertPostSession, postTestConfig } from '../support/postSession';
-import { startReceiver, type Receiver } from '../support/receiver';
+import { useDeliveryHarness } from '../support/deliveryHarness';
+import { insertPostSession } from '../support/postSession';
 
-let db: TestDatabase;
-let rx: Receiver;
-let config: Config;
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  config = postTestConfig(db.url, { webhookAllow: parseAllowList('127.0.0.0/8') });
-  rx = await startReceiver();
-});
-afterEach(() => rx.respondWith(() => ({ status: 200, body: 'ok' })));
-afterAll(async () => {
-  await rx?.close();
-  await closeDefaultAgent();
-  await db?.drop();
-});
-
-const deps = () => ({ pool: db.pool, config, secretKey: config.secretKey, allow: config.webhookAllow, timeoutMs: 2_000 });
+const h = useDeliveryHarness();
+const deps = () => h.deps();
+afterEach(() => h.rx.respondWith(() => ({ status: 200, body: 'ok' })));
 
 /** `count` queued sessions of one suite, and a newer one they are squashed into; one webhook. */
 async function queuedSessions(count: number): Promise<{ ids: number[]; into: number; webhookId: number }> {
-  const first = await insertPostSession(db.pool, config.secretKey);
-  const { rows: hook } = await db.pool.query<{ id: string }>('INSERT INTO webhooks (org_id, url) VALUES ($1, $2) RETURNING id', [first.orgId, rx.url]);
+  const first = await insertPostSession(h.db.pool, h.config.secretKey);
+  const { rows: hook } = await h.db.pool.query<{ id: string }>('INSERT INTO webhooks (org_id, url) VALUES ($1, $2) RETURNING id', [first.orgId, h.rx.url]);
   const ids = [first.sessionId];
   for (let i = 0; i < count; i++) {
-    const { rows } = await db.pool.query<{ id: number }>(
+    const { rows } = await h.db.pool.query<{ id: number }>(
       `INSERT INTO sessions (ci_event_id, suite_id, branch, head) SELECT ci_event_id, suite_id, branch, head FROM sessions WHERE id = $1 RETURNING id`,
       [first.sessionId],
     );
@@ -56,10 +38,10 @@ async function queuedSessions(count: number): Promise<{ ids: number[]; into: num
 }
 
 const eventsOf = (sessionId: number) =>
-  rx.requests.map((r) => r.json as { session?: number; event?: string; status?: string; xid?: string }).filter((p) => p?.session === sessionId);
+  h.rx.requests.map((r) => r.json as { session?: number; event?: string; status?: string; xid?: string }).filter((p) => p?.session === sessionId);
 const logOf = async (sessionId: number) =>
   (
-    await db.pool.query<{ event: string; attempt: number; outcome: string; xid: string }>(
+    await h.db.pool.query<{ event: string; attempt: number; outcome: string; xid: string }>(
       'SELECT event, attempt, outcome, xid FROM deliveries WHERE session_id = $1 ORDER BY id',
       [sessionId],
     )
@@ -77,7 +59,7 @@ it('records every session skipped and sends each receiver `received` then `stop`
       ['received', 'queued'],
       ['stop', 'skipped'],
     ]);
-    const { rows } = await db.pool.query<{ status: string; reason: string; timing: Record<string, number> }>(
+    const { rows } = await h.db.pool.query<{ status: string; reason: string; timing: Record<string, number> }>(
       'SELECT status, reason, timing FROM sessions WHERE id = $1',
       [id],
     );
@@ -85,18 +67,18 @@ it('records every session skipped and sends each receiver `received` then `stop`
     expect(rows[0]!.timing.done).toBeGreaterThanOrEqual(rows[0]!.timing.ci_received_at!);
   }
   // The newer session is left queued: it builds.
-  expect((await db.pool.query('SELECT status FROM sessions WHERE id = $1', [into])).rows[0].status).toBe('queued');
+  expect((await h.db.pool.query('SELECT status FROM sessions WHERE id = $1', [into])).rows[0].status).toBe('queued');
 
   // A retried activity: nothing is sent twice, nothing is handed back.
-  const before = rx.requests.length;
+  const before = h.rx.requests.length;
   expect(await endSquashedSessions(deps(), { sessionIds: ids, into })).toEqual([]);
-  expect(rx.requests.length).toBe(before);
+  expect(h.rx.requests.length).toBe(before);
 });
 
 it('hands back a session whose `stop` was refused; its lane sends attempt 2 with the same xid, and `stop` never before `received`', async () => {
   const { ids, into, webhookId } = await queuedSessions(2);
   const [refusedStop, refusedReceived] = ids as [number, number];
-  rx.respondWith((req) => {
+  h.rx.respondWith((req) => {
     const p = req.json as { session: number; event: string };
     const refuse = (p.session === refusedStop && p.event === 'stop') || (p.session === refusedReceived && p.event === 'received');
     return refuse ? { status: 503, body: 'busy' } : { status: 200, body: 'ok' };
@@ -109,11 +91,11 @@ it('hands back a session whose `stop` was refused; its lane sends attempt 2 with
   ]);
   // `received` refused: its `stop` was held back, not sent out of order.
   expect(eventsOf(refusedReceived).map((p) => p.event)).toEqual(['received']);
-  rx.respondWith(() => ({ status: 200, body: 'ok' }));
+  h.rx.respondWith(() => ({ status: 200, body: 'ok' }));
 
   // The lanes of workflows/squashed.ts: each event through the activity, going on from the log.
   for (const sessionId of [refusedStop, refusedReceived]) {
-    const ctx = await loadSessionContext(db.pool, config, sessionId);
+    const ctx = await loadSessionContext(h.db.pool, h.config, sessionId);
     const [received, stop] = squashedSnapshots(ctx);
     for (const [event, snap] of [['received', received], ['stop', stop]] as const) {
       const input: DeliverInput = { webhookId, sessionId, payload: buildPayload(event, ctx, snap, randomUUID(), new Date()), maxAttempts: 3, claimFirst: true };
@@ -133,9 +115,9 @@ it('hands back a session whose `stop` was refused; its lane sends attempt 2 with
 
 it('leaves alone a session that ended meanwhile (stopped by hand): it said its own `stop`', async () => {
   const { ids, into } = await queuedSessions(2);
-  await db.pool.query("UPDATE sessions SET status = 'stopped' WHERE id = $1", [ids[0]]);
+  await h.db.pool.query("UPDATE sessions SET status = 'stopped' WHERE id = $1", [ids[0]]);
   expect(await endSquashedSessions(deps(), { sessionIds: ids, into })).toEqual([]);
   expect(eventsOf(ids[0]!)).toEqual([]);
-  expect((await db.pool.query('SELECT status FROM sessions WHERE id = $1', [ids[0]])).rows[0].status).toBe('stopped');
+  expect((await h.db.pool.query('SELECT status FROM sessions WHERE id = $1', [ids[0]])).rows[0].status).toBe('stopped');
   expect(eventsOf(ids[1]!).map((p) => p.event)).toEqual(['received', 'stop']);
 });
