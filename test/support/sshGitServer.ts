@@ -13,6 +13,7 @@ import { spawn } from 'node:child_process';
 import { timingSafeEqual } from 'node:crypto';
 import { isAbsolute } from 'node:path';
 import { Server, utils, type Connection, type ParsedKey } from 'ssh2';
+import { generateRepoKeyPair } from '../../src/ssh/keys';
 
 export interface SshGitServer {
   port: number;
@@ -93,9 +94,10 @@ export async function startSshGitServer(options: SshGitServerOptions): Promise<S
   let authorized = options.authorizedKeys.map(parsePublicKey);
   const commands: string[] = [];
   const clients = new Set<Connection>();
-  // A fresh host key per server: nothing to pin, and the client side runs with
-  // StrictHostKeyChecking=no for now (see git.ts).
-  const hostKey = utils.generateKeyPairSync('ed25519').private;
+  // A fresh host key per server. generateRepoKeyPair, not ssh2's generateKeyPairSync alone:
+  // about 1 ed25519 key in 128 comes out malformed (a public key starting with 0), and the
+  // server then refused to start ("Cannot parse privateKey"), failing a whole test file.
+  const hostKey = generateRepoKeyPair('sluice-test-host').privateKey;
 
   const server = new Server({ hostKeys: [hostKey] }, (client) => {
     clients.add(client);

@@ -40,14 +40,25 @@ export class World {
 
   static async start(opts: Parameters<typeof startSluice>[0] & { webhook?: false | { username?: string; password?: string } } = {}): Promise<World> {
     const tmp = await mkdtemp(path.join(os.tmpdir(), 'sluice-e2e-'));
-    const sluice = await startSluice(opts);
-    const ssh = await startSshGitServer({ authorizedKeys: [] });
-    const receiver = await startReceiver();
-    const org = await sluice.admin<{ id: number; name: string }>('POST', '/api/v1/orgs', { name: `org-${path.basename(tmp)}`, email: 'builds@acme.test' });
-    if (opts.webhook !== false) {
-      await sluice.admin('POST', `/api/v1/orgs/${org.id}/webhooks`, { url: receiver.url, ...(opts.webhook ?? {}) });
+    // What started is stopped again if a later part fails: a worker left polling would keep
+    // jest from ever exiting, and CI would wait for it until its time ran out.
+    const started: { stop(): Promise<unknown> }[] = [{ stop: () => rm(tmp, { recursive: true, force: true }) }];
+    try {
+      const sluice = await startSluice(opts);
+      started.push(sluice);
+      const ssh = await startSshGitServer({ authorizedKeys: [] });
+      started.push({ stop: () => ssh.close() });
+      const receiver = await startReceiver();
+      started.push({ stop: () => receiver.close() });
+      const org = await sluice.admin<{ id: number; name: string }>('POST', '/api/v1/orgs', { name: `org-${path.basename(tmp)}`, email: 'builds@acme.test' });
+      if (opts.webhook !== false) {
+        await sluice.admin('POST', `/api/v1/orgs/${org.id}/webhooks`, { url: receiver.url, ...(opts.webhook ?? {}) });
+      }
+      return new World(sluice, ssh, receiver, tmp, org);
+    } catch (err) {
+      for (const part of started.reverse()) await part.stop().catch(() => undefined);
+      throw err;
     }
-    return new World(sluice, ssh, receiver, tmp, org);
   }
 
   async stop(): Promise<void> {
@@ -67,12 +78,22 @@ export class World {
       scm: 'git',
       pull_url: this.ssh.url(bare),
     });
-    if (opts.authorize !== false) {
-      this.authorized.push(repo.ssh_public_key);
-      this.ssh.setAuthorizedKeys(this.authorized);
-    }
+    if (opts.authorize !== false) this.authorize(repo.ssh_public_key);
     if (opts.suite) await this.sluice.admin('POST', `/api/v1/repos/${repo.id}/suites`, opts.suite);
     return { ...repo, bare };
+  }
+
+  /** Lets a repository's SSH key pull from the git server, as adding a deploy key would. */
+  authorize(sshPublicKey: string): void {
+    this.authorized.push(sshPublicKey);
+    this.ssh.setAuthorizedKeys(this.authorized);
+  }
+
+  /** A bare repository on the git server that no Sluice repository knows yet; its SSH pull URL. */
+  async makeBareRepo(name: string, files: RepoFiles): Promise<{ bare: string; pullUrl: string }> {
+    const bare = path.join(this.tmp, `${name}.git`);
+    await createBareRepo(bare, files, 'first commit');
+    return { bare, pullUrl: this.ssh.url(bare) };
   }
 
   async trigger(repo: Repo, body?: unknown): Promise<{ status: number; text: string }> {
