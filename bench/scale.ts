@@ -21,6 +21,7 @@ import type { RepoFiles } from '../test/support/gitRepo';
 import { eventually } from '../test/support/wait';
 import { script } from '../test/support/world';
 import type { Row } from './table';
+import { loadWorkflowIds } from '../src/temporal/ids';
 
 /** Temporal's hard limit on a workflow's history (events), the default of `limit.historyCount.error`. */
 const TEMPORAL_HISTORY_LIMIT = 51_200;
@@ -172,7 +173,7 @@ async function history(c: Cluster, client: Client, log: (line: string) => void):
   const started = Date.now();
   const session = await buildAndWait(c, repo);
   const seconds = (Date.now() - started) / 1000;
-  const events = (await client.workflow.getHandle(`session-${session}`).fetchHistory()).events?.length ?? 0;
+  const events = (await client.workflow.getHandle((await loadWorkflowIds(c.db.pool)).session(session)).fetchHistory()).events?.length ?? 0;
   return {
     name: 'History of a 5,000-file build (N = 4), events',
     value: events,

@@ -12,6 +12,8 @@ import { loadConfig } from './config';
 import { migrate } from './db/migrate';
 import { createPool, ensureDatabase } from './db/pool';
 import { startDevServer, type DevServer } from './temporal/devServer';
+import { loadWorkflowIds } from './temporal/ids';
+import { reportInstallation } from './temporal/installationCheck';
 import { prepareTemporal } from './temporal/prepare';
 import { runRunner } from './runner/run';
 import { runWorker } from './worker/run';
@@ -74,6 +76,8 @@ async function main(): Promise<void> {
 
   const worker = await runWorker(config);
   running.push({ name: 'worker', stop: () => worker.shutdown() });
+  const checkPool = createPool(config.databaseUrl, 1);
+  await reportInstallation(config, checkPool, await loadWorkflowIds(checkPool), (line) => console.log(line)).finally(() => checkPool.end());
   const runner = await runRunner(config);
   running.push({ name: 'runner', stop: () => runner.shutdown() });
   const api = await startApi(config);

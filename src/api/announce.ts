@@ -16,6 +16,7 @@ import type { Config } from '../config';
 import type { DeliverDeps } from '../delivery/attempt';
 import { announceReceived } from '../delivery/received';
 import { retryReceived } from '../temporal/enqueue';
+import type { WorkflowIds } from '../temporal/ids';
 
 /** Starts sending `received` of an accepted session; resolves when its trigger may be answered. */
 export type Announce = (sessionId: number, onError: (err: unknown) => void) => Promise<void>;
@@ -29,10 +30,10 @@ export interface AnnounceLimits {
 
 export const DEFAULT_ANNOUNCE_LIMITS: AnnounceLimits = { backlog: 8, maxWaitMs: 2_000 };
 
-export function announcer(deps: DeliverDeps & { config: Config }, client: Client, limits = DEFAULT_ANNOUNCE_LIMITS): Announce {
+export function announcer(deps: DeliverDeps & { config: Config }, client: Client, ids: WorkflowIds, limits = DEFAULT_ANNOUNCE_LIMITS): Announce {
   return backpressured(async (sessionId) => {
     const { suiteId, settled } = await announceReceived(deps, sessionId);
-    if (!settled) await retryReceived(client, suiteId, sessionId);
+    if (!settled) await retryReceived(client, ids, suiteId, sessionId);
   }, limits);
 }
 

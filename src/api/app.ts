@@ -8,6 +8,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Config } from '../config';
 import type { EnqueueRequest } from '../core/types';
+import type { WorkflowIds } from '../temporal/ids';
 import type { StopTarget } from '../temporal/stop';
 import type { Announce } from './announce';
 import { requireAdmin } from './auth';
@@ -46,6 +47,8 @@ export interface ApiDeps {
    * trigger may be answered. Absent: the session workflow sends it (tests of the API alone).
    */
   announceReceived?: Announce;
+  /** This installation's workflow ids, for links to the Temporal UI; none in tests without Temporal. */
+  workflowIds?: WorkflowIds;
   /** Request logging; none by default (the api process turns it on). */
   log?: ApiLogOptions;
 }

@@ -8,6 +8,7 @@ import { loadConfig, type Config } from '../config';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { createEnqueuer, signalSuite } from '../temporal/enqueue';
+import { loadWorkflowIds } from '../temporal/ids';
 import { prepareTemporal } from '../temporal/prepare';
 import { stopSession } from '../temporal/stop';
 import { announcer } from './announce';
@@ -44,6 +45,7 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
   const pool = createPool(config.databaseUrl);
   // Migrations take an advisory lock, so api and workers may all start at once.
   await migrate(pool);
+  const ids = await loadWorkflowIds(pool);
 
   // Lazy: the API comes up (and /healthz says "temporal" is missing) while Temporal is still
   // starting; triggers answer 503 until it is reachable, and nothing half-accepted is kept.
@@ -91,7 +93,7 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
   }
 
   const enqueue = createEnqueuer(
-    (reqs) => withTimeout(connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => signalSuite(client, config, reqs)), ENQUEUE_TIMEOUT_MS),
+    (reqs) => withTimeout(connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => signalSuite(client, config, ids, reqs)), ENQUEUE_TIMEOUT_MS),
     { timeoutMs: ENQUEUE_TIMEOUT_MS },
   );
   const app = buildApp({
@@ -101,14 +103,16 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
       !searchAttributesReady ? Promise.reject(new Error("Sluice's search attributes are not registered on Temporal yet")) : enqueue(req),
     stop: (target, stoppedBy) =>
       withTimeout(
-        connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => stopSession(client, target, stoppedBy)),
+        connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => stopSession(client, ids, target, stoppedBy)),
         ENQUEUE_TIMEOUT_MS,
       ),
     health,
     announceReceived: announcer(
       { pool, config, secretKey: config.secretKey, allow: config.webhookAllow, maxRetryAfterMs: config.webhookRetry.maximumIntervalMs },
       client,
+      ids,
     ),
+    workflowIds: ids,
     log: { level: 'info' },
   });
 

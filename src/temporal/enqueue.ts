@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { EnqueueRequest } from '../core/types';
-import { enqueueManySignal, retryReceivedSignal, suiteWorkflowId, type SuiteWorkflowInput } from '../workflows/signals';
+import { enqueueManySignal, retryReceivedSignal, type SuiteWorkflowInput, type WorkflowIds } from '../workflows/signals';
 import { SluiceBranch, SluiceRepo } from './searchAttributes';
 
 /** Sessions per signal at most: a signal's payload stays small. */
@@ -96,6 +96,6 @@ export async function signalSuite(client: Client, config: Config, reqs: [Enqueue
 }
 
 /** Asks the suite to start a queued session's workflow now: a receiver did not get its `received`. */
-export async function retryReceived(client: Client, suiteId: number, sessionId: number): Promise<void> {
-  await client.workflow.getHandle(suiteWorkflowId(suiteId)).signal(retryReceivedSignal, { sessionId });
+export async function retryReceived(client: Client, ids: WorkflowIds, suiteId: number, sessionId: number): Promise<void> {
+  await client.workflow.getHandle(ids.suite(suiteId)).signal(retryReceivedSignal, { sessionId });
 }

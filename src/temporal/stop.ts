@@ -1,5 +1,5 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { sessionWorkflowId, stopQueuedSignal, stopSignal, suiteWorkflowId } from '../workflows/signals';
+import { stopQueuedSignal, stopSignal, type WorkflowIds } from '../workflows/signals';
 
 /** The session to stop, and the suite whose queue it may still wait in (null for a plan's part). */
 export interface StopTarget {
@@ -12,16 +12,16 @@ export interface StopTarget {
  * suite starts it at its turn): then its suite is asked, and ends it as stopped. False when
  * neither is running (the build is over, or it never existed).
  */
-export async function stopSession(client: Client, target: StopTarget, stoppedBy: string): Promise<boolean> {
+export async function stopSession(client: Client, ids: WorkflowIds, target: StopTarget, stoppedBy: string): Promise<boolean> {
   try {
-    await client.workflow.getHandle(sessionWorkflowId(target.sessionId)).signal(stopSignal, { stoppedBy });
+    await client.workflow.getHandle(ids.session(target.sessionId)).signal(stopSignal, { stoppedBy });
     return true;
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
   }
   if (target.suiteId === null) return false;
   try {
-    await client.workflow.getHandle(suiteWorkflowId(target.suiteId)).signal(stopQueuedSignal, { sessionId: target.sessionId, stoppedBy });
+    await client.workflow.getHandle(ids.suite(target.suiteId)).signal(stopQueuedSignal, { sessionId: target.sessionId, stoppedBy });
     return true;
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return false;

@@ -1,7 +1,12 @@
 // `npm run start:worker` (`node dist/worker/main.js`): a worker process on its own, for
-// production and scale-out. It waits for Temporal and registers Sluice's search attributes
-// there (workflow code sets them) before it polls.
+// production and scale-out. It migrates the database, waits for Temporal and registers Sluice's
+// search attributes there (workflow code sets them) before it polls, then says whether
+// PostgreSQL and Temporal agree on what is running (temporal/installationCheck.ts).
 import { loadConfig } from '../config';
+import { migrate } from '../db/migrate';
+import { createPool } from '../db/pool';
+import { loadWorkflowIds } from '../temporal/ids';
+import { reportInstallation } from '../temporal/installationCheck';
 import { prepareTemporal } from '../temporal/prepare';
 import { runWorker, type WorkerHandle } from './run';
 
@@ -18,9 +23,17 @@ async function main(): Promise<void> {
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
 
-  await prepareTemporal(config, { log });
-  started.worker = await runWorker(config);
-  log(`serving ${config.taskQueue}: workflows, records, deliveries, chat and e-mail`);
+  // Its records need the schema (migrations take a lock: roles may start together).
+  const pool = createPool(config.databaseUrl, 1);
+  try {
+    await migrate(pool);
+    await prepareTemporal(config, { log });
+    started.worker = await runWorker(config);
+    log(`serving ${config.taskQueue}: workflows, records, deliveries, chat and e-mail`);
+    await reportInstallation(config, pool, await loadWorkflowIds(pool), log);
+  } finally {
+    await pool.end();
+  }
 }
 
 main().catch((err) => {

@@ -167,6 +167,8 @@ async function runPlan(
   checkout: CheckoutResult,
   profiles: ResolvedProfile[],
 ): Promise<void> {
+  // The parts' workflow ids, in this session's installation.
+  const partWorkflowId = idsOf(workflowInfo().workflowId).session;
   const ids = await records.createPlanSessions({
     parentId: ctx.sessionId,
     commitId: checkout.commitId,
@@ -177,7 +179,7 @@ async function runPlan(
   const children = await Promise.all(
     ids.map((id, i) =>
       startChild('sessionWorkflow', {
-        workflowId: sessionWorkflowId(id),
+        workflowId: partWorkflowId(id),
         args: [{ sessionId: id, suiteId: ctx.suiteId, part: { commitId: checkout.commitId, profile: profiles[i]! } }],
         // A stop reaches the parts as a stop signal (below), not as a cancellation they could
         // not record; and they finish whatever happens to this workflow.
@@ -196,7 +198,7 @@ async function runPlan(
       const stoppedBy = snap.stoppedBy ?? 'sluice';
       await Promise.all(
         ids.map((id) =>
-          getExternalWorkflowHandle(sessionWorkflowId(id))
+          getExternalWorkflowHandle(partWorkflowId(id))
             .signal(stopSignal, { stoppedBy })
             // A part that already ended has nothing to stop; the others still must be told.
             .catch((err: unknown) => log.info('plan part not signalled to stop', { session: id, error: failureMessage(err) })),

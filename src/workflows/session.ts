@@ -7,7 +7,7 @@
  * A `stop` signal ends it whether it is queued or building; `squashed` while it is queued. A
  * plan's part (input.part) skips the queue: its parent holds the suite's turn.
  */
-import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, setHandler, uuid4 } from '@temporalio/workflow';
+import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
 import { emptyCounts } from '../core/counts';
 import { squashReason } from '../core/squash';
 import { buildPayload, queuedSnapshot, type SessionSnapshot } from '../core/payload';
@@ -16,12 +16,12 @@ import { build, type Emit, type Outcome, type SessionProfile, type SessionResult
 import { openDeliveryLanes } from './deliveryLanes';
 import { notify, pushIfPassed } from './postBuild';
 import { records } from './proxies';
-import { buildDoneSignal, goSignal, squashedSignal, stopSignal, suiteWorkflowId, type SessionWorkflowInput } from './signals';
+import { buildDoneSignal, goSignal, idsOf, squashedSignal, stopSignal, type SessionWorkflowInput } from './signals';
 import { now, setStatus } from './status';
 
 export async function sessionWorkflow(input: SessionWorkflowInput): Promise<SessionResult> {
   const tellSuite = () =>
-    input.part ? Promise.resolve() : getExternalWorkflowHandle(suiteWorkflowId(input.suiteId)).signal(buildDoneSignal, { sessionId: input.sessionId });
+    input.part ? Promise.resolve() : getExternalWorkflowHandle(idsOf(workflowInfo().workflowId).suite(input.suiteId)).signal(buildDoneSignal, { sessionId: input.sessionId });
   const ctx = await records.loadSession(input.sessionId).catch(async (err: unknown) => {
     // No such session (its trigger's transaction failed after the enqueue): the suite must
     // not wait for it.

@@ -77,7 +77,41 @@ export const stopSignal = defineSignal<[{ stoppedBy: string }]>('stop');
 /** Runner → session: the build's first failing file was recorded, with the counts as they stood then. */
 export const firstFailSignal = defineSignal<[FirstFailure]>(FIRST_FAIL_SIGNAL);
 
-export const suiteWorkflowId = (suiteId: number): string => `suite-${suiteId}`;
-export const sessionWorkflowId = (sessionId: number): string => `session-${sessionId}`;
-/** The first session of the batch names it: a session is squashed once. */
-export const squashedWorkflowId = (sessionIds: number[]): string => `squashed-${sessionIds[0]}`;
+/**
+ * The workflow ids of one Sluice installation (its id is kept in PostgreSQL, migration 014):
+ * `sluice-<installation>-suite-<id>`, `-session-<id>`, `-squashed-<first id>`. Session and suite
+ * numbers come from the database's sequences, so without the installation a fresh database
+ * beside an old Temporal server (or two installations on one namespace) would signal workflows
+ * of the other and builds would hang.
+ */
+export interface WorkflowIds {
+  installation: string;
+  suite(suiteId: number): string;
+  session(sessionId: number): string;
+  /** The first session of the batch names it: a session is squashed once. */
+  squashed(sessionIds: number[]): string;
+}
+
+export function workflowIds(installation: string): WorkflowIds {
+  const prefix = `sluice-${installation}`;
+  return {
+    installation,
+    suite: (suiteId) => `${prefix}-suite-${suiteId}`,
+    session: (sessionId) => `${prefix}-session-${sessionId}`,
+    squashed: (sessionIds) => `${prefix}-squashed-${sessionIds[0]}`,
+  };
+}
+
+const SCOPED_ID = /^sluice-([0-9a-f]{8})-/;
+
+/** The installation a workflow id of Sluice belongs to; null for one that is not (or not scoped). */
+export function installationOf(workflowId: string): string | null {
+  return SCOPED_ID.exec(workflowId)?.[1] ?? null;
+}
+
+/** The ids of the installation the running workflow belongs to (workflow code: it knows its own id). */
+export function idsOf(workflowId: string): WorkflowIds {
+  const installation = installationOf(workflowId);
+  if (installation === null) throw new Error(`${workflowId} is not a workflow id of a Sluice installation`);
+  return workflowIds(installation);
+}

@@ -27,10 +27,9 @@ import {
   enqueueManySignal,
   enqueueSignal,
   goSignal,
+  idsOf,
   retryReceivedSignal,
-  sessionWorkflowId,
   squashedSignal,
-  squashedWorkflowId,
   stopQueuedSignal,
   stopSignal,
   type EnqueueRequest,
@@ -51,6 +50,7 @@ const settings = proxyLocalActivities<Activities>({
 });
 
 export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
+  const ids = idsOf(workflowInfo().workflowId);
   const waiting: number[] = [...(input.waiting ?? [])];
   let running: number | null = input.running ?? null;
   /** Waiting sessions whose workflow runs already (it waits for `go` or `squashed`). */
@@ -111,7 +111,7 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
       running = next;
       if (started.delete(next)) {
         try {
-          await getExternalWorkflowHandle(sessionWorkflowId(next)).signal(goSignal);
+          await getExternalWorkflowHandle(ids.session(next)).signal(goSignal);
         } catch (err) {
           // The session is gone (an operator terminated it): it will never say it is done.
           log.warn('session gone before its turn; passing it over', { session: next, error: failureMessage(err) });
@@ -138,7 +138,7 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
       return;
     }
     // Its workflow runs (or has ended, or it is not this suite's): the stop goes to it.
-    await getExternalWorkflowHandle(sessionWorkflowId(sessionId))
+    await getExternalWorkflowHandle(ids.session(sessionId))
       .signal(stopSignal, { stoppedBy })
       .catch((err: unknown) => log.info('session to stop is gone', { session: sessionId, error: failureMessage(err) }));
   }
@@ -155,14 +155,14 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
     for (let i = 0; i < without.length; i += SQUASH_BATCH) batches.push(without.slice(i, i + SQUASH_BATCH));
     await Promise.all([
       ...withWorkflow.map((id) =>
-        getExternalWorkflowHandle(sessionWorkflowId(id))
+        getExternalWorkflowHandle(ids.session(id))
           .signal(squashedSignal, { into: newest })
           // Already gone (stopped): nothing to squash, and the others still must be.
           .catch((err: unknown) => log.info('queued session not squashed: already gone', { session: id, error: failureMessage(err) })),
       ),
       ...batches.map((sessionIds) =>
         startChild(squashedWorkflow, {
-          workflowId: squashedWorkflowId(sessionIds),
+          workflowId: ids.squashed(sessionIds),
           args: [{ suiteId: input.suiteId, sessionIds, into: newest }],
           parentClosePolicy: ParentClosePolicy.ABANDON,
           workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
@@ -181,7 +181,7 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
     queuedAt.delete(sessionId);
     try {
       await startChild(sessionWorkflow, {
-        workflowId: sessionWorkflowId(sessionId),
+        workflowId: ids.session(sessionId),
         args: [{ sessionId, suiteId: input.suiteId, ...how, ...(at === undefined ? {} : { queuedAt: at }) }],
         // The session outlives this run when the suite continues-as-new, and it must finish
         // delivering its webhooks whatever happens to the suite.

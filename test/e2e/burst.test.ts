@@ -35,7 +35,7 @@ it('keeps every trigger of a burst across continue-as-new, building them one at 
   // The suite really did hand over to new runs on the way.
   const { rows } = await w.sluice.pool.query('SELECT suite_id FROM sessions WHERE id = $1', [builds[0]!.session]);
   let runs = 0;
-  for await (const _ of w.sluice.client.workflow.list({ query: `WorkflowId = "suite-${rows[0].suite_id}"` })) runs += 1;
+  for await (const _ of w.sluice.client.workflow.list({ query: `WorkflowId = "${w.sluice.ids.suite(rows[0].suite_id)}"` })) runs += 1;
   expect(runs).toBeGreaterThan(2);
 });
 

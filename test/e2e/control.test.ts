@@ -216,7 +216,7 @@ describe('a named build queue', () => {
     const repo = await w.makeRepo({ 'a_test.sh': script('true') }, { suite });
     const { session } = await w.build(repo, { queue: 'gpu-pool' });
     // Nobody serves gpu-pool yet: the checkout waits on it (the Temporal UI shows it pending).
-    const handle = w.sluice.client.workflow.getHandle(`session-${session}`);
+    const handle = w.sluice.client.workflow.getHandle(w.sluice.ids.session(session));
     const pending = await eventually('the checkout to wait on gpu-pool', async () => {
       const d = await handle.describe();
       return d.raw.pendingActivities?.find((a) => a.activityType?.name === 'checkout');

@@ -112,7 +112,7 @@ describe('build secrets', () => {
     };
     expect(report.tests[0]!.output).toBe('using **** for staging\n');
 
-    const history = await w.sluice.client.workflow.getHandle(`session-${session}`).fetchHistory();
+    const history = await w.sluice.client.workflow.getHandle(w.sluice.ids.session(session)).fetchHistory();
     // Every payload in the history (base64 in its JSON form), decoded, plus the rest of it.
     const json = JSON.stringify(history);
     const decoded = [...json.matchAll(/"data":"([A-Za-z0-9+/=]*)"/g)].map((m) => Buffer.from(m[1]!, 'base64').toString('utf8'));

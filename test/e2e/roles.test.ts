@@ -108,7 +108,7 @@ describe('roles as separate processes, against a Temporal server without Sluice 
       },
       30_000,
     );
-    expect(found).toEqual(expect.arrayContaining([expect.stringMatching(/^suite-/)]));
+    expect(found).toEqual(expect.arrayContaining([expect.stringMatching(/^sluice-[0-9a-f]{8}-suite-/)]));
   });
 
   it('two processes registering at once both succeed', async () => {

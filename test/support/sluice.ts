@@ -16,6 +16,7 @@ import type { PostRetry } from '../../src/core/retry';
 import { createPool, type Pool } from '../../src/db/pool';
 import { freePort } from '../../src/temporal/devServer';
 import { createEnqueuer, signalSuite } from '../../src/temporal/enqueue';
+import { loadWorkflowIds, type WorkflowIds } from '../../src/temporal/ids';
 import { stopSession } from '../../src/temporal/stop';
 import { announcer } from '../../src/api/announce';
 import { runRunner, type RunnerHandle } from '../../src/runner/run';
@@ -26,6 +27,8 @@ export interface Sluice {
   config: Config;
   pool: Pool;
   client: Client;
+  /** This installation's workflow ids (`w.sluice.ids.session(12)`). */
+  ids: WorkflowIds;
   /** `http://127.0.0.1:<port>` */
   url: string;
   /** Calls the management API with the admin token; throws unless the status is 2xx. */
@@ -41,7 +44,7 @@ export function requireEnv(name: string): string {
 
 
 export async function startSluice(
-  opts: { webhookRetry?: Partial<WebhookRetry>; postRetry?: PostRetry; testTimeoutMs?: number; suiteHistoryLimit?: number; smtpUrl?: string; runnerSlots?: number; maxTestFiles?: number; postBuildWaitMs?: number; buildUser?: string; sandbox?: Config['sandbox']; sandboxNetwork?: boolean } = {},
+  opts: { webhookRetry?: Partial<WebhookRetry>; postRetry?: PostRetry; testTimeoutMs?: number; suiteHistoryLimit?: number; smtpUrl?: string; runnerSlots?: number; maxTestFiles?: number; postBuildWaitMs?: number; buildUser?: string; sandbox?: Config['sandbox']; sandboxNetwork?: boolean; temporalUiUrl?: string; suiteLivenessMs?: number; runnerWaitMs?: number } = {},
 ): Promise<Sluice> {
   const port = await freePort();
   const tag = randomBytes(4).toString('hex');
@@ -78,42 +81,58 @@ export async function startSluice(
     // test that reads the steps once `stop` arrived finds them; the bound has its own test.
     postBuildWaitMs: opts.postBuildWaitMs ?? 120_000,
     sandboxNetwork: opts.sandboxNetwork,
+    temporalUiUrl: opts.temporalUiUrl,
+    suiteLivenessMs: opts.suiteLivenessMs,
+    runnerWaitMs: opts.runnerWaitMs,
   };
 
-  const pool = createPool(config.databaseUrl);
-  const connection = await Connection.connect({ address: config.temporalAddress });
-  const client = new Client({ connection, namespace: config.temporalNamespace });
-  const worker: WorkerHandle = await runWorker(config, {
-    workflowBundle: { codePath: requireEnv('SLUICE_TEST_WORKFLOW_BUNDLE') },
-  });
-  const runner: RunnerHandle = await runRunner(config, { slots: opts.runnerSlots });
-  const app: FastifyInstance = buildApp({
-    config,
-    pool,
-    enqueue: createEnqueuer((reqs) => signalSuite(client, config, reqs)),
-    stop: (target, stoppedBy) => stopSession(client, target, stoppedBy),
-    announceReceived: announcer(
-      { pool, config, secretKey: config.secretKey, allow: config.webhookAllow, maxRetryAfterMs: config.webhookRetry.maximumIntervalMs },
+  // Each part is stopped again, newest first, by stop() or when a later one fails to start (a
+  // worker left polling would keep jest from exiting).
+  const parts: (() => Promise<unknown>)[] = [() => rm(workspaceDir, { recursive: true, force: true })];
+  const stopAll = async () => {
+    for (const stop of parts.splice(0).reverse()) await stop();
+  };
+  try {
+    const pool = createPool(config.databaseUrl);
+    parts.push(() => pool.end());
+    const ids = await loadWorkflowIds(pool);
+    const connection = await Connection.connect({ address: config.temporalAddress });
+    parts.push(() => connection.close());
+    const client = new Client({ connection, namespace: config.temporalNamespace });
+    const worker: WorkerHandle = await runWorker(config, {
+      workflowBundle: { codePath: requireEnv('SLUICE_TEST_WORKFLOW_BUNDLE') },
+    });
+    parts.push(() => worker.shutdown());
+    const runner: RunnerHandle = await runRunner(config, { slots: opts.runnerSlots });
+    parts.push(() => runner.shutdown());
+    const app: FastifyInstance = buildApp({
+      config,
+      pool,
+      enqueue: createEnqueuer((reqs) => signalSuite(client, config, ids, reqs)),
+      stop: (target, stoppedBy) => stopSession(client, ids, target, stoppedBy),
+      announceReceived: announcer(
+        { pool, config, secretKey: config.secretKey, allow: config.webhookAllow, maxRetryAfterMs: config.webhookRetry.maximumIntervalMs },
+        client,
+        ids,
+      ),
+      workflowIds: ids,
+    });
+    parts.push(() => app.close());
+    await app.listen({ host: '127.0.0.1', port });
+
+    return {
+      config,
+      pool,
       client,
-    ),
-  });
-  await app.listen({ host: '127.0.0.1', port });
-
-  return {
-    config,
-    pool,
-    client,
-    url: config.baseUrl,
-    admin: (method, p, body) => callAdmin(config.baseUrl, config.adminToken, method, p, body),
-    async stop() {
-      await app.close();
-      await runner.shutdown();
-      await worker.shutdown();
-      await connection.close();
-      await pool.end();
-      await rm(workspaceDir, { recursive: true, force: true });
-    },
-  };
+      ids,
+      url: config.baseUrl,
+      admin: (method, p, body) => callAdmin(config.baseUrl, config.adminToken, method, p, body),
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll().catch(() => undefined);
+    throw err;
+  }
 }
 
 export { eventually } from './wait';

@@ -1,0 +1,21 @@
+import { idsOf, installationOf, workflowIds } from '../../src/workflows/signals';
+
+describe('workflow ids of an installation', () => {
+  const ids = workflowIds('0a1b2c3d');
+
+  it('carry the installation, so two installations never name the same workflow', () => {
+    expect([ids.suite(7), ids.session(12), ids.squashed([40, 41])]).toEqual([
+      'sluice-0a1b2c3d-suite-7',
+      'sluice-0a1b2c3d-session-12',
+      'sluice-0a1b2c3d-squashed-40',
+    ]);
+    expect(workflowIds('ffffffff').session(12)).not.toBe(ids.session(12));
+  });
+
+  it('tell the installation back from any id, and nothing from an id of another kind', () => {
+    expect(installationOf(ids.session(12))).toBe('0a1b2c3d');
+    expect(idsOf(ids.suite(7)).session(3)).toBe('sluice-0a1b2c3d-session-3');
+    for (const other of ['suite-7', 'session-12', 'sluice-xyz-suite-1', 'sluice-0a1b2c3d']) expect(installationOf(other)).toBeNull();
+    expect(() => idsOf('session-12')).toThrow('not a workflow id of a Sluice installation');
+  });
+});
