@@ -12,8 +12,10 @@ import {
   log,
   ParentClosePolicy,
   startChild,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { CheckoutInput, CheckoutResult, RepoConfigResult, SessionContext, TreeRef } from '../activities/types';
+import { checkoutTarget } from '../core/checkoutTarget';
 import { planStatus, sumCounts } from '../core/counts';
 import type { SessionSnapshot } from '../core/payload';
 import { resolveProfiles, type ResolvedProfile } from '../core/profiles';
@@ -74,6 +76,9 @@ export async function build(
     snap.commitId = checkout.commitId;
     snap.committers = checkout.committers;
     snap.timing.setup = now();
+    // Spec §6: `start` is "the build started work on a worker": a runner has the tree, and the
+    // payload names the commit it holds. A checkout that fails sends none (received, then stop).
+    emit('start');
 
     let profile: ResolvedProfile;
     if (part) {

@@ -3,7 +3,7 @@
  * server, the real API over HTTP, a real Temporal dev server and worker, real PostgreSQL, and a
  * real HTTP receiver for the outgoing webhooks.
  */
-import { pushCommit } from '../support/gitRepo';
+import { git, pushCommit } from '../support/gitRepo';
 import { script, World } from '../support/world';
 import { reportPath } from '../support/reports';
 
@@ -55,8 +55,10 @@ describe('a passing build', () => {
     for (let i = 1; i < order.length; i++) expect(t[order[i]!]).toBeGreaterThanOrEqual(t[order[i - 1]!]!);
     // Every event of the session carries its own xid; a receiver dedupes on it.
     expect(new Set(events.map((e) => e.xid)).size).toBe(4);
-    // `received` tells what arrived, `test` that tests are about to run.
+    // `received` tells what arrived, `start` the commit a runner checked out (the trigger named
+    // none), `test` that tests are about to run.
     expect(events[0]).toMatchObject({ status: 'queued', commit_id: null });
+    expect(events[1]).toMatchObject({ status: 'running', commit_id: head, committers: ['dev1@acme.test'] });
     expect(events[2]).toMatchObject({ status: 'running', counts: expect.objectContaining({ notstarted: 2 }) });
     // Basic auth as configured.
     const req = w.receiver.requests.find((r) => (r.json as { xid?: string })?.xid === stop.xid)!;
@@ -100,14 +102,38 @@ describe('a failing build', () => {
   });
 });
 
+describe("a trigger's private ref", () => {
+  it('is fetched and built at its tip when no head is named, on every runner the build uses', async () => {
+    const repo = await w.makeRepo({ 'a_test.sh': script('echo on master; exit 1'), 'b_test.sh': script('exit 1') });
+    await w.sluice.admin('POST', `/api/v1/repos/${repo.id}/suites`, { branch: 'master', test_pattern: '*_test.sh', workers: 2 });
+    // A commit only a review ref holds: no branch or tag leads to it.
+    const review = await pushCommit(repo.bare, { 'a_test.sh': script('echo under review'), 'b_test.sh': script('true') }, 'under review', 'tmp-review');
+    await git(repo.bare, ['update-ref', 'refs/review/42', review]);
+    await git(repo.bare, ['update-ref', '-d', 'refs/heads/tmp-review']);
+
+    const { session } = await w.build(repo, { branch: 'master', ref: 'refs/review/42' });
+    const events = await w.eventsOf(session);
+    expect(events.at(-1)).toMatchObject({ status: 'passed', commit_id: review, ref: 'refs/review/42', workers: 2 });
+    expect(events.find((e) => e.event === 'start')).toMatchObject({ commit_id: review });
+    const tests = (await w.session(session)).tests;
+    expect(tests.map((t) => [t.path, t.status])).toEqual([['a_test.sh', 'passed'], ['b_test.sh', 'passed']]);
+
+    // A ref the server does not have ends the build in error, saying which.
+    const missing = await w.build(repo, { branch: 'master', ref: 'refs/review/404', force: true });
+    expect((await w.eventsOf(missing.session)).at(-1)).toMatchObject({ status: 'error' });
+    expect((await w.session(missing.session)).reason).toContain('refs/review/404');
+  });
+});
+
 describe('a wrong SSH key', () => {
   it('ends the build in error with a clear reason and no secret in it', async () => {
     const repo = await w.makeRepo({ 't.sh': script('true') }, { authorize: false });
     await w.sluice.admin('POST', `/api/v1/repos/${repo.id}/suites`, { branch: 'master', test_pattern: '*.sh' });
     const { session } = await w.build(repo);
     const events = await w.eventsOf(session);
-    expect(events.map((e) => e.event)).toEqual(['received', 'start', 'stop']);
-    expect(events[2]).toMatchObject({ status: 'error' });
+    // No runner got the tree, so no `start`: the build never started work.
+    expect(events.map((e) => e.event)).toEqual(['received', 'stop']);
+    expect(events[1]).toMatchObject({ status: 'error', commit_id: null });
 
     const api = await w.session(session);
     expect(api.status).toBe('error');
