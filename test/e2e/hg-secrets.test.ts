@@ -1,10 +1,11 @@
 /**
  * End to end, with a real Temporal, worker and API: Mercurial repositories served over SSH by
- * the real `hg serve --stdio`, build secrets that reach the tests without entering Temporal's
+ * the real `hg serve --stdio` (pulled, and pushed to a CI server), build secrets that reach the tests without entering Temporal's
  * history and come out masked, and JUnit XML results on the report page.
  */
 import path from 'node:path';
-import { createHgRepo, hgCommit } from '../support/hgRepo';
+import { mkdir } from 'node:fs/promises';
+import { createHgRepo, hg, hgCommit, hgNode } from '../support/hgRepo';
 import { script, World, type Repo } from '../support/world';
 import { reportPath } from '../support/reports';
 
@@ -75,6 +76,21 @@ describe('a Mercurial repository', () => {
     // ... and a given head is built exactly, by full changeset id.
     const pinned = (await w.build(repo, { branch: 'default', head: repo.head, force: true })).session;
     expect((await w.eventsOf(pinned)).at(-1)).toMatchObject({ status: 'failed', commit_id: repo.head, committers: [DEV.email] });
+  });
+
+  it('pushes a passed build to its CI server, a repository of its own the same key reaches', async () => {
+    const repo = await makeHgRepo({ 'tests/ok_test.sh': script('true') }, { branch: 'default', test_pattern: 'tests/*_test.sh' });
+    const ci = path.join(w.tmp, `${repo.name}-ci`);
+    await mkdir(ci);
+    await hg(ci, ['init']);
+    await w.sluice.admin('PATCH', `/api/v1/repos/${repo.id}`, { ci_push_url: w.ssh.hgUrl(ci) });
+
+    const { session } = await w.build(repo, { branch: 'default' });
+    expect((await w.eventsOf(session)).at(-1)).toMatchObject({ status: 'passed', commit_id: repo.head });
+    expect(await hgNode(ci, 'default')).toBe(repo.head);
+    expect((await w.session(session)).post_build_steps).toEqual([
+      expect.objectContaining({ step: 'push', ok: true, detail: `branch default pushed ${repo.head} on ${w.ssh.hgUrl(ci)}` }),
+    ]);
   });
 
   it('ends in error with a clear reason for a branch the repository does not have', async () => {

@@ -22,6 +22,7 @@ import { generateRepoKeyPair, type RepoKeyPair } from '../../src/ssh/keys';
 import { runAttempts, type TestRetryPolicy } from '../support/activityContext';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { createBareRepo, git, pushCommit, revParse } from '../support/gitRepo';
+import { createHgRepo, hg, hgCommit, hgNode } from '../support/hgRepo';
 import { insertPostSession, postBuildSteps, postTestConfig, type PostSession } from '../support/postSession';
 import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
 
@@ -274,15 +275,68 @@ describe('pushToCiServer', () => {
     });
     expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([]);
   });
+});
 
-  it('Mercurial repositories: not supported, and recorded as such', async () => {
-    const s = await session('ssh://hg@127.0.0.1:1//srv/hg/x', { scm: 'hg' });
-    const result = await activities().pushToCiServer(tree(s, 'a'.repeat(40), 'default'));
+describe('pushToCiServer: Mercurial', () => {
+  const hgScratch = async () => (await readdir(scratchBase())).filter((n) => n.startsWith('sluice-hg-push-'));
+  /** An hg source repository with one changeset on default, and an empty one for the CI server. */
+  async function hgRepos(): Promise<{ source: string; ci: string; tip: string }> {
+    const source = join(tmp, `hg-source-${++count}`);
+    const tip = await createHgRepo(source, { 'test/a_test.sh': { content: '#!/bin/sh\nexit 0\n', mode: 0o755 } }, 'first');
+    const ci = join(tmp, `hg-ci-${count}`);
+    await mkdir(ci);
+    await hg(ci, ['init']);
+    return { source, ci, tip };
+  }
+  const hgSession = (source: string, ci: string) => session(server.hgUrl(ci), { scm: 'hg', pullUrl: server.hgUrl(source) });
+
+  it('pushes the tested changeset to the branch on the CI server, says when it is there already, and keeps no key', async () => {
+    const { source, ci, tip } = await hgRepos();
+    const s = await hgSession(source, ci);
+    const before = await hgScratch();
+    const a = activities();
+
+    const result = await a.pushToCiServer(tree(s, tip, 'default'));
+    expect(result).toEqual({ pushed: true, detail: `branch default pushed ${tip} on ${server.hgUrl(ci)}` });
+    expect(await hgNode(ci, 'default')).toBe(tip);
+    expect(await a.pushToCiServer(tree(s, tip, 'default'))).toEqual({ pushed: true, detail: `branch default already at ${tip} on ${server.hgUrl(ci)}` });
+
+    // A named branch the CI server does not have yet is created there.
+    const feature = await hgCommit(source, { 'test/b_test.sh': { content: '#!/bin/sh\nexit 0\n', mode: 0o755 } }, 'on feature', { branch: 'feature' });
+    expect(await a.pushToCiServer(tree(s, feature, 'feature'))).toMatchObject({ pushed: true });
+    expect(await hgNode(ci, 'feature')).toBe(feature);
+    expect((await postBuildSteps(db.pool, s.sessionId)).map((r) => r.ok)).toEqual([true, true, true]);
+    expect(await hgScratch()).toEqual(before);
+  });
+
+  it('pushes only the tip of the branch at the pull URL', async () => {
+    const { source, ci, tip } = await hgRepos();
+    const s = await hgSession(source, ci);
+    const newer = await hgCommit(source, { 'test/c_test.sh': { content: '#!/bin/sh\nexit 0\n', mode: 0o755 } }, 'newer');
+    const result = await activities().pushToCiServer(tree(s, tip, 'default'));
     expect(result).toEqual({
       pushed: false,
-      detail: 'could not push to ssh://hg@127.0.0.1:1//srv/hg/x: pushing to a CI server is supported for git repositories only',
+      detail: `not pushed: ${tip.slice(0, 12)} is not the tip of default on ${server.hgUrl(source)} (the tip is ${newer.slice(0, 12)})`,
     });
+    expect(await hg(ci, ['log', '-T', '{node}'])).toBe('');
+  });
+
+  it('never forces: a CI server whose branch has other changesets is left alone, and the step says why', async () => {
+    const { source, ci: _empty } = await hgRepos();
+    // The CI server has the first changeset and one of its own after it; the tested one is another child.
+    const ci = join(tmp, `hg-ci-diverged-${++count}`);
+    await hg(tmp, ['clone', '--quiet', source, ci]);
+    await hgCommit(ci, { 'other.txt': { content: 'not ours\n' } }, 'someone else');
+    const tip = await hgCommit(source, { 'test/d_test.sh': { content: '#!/bin/sh\nexit 0\n', mode: 0o755 } }, 'ours');
+    const s = await hgSession(source, ci);
+    const { attempts, result } = await activities().attempts(tree(s, tip, 'default'));
+    expect(attempts).toBe(1); // a refusal is not retried
+    expect(result.pushed).toBe(false);
+    expect(result.detail).toContain(`could not push to ${server.hgUrl(ci)}`);
+    expect(result.detail).toContain('new remote head');
+    expect(result.detail).toContain('Sluice never forces a push');
     expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([{ step: 'push', ok: false, detail: result.detail }]);
+    expect(await hg(ci, ['log', '-r', tip, '-T', '{node}']).catch(() => 'absent')).toBe('absent');
   });
 });
 

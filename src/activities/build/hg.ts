@@ -42,7 +42,7 @@ import {
   type GitPullFailure,
   type HostKeys,
 } from './git';
-import { DEFAULT_SCM_TIMEOUT_MS, exists, makeScratch, parseCommitters, runScmProcess, SSH_DENIED, summarizeStderr, type ScmContext, type ScmOutcome } from './scmProcess';
+import { DEFAULT_SCM_TIMEOUT_MS, exists, makeScratch, parseCommitters, runScmProcess, SSH_DENIED, summarizeStderr, type ScmContext, type ScmOutcome, type ScmScratch } from './scmProcess';
 
 export interface FetchHgRepositoryInput {
   /** `ssh://[user@]host[:port]/path` (relative to the remote home) or `ssh://host//abs/path`. */
@@ -116,20 +116,36 @@ export function classifyHgFailure(stderr: string): GitPullFailure {
 
 // --- running hg -------------------------------------------------------------------------------
 
-type HgContext = ScmContext;
+export type HgContext = ScmContext;
 type HgOutcome = ScmOutcome;
+
+/**
+ * How hg runs on `workdir` for a pull or a push: no configuration but ours (HGRCPATH, an empty
+ * file in the scratch directory), plain output, and the scratch directory's minimal environment.
+ */
+export async function hgContext(scratch: ScmScratch, workdir: string, opts: { timeoutMs?: number; signal?: AbortSignal }): Promise<HgContext> {
+  const hgrc = join(scratch.dir, 'hgrc');
+  await writeFile(hgrc, '', { mode: 0o600 });
+  return {
+    workdir,
+    timeoutMs: opts.timeoutMs ?? DEFAULT_SCM_TIMEOUT_MS,
+    signal: opts.signal,
+    secrets: scratch.secrets,
+    env: { ...scratch.env, HGPLAIN: '1', HGRCPATH: hgrc, HGENCODING: 'utf-8', HGUSER: 'sluice' },
+  };
+}
 
 /**
  * Runs hg without a shell on the working copy (`-R`, never whatever repository encloses the
  * current directory), in its own process group; settles once hg and its ssh let go of our
  * pipes, so the key file can go right after.
  */
-function runHg(ctx: HgContext, args: string[], options: { repository?: boolean } = {}): Promise<HgOutcome> {
+export function runHg(ctx: HgContext, args: string[], options: { repository?: boolean } = {}): Promise<HgOutcome> {
   const repository = options.repository === false ? [] : ['--repository', ctx.workdir];
   return runScmProcess('hg', [...repository, ...FORCED_CONFIG, ...args], ctx, 'hg (Mercurial) is not installed on this worker');
 }
 
-async function hgOrThrow(ctx: HgContext, args: string[], what: string, options: { repository?: boolean } = {}): Promise<string> {
+export async function hgOrThrow(ctx: HgContext, args: string[], what: string, options: { repository?: boolean } = {}): Promise<string> {
   const result = await runHg(ctx, args, options);
   if (result.ok) return result.stdout;
   if (result.interrupted === 'timeout') throw new GitPullError(`${what}: hg timed out after ${ctx.timeoutMs} ms`, 'unreachable');
@@ -170,24 +186,10 @@ export async function fetchHgRepository(input: FetchHgRepositoryInput): Promise<
 
   const scratch = await makeScratch('hg', input.privateKey);
   const { keyDir, keyFile } = scratch;
-  const hgrc = join(scratch.dir, 'hgrc');
   const workdir = resolve(input.workdir);
-  const ctx: HgContext = {
-    workdir,
-    timeoutMs: input.timeoutMs ?? DEFAULT_SCM_TIMEOUT_MS,
-    signal: input.signal,
-    secrets: scratch.secrets,
-    env: {
-      ...scratch.env,
-      HGPLAIN: '1',
-      HGRCPATH: hgrc,
-      HGENCODING: 'utf-8',
-      HGUSER: 'sluice',
-    },
-  };
 
   try {
-    await writeFile(hgrc, '', { mode: 0o600 });
+    const ctx = await hgContext(scratch, workdir, input);
     await mkdir(workdir, { recursive: true });
     await ensureRepository(ctx);
     await withKeyFile(
@@ -231,15 +233,25 @@ async function ensureRepository(ctx: HgContext): Promise<void> {
   await hgOrThrow(ctx, ['init', '--', ctx.workdir], 'could not initialize the working copy', { repository: false });
 }
 
+/**
+ * The tip of `branch` in the repository at hand: the bookmark of that name if there is one, else
+ * the newest open head of the named branch, else its newest head; null when it has none.
+ */
+export async function branchTip(ctx: HgContext, branch: string): Promise<string | null> {
+  const literal = `"literal:${branch}"`;
+  const candidates = [`bookmark(${literal})`, `max(head() and not closed() and branch(${literal}))`, `max(branch(${literal}))`];
+  for (const revset of candidates) {
+    const found = await revs(ctx, revset);
+    if (found && found.length > 0) return found[found.length - 1]!;
+  }
+  return null;
+}
+
 async function resolveHead(ctx: HgContext, input: FetchHgRepositoryInput, url: string, followsBranch: boolean): Promise<string> {
   if (followsBranch) {
-    const literal = `"literal:${input.branch}"`;
-    const candidates = [`bookmark(${literal})`, `max(head() and not closed() and branch(${literal}))`, `max(branch(${literal}))`];
-    for (const revset of candidates) {
-      const found = await revs(ctx, revset);
-      if (found && found.length > 0) return found[found.length - 1]!;
-    }
-    throw new GitPullError(`could not pull from ${url}: branch '${input.branch}' not found`, 'missing-ref');
+    const tip = await branchTip(ctx, input.branch);
+    if (!tip) throw new GitPullError(`could not pull from ${url}: branch '${input.branch}' not found`, 'missing-ref');
+    return tip;
   }
   // A quoted string is looked up as a name (bookmark, tag, branch, changeset id), never
   // parsed as a revset expression.

@@ -28,6 +28,7 @@ import { withHeartbeat } from '../heartbeat';
 import type { ChatInput, ChatResult, EmailInput, EmailResult, PushInput, PushResult } from '../types';
 import { postChatMessage } from './chat';
 import { parseSmtpUrl, sendMail } from './email';
+import { hgPushInputProblem, pushHgCommit } from './hgPush';
 import { GitPushError, pushCommit, pushInputProblem } from './push';
 import { recordStep, type PostStep } from '../../db/postBuildSteps';
 import { loadPushTarget } from '../../db/repos';
@@ -92,59 +93,56 @@ export function createPostActivities(deps: PostDeps) {
       const pushUrl = repo.ciPushUrl;
       const target = displayUrl(pushUrl);
       let pushedIt = false;
-      let result: StepAttempt;
-      if (repo.scm !== 'git') {
-        result = { ok: false, detail: `could not push to ${target}: pushing to a CI server is supported for git repositories only` };
-      } else {
-        result = await withHeartbeat(async (signal) => {
-          try {
-            const problem = pushInputProblem({ pushUrl, branch: input.branch, commitId: input.commitId });
-            if (problem) throw problem;
-            // The session's checkout if this runner has it, else the commit fetched afresh.
-            const workdir = treeDir(config.workspaceDir, input.sessionId);
-            await ensureTree(treeDeps(config, pool), input, workdir, 'objects', signal);
-            // Read again: a fetch just now may have learned the pull URL's host key.
-            const hostKeys: HostKeys = { known: (await loadPushTarget(pool, input.repoId))?.sshKnownHosts ?? repo.sshKnownHosts };
-            const pushed = await pushCommit({
-              pushUrl,
-              pullUrl: repo.pullUrl,
-              privateKey: unseal(config.secretKey, repo.sshPrivateKeySealed),
-              workdir,
-              commitId: input.commitId,
-              branch: input.branch,
-              signal,
-              hostKeys,
+      const hg = repo.scm === 'hg';
+      const result: StepAttempt = await withHeartbeat(async (signal) => {
+        try {
+          const problem = (hg ? hgPushInputProblem : pushInputProblem)({ pushUrl, branch: input.branch, commitId: input.commitId });
+          if (problem) throw problem;
+          // git pushes from the session's checkout if this runner has it, else from the commit
+          // fetched afresh; hg fetches into a repository of its own (hgPush.ts says why).
+          const workdir = treeDir(config.workspaceDir, input.sessionId);
+          if (!hg) await ensureTree(treeDeps(config, pool), input, workdir, 'objects', signal);
+          // Read again: a fetch just now may have learned the pull URL's host key.
+          const hostKeys: HostKeys = { known: (await loadPushTarget(pool, input.repoId))?.sshKnownHosts ?? repo.sshKnownHosts };
+          const pushed = await (hg ? pushHgCommit : pushCommit)({
+            pushUrl,
+            pullUrl: repo.pullUrl,
+            privateKey: unseal(config.secretKey, repo.sshPrivateKeySealed),
+            workdir,
+            commitId: input.commitId,
+            branch: input.branch,
+            signal,
+            hostKeys,
+          })
+            .catch((err: unknown) => {
+              // A host key refused while asking the pull URL for the tip: say what to do, as the checkout does.
+              throw withHostKeyHint(err, input.repoId);
             })
-              .catch((err: unknown) => {
-                // A host key refused while asking the pull URL for the tip: say what to do, as the checkout does.
-                throw withHostKeyHint(err, input.repoId);
-              })
-              .finally(() => keepLearnedHostKeys(pool, input.repoId, hostKeys));
-            if (!pushed.pushed) {
-              // Recorded as ok, returned as `pushed: false`. Declining to push a commit that is not
-              // (or no longer) the branch's tip is this step doing its job, not failing: a branch
-              // moving on during a build is ordinary, and a red "failed" on the report page (where
-              // this step shows, with the API's post_build_steps; chat and e-mail don't mention it)
-              // would alarm for nothing. The detail, "not pushed: …", says nothing was and why.
-              const pull = displayUrl(repo.pullUrl);
-              const short = input.commitId.slice(0, 12);
-              const detail = pushed.tip
-                ? `not pushed: ${short} is not the tip of ${input.branch} on ${pull} (the tip is ${pushed.tip.slice(0, 12)})`
-                : `not pushed: branch ${input.branch} no longer exists on ${pull}`;
-              return { ok: true, detail };
-            }
-            pushedIt = true;
-            const what = pushed.upToDate ? 'already at' : 'pushed';
-            return { ok: true, detail: `${pushed.ref} ${what} ${input.commitId} on ${target}` };
-          } catch (err) {
-            // git.ts-style messages: already scrubbed of anything key-like.
-            const message = err instanceof Error ? err.message : String(err);
-            const detail = info.attempt > 1 ? `${message} ${attemptsText(info.attempt)}` : message;
-            const retryable = (err instanceof GitPushError || err instanceof GitPullError) && err.retryable;
-            return retryable ? { ok: false, detail, retry: { error: message } } : { ok: false, detail };
+            .finally(() => keepLearnedHostKeys(pool, input.repoId, hostKeys));
+          if (!pushed.pushed) {
+            // Recorded as ok, returned as `pushed: false`. Declining to push a commit that is not
+            // (or no longer) the branch's tip is this step doing its job, not failing: a branch
+            // moving on during a build is ordinary, and a red "failed" on the report page (where
+            // this step shows, with the API's post_build_steps; chat and e-mail don't mention it)
+            // would alarm for nothing. The detail, "not pushed: …", says nothing was and why.
+            const pull = displayUrl(repo.pullUrl);
+            const short = input.commitId.slice(0, 12);
+            const detail = pushed.tip
+              ? `not pushed: ${short} is not the tip of ${input.branch} on ${pull} (the tip is ${pushed.tip.slice(0, 12)})`
+              : `not pushed: branch ${input.branch} no longer exists on ${pull}`;
+            return { ok: true, detail };
           }
-        });
-      }
+          pushedIt = true;
+          const what = pushed.upToDate ? 'already at' : 'pushed';
+          return { ok: true, detail: `${pushed.ref} ${what} ${input.commitId} on ${target}` };
+        } catch (err) {
+          // git.ts-style messages: already scrubbed of anything key-like.
+          const message = err instanceof Error ? err.message : String(err);
+          const detail = info.attempt > 1 ? `${message} ${attemptsText(info.attempt)}` : message;
+          const retryable = (err instanceof GitPushError || err instanceof GitPullError) && err.retryable;
+          return retryable ? { ok: false, detail, retry: { error: message } } : { ok: false, detail };
+        }
+      });
       const { detail } = await settle('push', input.sessionId, info, result);
       return { pushed: pushedIt, detail };
     },
