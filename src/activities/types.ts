@@ -273,6 +273,10 @@ export interface ControlActivities {
   recordFinish(input: FinishInput): Promise<void>;
   /** The repository settings the suite's queue obeys, read when it picks the next session. */
   suiteSettings(suiteId: number): Promise<{ ciSquash: boolean }>;
+  /** The running session's workflow is gone without telling its suite: its record ends in error (activities/liveness.ts). */
+  sessionGone(sessionId: number, workflowId: string): Promise<boolean>;
+  /** Whether any runner polls this build queue. */
+  queueServed(taskQueue: string): Promise<boolean>;
   /** One session row per profile of a plan, children of the parent session; their ids, in order. */
   createPlanSessions(input: PlanSessionsInput): Promise<number[]>;
   /** The session's counts from its shared list of test files (exact, whichever runner ran what). */

@@ -77,12 +77,12 @@ export function createEnqueuer(send: SendBatch, opts: EnqueueOptions = {}): (req
 }
 
 /** One signal-with-start of the suite, carrying `reqs` (all of that suite) in order. */
-export async function signalSuite(client: Client, config: Config, reqs: [EnqueueRequest, ...EnqueueRequest[]]): Promise<void> {
+export async function signalSuite(client: Client, config: Config, ids: WorkflowIds, reqs: [EnqueueRequest, ...EnqueueRequest[]]): Promise<void> {
   const first = reqs[0];
   const label = `${first.repoLabel} @ ${first.branch}`;
-  const input: SuiteWorkflowInput = { suiteId: first.suiteId, label, historyLimit: config.suiteHistoryLimit };
+  const input: SuiteWorkflowInput = { suiteId: first.suiteId, label, historyLimit: config.suiteHistoryLimit, livenessMs: config.suiteLivenessMs };
   await client.workflow.signalWithStart('suiteWorkflow', {
-    workflowId: suiteWorkflowId(first.suiteId),
+    workflowId: ids.suite(first.suiteId),
     taskQueue: config.taskQueue,
     args: [input],
     signal: enqueueManySignal,

@@ -22,7 +22,8 @@ import { resolveProfiles, type ResolvedProfile } from '../core/profiles';
 import { skipTagReason } from '../core/skipTags';
 import type { Counts, EventName, SessionStatus } from '../core/types';
 import { records, runner } from './proxies';
-import { sessionWorkflowId, stopSignal, type PlanPart } from './signals';
+import { whileServed } from './runnerWatch';
+import { idsOf, stopSignal, type PlanPart } from './signals';
 import { failureMessage, now, setStatus } from './status';
 import { runProfile } from './tests';
 
@@ -61,17 +62,20 @@ export async function build(
   const { lastBuiltCommit } = await records.recordStart(ctx.sessionId, snap.timing);
   try {
     snap.timing.workers_assigned_at = now();
-    emit('start');
-    const checkout = await runner(ctx).checkout({
-      sessionId: ctx.sessionId,
-      repoId: ctx.repoId,
-      branch: ctx.branch,
-      // A plan's sessions build exactly the commit their parent checked out.
-      head: part?.commitId ?? ctx.head,
-      refspecs: ctx.refspecs,
-      ...listAhead(ctx, part, lastBuiltCommit),
-    });
-    const tree: TreeRef = { sessionId: ctx.sessionId, repoId: ctx.repoId, branch: ctx.branch, commitId: checkout.commitId, refspecs: ctx.refspecs };
+    const target = checkoutTarget({ scm: ctx.repo.scm, branch: ctx.branch, head: ctx.head, ref: ctx.ref, refspecs: ctx.refspecs });
+    const checkout = await whileServed(ctx, () =>
+      runner(ctx).checkout({
+        sessionId: ctx.sessionId,
+        repoId: ctx.repoId,
+        branch: ctx.branch,
+        // A plan's sessions build exactly the commit their parent checked out.
+        head: part?.commitId ?? target.head,
+        refspecs: target.refspecs,
+        ...listAhead(ctx, part, lastBuiltCommit),
+      }),
+    );
+    // Every lane fetches what the checkout did, so the commit is there for each of them.
+    const tree: TreeRef = { sessionId: ctx.sessionId, repoId: ctx.repoId, branch: ctx.branch, commitId: checkout.commitId, refspecs: target.refspecs };
     outcome.tree = tree;
     snap.commitId = checkout.commitId;
     snap.committers = checkout.committers;

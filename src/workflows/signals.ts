@@ -25,6 +25,8 @@ export interface SuiteWorkflowInput {
   queuedAt?: [number, number][];
   /** Continue-as-new past this many history events (tests lower it; Temporal may suggest sooner). */
   historyLimit?: number;
+  /** How often to make sure the running session's workflow still exists (tests lower it). */
+  livenessMs?: number;
 }
 
 export interface SessionWorkflowInput {

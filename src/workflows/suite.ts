@@ -40,6 +40,8 @@ import { failureMessage, now } from './status';
 
 /** Continue-as-new well before Temporal would suggest it; a suite can live for years. */
 const MAX_HISTORY_EVENTS = 2_000;
+/** How often, while a session builds, the suite makes sure its workflow still exists. */
+const LIVENESS_MS = 60_000;
 /** Sessions per squashedWorkflow: its payloads stay well under Temporal's size limits. */
 const SQUASH_BATCH = 50;
 
@@ -76,15 +78,14 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
 
   const [repo, branch] = splitLabel(input.label);
 
+  const wakeUp = () =>
+    arrived.length > 0 || toWake.length > 0 || toStop.length > 0 || (running === null && waiting.length > 0) || historyIsLong(input.historyLimit);
+
   for (;;) {
-    await condition(
-      () =>
-        arrived.length > 0 ||
-        toWake.length > 0 ||
-        toStop.length > 0 ||
-        (running === null && waiting.length > 0) ||
-        historyIsLong(input.historyLimit),
-    );
+    if (running === null) await condition(wakeUp);
+    // While a session builds, make sure now and then that its workflow still exists: one that
+    // was terminated by hand would never say it is done, and the queue would wait forever.
+    else if (!(await condition(wakeUp, input.livenessMs ?? LIVENESS_MS)) && running !== null) await checkRunning(running);
 
     if (arrived.length > 0) {
       const seen = new Set<number>(waiting);
@@ -127,6 +128,13 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
     if (historyIsLong(input.historyLimit) && arrived.length === 0 && toWake.length === 0 && toStop.length === 0) {
       await continueAsNew<typeof suiteWorkflow>({ ...input, waiting, running, started: [...started], queuedAt: [...queuedAt] });
     }
+  }
+
+  /** The running session's workflow is gone without a word: its record ends in error (the activity), and the queue goes on. */
+  async function checkRunning(sessionId: number): Promise<void> {
+    if (!(await settings.sessionGone(sessionId, ids.session(sessionId)))) return;
+    log.warn("the running session's workflow is gone; the queue goes on without it", { session: sessionId });
+    if (running === sessionId) running = null;
   }
 
   /** A stop for a session that may have no workflow yet: one that waits ends as stopped at once. */
