@@ -51,6 +51,8 @@ export interface Config {
    * (SLUICE_POST_BUILD_WAIT_MS, default DEFAULT_POST_BUILD_WAIT_MS); they go on retrying after.
    */
   postBuildWaitMs?: number;
+  /** Retry policy of commit statuses; default DEFAULT_STATUS_RETRY (core/commitStatus.ts). Tests shorten it. */
+  statusRetry?: RetrySettings;
   /** Non-public ranges outgoing webhooks may reach anyway (SLUICE_WEBHOOK_ALLOW); none by default. */
   webhookAllow: Cidr[];
   /** History events after which a suite workflow continues-as-new (default in suite.ts). */

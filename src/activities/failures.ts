@@ -33,6 +33,13 @@ export const FAILURE_TYPES = {
   webhookDeliveryGaveUp: 'WebhookDeliveryGaveUp',
   /** The receiver refused for good (other 4xx, 3xx, TLS, SSRF guard, unsealable secret): `dropped`. */
   webhookDeliveryDropped: 'WebhookDeliveryDropped',
+  // commit statuses on the hosting site (activities/commitStatus.ts)
+  /** This status post failed (connection, time-out, 408, 429, a rate limit, 5xx); more attempts remain. */
+  commitStatusRetrying: 'CommitStatusRetrying',
+  /** The last attempt failed too: logged as `gave_up`. */
+  commitStatusGaveUp: 'CommitStatusGaveUp',
+  /** The provider refused for good (other 4xx, 3xx, TLS, SSRF guard, settings that make no request): `dropped`. */
+  commitStatusDropped: 'CommitStatusDropped',
 } as const;
 
 export type FailureType = (typeof FAILURE_TYPES)[keyof typeof FAILURE_TYPES];

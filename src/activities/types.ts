@@ -5,8 +5,9 @@
  */
 import type { WebhookRetry } from '../config';
 import type { Profile, RepoConfig } from '../core/profiles';
-import type { PostRetry } from '../core/retry';
+import type { PostRetry, RetrySettings } from '../core/retry';
 import type { BuildTrust } from '../core/trust';
+import type { StatusPhase } from '../core/commitStatus';
 import type { OpenLanes, SquashedBatch } from '../delivery/squashed';
 import type { Counts, OutgoingPayload, Scm, SessionStatus, Timing } from '../core/types';
 
@@ -54,7 +55,17 @@ export interface SessionContext {
     postRetry: PostRetry;
     /** How long `stop` waits for push, chat and e-mail before it goes out without them. */
     postBuildWaitMs: number;
+    /** How long the checkout waits on a build queue no runner polls before the build ends in error. */
+    runnerWaitMs?: number;
+    /** Retry policy of commit statuses (absent in histories recorded before them: the default). */
+    statusRetry?: RetrySettings;
   };
+  /**
+   * Whether the repository posts commit statuses to its hosting site: a status provider, its
+   * repository path and a token (core/commitStatus.ts). Absent in histories recorded before
+   * them: none.
+   */
+  readonly commitStatus?: boolean;
   /** Whether chat and e-mail have anywhere to go (a chat URL; SMTP_URL and an address). */
   readonly notify: { chat: boolean; email: boolean };
   /** The trigger's `refspec`. */
@@ -266,6 +277,29 @@ export interface EmailResult {
  */
 export type RepoConfigResult = { config: RepoConfig | null } | { error: string };
 
+/**
+ * One commit status on the hosting site, built by the workflow (core/commitStatus.ts); the
+ * activity reads where it goes, and the token, from the repository itself.
+ */
+export interface CommitStatusInput {
+  sessionId: number;
+  commitId: string;
+  phase: StatusPhase;
+  /** `sluice/<profile>`, or `sluice` for a plan's parent. */
+  context: string;
+  description: string;
+  /** The session's report page. */
+  targetUrl: string;
+  /** The branch, for a build of a push to it (GitLab's `ref`, Bitbucket's `refname`); null for a pull request's or a tag's. */
+  ref: string | null;
+}
+
+export interface CommitStatusResult {
+  /** False when the repository has no status settings any more (nothing sent or logged). */
+  posted: boolean;
+  detail: string;
+}
+
 /** What workers do: records, deliveries, chat and e-mail. */
 export interface ControlActivities {
   loadSession(sessionId: number): Promise<SessionContext>;
@@ -286,6 +320,8 @@ export interface ControlActivities {
   endSquashed(batch: SquashedBatch): Promise<OpenLanes[]>;
   postChat(input: ChatInput): Promise<ChatResult>;
   sendEmail(input: EmailInput): Promise<EmailResult>;
+  /** One attempt to post a commit status (activities/commitStatus.ts): returns once posted, throws otherwise. */
+  postCommitStatus(input: CommitStatusInput): Promise<CommitStatusResult>;
 }
 
 /** What runners do: checkouts, tests, and the push (from a checkout). */

@@ -54,6 +54,19 @@ function renderPostBuild(v: SessionView): string {
   return `<h2>After the tests</h2>\n<table>\n${rows}\n</table>\n`;
 }
 
+/** The commit statuses posted to the hosting site: each attempt, its state and what came of it. */
+function renderCommitStatuses(v: SessionView): string {
+  if (!v.commit_statuses || v.commit_statuses.length === 0) return '';
+  const rows = v.commit_statuses
+    .map(
+      (s) =>
+        `<tr><th>${escapeHtml(s.context)}</th><td>${escapeHtml(s.provider)} ${escapeHtml(s.state)}</td><td>attempt ${s.attempt}</td>` +
+        `<td class="${s.outcome === 'delivered' ? 'ok' : 'failed'}">${escapeHtml(s.outcome)}${s.status_code === null ? '' : ` (HTTP ${s.status_code})`}</td><td>${escapeHtml(s.error ?? '')}</td></tr>`,
+    )
+    .join('\n');
+  return `<h2>Commit status</h2>\n<table>\n${rows}\n</table>\n`;
+}
+
 /** JUnit test cases: counts, the failing ones (name, classname, message), and unreadable reports. */
 function renderCases(v: SessionView): string {
   if (v.junit_files.length === 0 && v.cases.total === 0) return '';
@@ -172,7 +185,7 @@ ${timing}
 ${paging.summary}${paging.nav}
 ${tests}
 ${paging.nav}
-${renderCases(v)}${renderPostBuild(v)}</body>
+${renderCases(v)}${renderPostBuild(v)}${renderCommitStatuses(v)}</body>
 </html>
 `;
 }

@@ -10,6 +10,7 @@ import type { Db } from '../db/transaction';
 import { countTests, findCiEvent, findSessionWithRepo, listEventSessions, listTests, listTestsPage, type SessionListRow, type SessionWithRepo, type TestRow } from '../db/sessions';
 import { countCases, listFailingCases, listJUnitFiles, type CaseCounts, type FailingCaseRow, type JUnitFileRow } from '../db/testCases';
 import { listPostBuildSteps, type PostBuildStepRow } from '../db/postBuildSteps';
+import { listSessionStatusAttempts, type StatusAttemptRow } from '../db/commitStatuses';
 import { reportUrl } from '../core/reportUrl';
 
 export interface SessionView {
@@ -43,6 +44,8 @@ export interface SessionView {
   junit_files: JUnitFileRow[];
   /** Push, chat and e-mail after the tests, in order; present once one was attempted. */
   post_build_steps?: PostBuildStepRow[];
+  /** Attempts to post the session's commit statuses to the hosting site, in order; present once one was made. */
+  commit_statuses?: StatusAttemptRow[];
 }
 
 /** How many test files (with their output) one report page shows. */
@@ -141,6 +144,8 @@ async function buildSessionView(db: Db, config: Config, row: SessionWithRepo, te
   if (row.changeset) view.changeset = row.changeset;
   const postBuild = await listPostBuildSteps(db, id);
   if (postBuild.length > 0) view.post_build_steps = postBuild;
+  const statuses = await listSessionStatusAttempts(db, id);
+  if (statuses.length > 0) view.commit_statuses = statuses;
   return view;
 }
 

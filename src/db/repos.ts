@@ -1,4 +1,5 @@
 /** SQL for repositories. Sealed secrets are read only where they are needed. */
+import type { StatusProvider } from '../core/commitStatus';
 import type { Scm } from '../core/types';
 import type { Db } from './transaction';
 
@@ -25,6 +26,12 @@ export interface RepoRow extends RepoSettings {
   webhook_secret_set: boolean;
   /** The SSH host keys the repository trusts (known_hosts format), learned on first use; null: none yet. */
   ssh_known_hosts: string | null;
+  /** Commit statuses on the hosting site (db/commitStatuses.ts): whose API, where, for which repository. */
+  status_provider: StatusProvider | null;
+  status_api_url: string | null;
+  status_repo: string | null;
+  /** Whether a status token is set (its value is read only where statuses are posted). */
+  status_token_set: boolean;
   created_at: Date;
 }
 
@@ -41,7 +48,8 @@ export interface NewRepo extends RepoSettings {
 // Never the private key: nothing in the API needs it.
 const COLUMNS = `r.id, r.org_id, o.name AS org_name, r.name, r.scm, r.pull_url, r.ci_push_url, r.pull_request_only,
   r.trust_same_repo_pull_requests, r.ci_squash, r.branch_blacklist, r.chat_url, r.key_sealed, r.ssh_public_key,
-  (r.webhook_secret_sealed IS NOT NULL) AS webhook_secret_set, r.ssh_known_hosts, r.created_at`;
+  (r.webhook_secret_sealed IS NOT NULL) AS webhook_secret_set, r.ssh_known_hosts, r.created_at,
+  r.status_provider, r.status_api_url, r.status_repo, (r.status_token_sealed IS NOT NULL) AS status_token_set`;
 const FROM = 'FROM repos r JOIN orgs o ON o.id = r.org_id';
 
 export async function insertRepo(db: Db, repo: NewRepo): Promise<number> {

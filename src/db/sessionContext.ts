@@ -6,9 +6,10 @@
  */
 import type { SessionContext } from '../activities/types';
 import type { SessionStatus } from '../core/types';
-import { DEFAULT_POST_BUILD_WAIT_MS, type Config } from '../config';
+import { DEFAULT_POST_BUILD_WAIT_MS, DEFAULT_RUNNER_WAIT_MS, type Config } from '../config';
 import { reportUrl } from '../core/reportUrl';
 import { DEFAULT_POST_RETRY } from '../core/retry';
+import { DEFAULT_STATUS_RETRY } from '../core/commitStatus';
 import { buildTrust } from '../core/trust';
 import { findSessionsWithRepo, findSessionWithRepo, type SessionWithRepo } from './sessions';
 import type { Db } from './transaction';
@@ -57,7 +58,10 @@ function contextOf(row: SessionWithRepo, webhookIds: number[], config: Config): 
       testTimeoutMs: config.testTimeoutMs,
       postRetry: config.postRetry ?? DEFAULT_POST_RETRY,
       postBuildWaitMs: config.postBuildWaitMs ?? DEFAULT_POST_BUILD_WAIT_MS,
+      runnerWaitMs: config.runnerWaitMs ?? DEFAULT_RUNNER_WAIT_MS,
+      statusRetry: config.statusRetry ?? DEFAULT_STATUS_RETRY,
     },
+    commitStatus: row.commit_status,
     // Steps with nothing to do are not even scheduled: each is a round trip before `stop`.
     notify: { chat: row.chat_url !== null, email: Boolean(config.smtpUrl) && row.org_email !== '' },
     refspecs: row.trigger.refspec,

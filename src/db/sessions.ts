@@ -105,6 +105,8 @@ export interface SessionWithRepo {
   pull_url: string;
   scm: Scm;
   chat_url: string | null;
+  /** The repository posts commit statuses: a status provider, repository path and token (migration 012). */
+  commit_status: boolean;
   ci_squash: boolean;
   trust_same_repo_pull_requests: boolean;
   org_id: number;
@@ -116,8 +118,9 @@ const SESSION_WITH_REPO = `
     SELECT s.id, e.guid, s.parent_id, s.suite_id, s.status, s.reason, s.profile_name, s.branch, s.ref, s.head, s.force,
            s.commit_id, s.committers, s.counts, s.workers, s.timing, s.stopped_by, s.report_token, s.created_at, s.updated_at,
            e.received_at, e.trigger, e.trigger->'changeset' AS changeset,
-           su.test_pattern, su.test_command, su.junit_pattern, su.profiles AS suite_profiles, su.plan AS suite_plan,
+           su.test_pattern, su.test_command, su.junit_pattern, su.profiles AS suite_profiles, su.plan AS suite_plan, su.deadline_minutes AS suite_deadline_minutes,
            r.id AS repo_id, r.name AS repo_name, r.pull_url, r.scm, r.chat_url, r.ci_squash, r.trust_same_repo_pull_requests,
+           (r.status_provider IS NOT NULL AND r.status_repo IS NOT NULL AND r.status_token_sealed IS NOT NULL) AS commit_status,
            o.id AS org_id, o.name AS org_name, o.email AS org_email
       FROM sessions s
       JOIN ci_events e ON e.id = s.ci_event_id

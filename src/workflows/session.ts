@@ -35,11 +35,17 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
   }
   const snap: SessionSnapshot = queuedSnapshot({ ci_received_at: ctx.receivedAt, queue_first_seen_at: input.queuedAt ?? now() }, input.stoppedBy ?? null);
   const lanes = openDeliveryLanes(ctx.webhookIds, ctx.sessionId, ctx.settings.webhookRetry);
+  const statuses = openCommitStatuses(ctx);
   // Until the build chooses a profile (and for a plan's parent, which runs none of its own),
   // the session names the one it was queued with.
   const queuedProfile: SessionProfile = { name: ctx.profileName, workers: ctx.workers };
-  const emit: Emit = (event: EventName, profile = queuedProfile) =>
-    lanes.push(() => buildPayload(event, { ...ctx, profileName: profile.name, workers: profile.workers }, snap, uuid4(), new Date()));
+  const emit: Emit = (event: EventName, profile?: SessionProfile) => {
+    const named = profile ?? queuedProfile;
+    lanes.push(() => buildPayload(event, { ...ctx, profileName: named.name, workers: named.workers }, snap, uuid4(), new Date()));
+    // The tests start: the commit's status on the hosting site says it builds. A plan's parent
+    // emits its `test` without a profile (build.ts runPlan): its status sums up its parts'.
+    if (event === 'test') statuses?.running(snap, profile ? profile.name : null);
+  };
 
   let allowed = input.part !== undefined || input.go === true;
   let squashedInto: number | null = null;
@@ -102,6 +108,8 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
       await tellSuite();
     }
   });
+  // The outcome on the hosting site, as recorded (push, chat and e-mail never change it).
+  statuses?.finished(snap, profile.name, outcome.reason);
 
   // Spec §1 steps 4–6 for builds that ran (a plan's parts are told by their parent's): push
   // when it passed, then chat, then e-mail, each under its own retry policy. `stop` waits for
@@ -120,5 +128,6 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
   emit('stop', profile);
   await steps;
   await lanes.drain();
+  await statuses?.drain();
   return { status: snap.status, counts: snap.counts };
 }

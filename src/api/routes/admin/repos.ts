@@ -16,8 +16,10 @@ import { conflict, notFound, validate } from '../../http';
 import { uniqueViolation, type Db } from '../../../db/transaction';
 import { findRepoById, findRepoByName, insertRepo, listRepos, setKnownHosts, setWebhookSecret, updateRepoSettings, type RepoRow } from '../../../db/repos';
 import { registerBranchRoutes } from './branches';
+import { checkStatusSettings, registerCommitStatusRoutes, statusSettingFields, statusSettingsView, storeStatusSettings } from './commitStatuses';
 import { httpUrl, plainText, resourceName, scmUrl } from './fields';
 import { loadOrg } from './orgs';
+import type { OrgRow } from '../../../db/orgs';
 
 const settings = {
   pull_url: scmUrl,
@@ -29,6 +31,8 @@ const settings = {
   // Branch names or glob patterns, as the spec's "by name or pattern".
   branch_blacklist: z.array(plainText(255)).max(100).optional(),
   chat_url: httpUrl.nullish(),
+  // Commit statuses on the hosting site (commitStatuses.ts; the token write-only).
+  ...statusSettingFields,
 };
 
 const CreateRepo = z.strictObject({ name: resourceName, scm: z.enum(['git', 'hg']), ...settings });
@@ -72,6 +76,7 @@ export function repoView(r: RepoRow, config: Config) {
     ssh_public_key: r.ssh_public_key,
     webhook_secret_set: r.webhook_secret_set,
     ssh_known_hosts: r.ssh_known_hosts,
+    ...statusSettingsView(r),
     created_at: r.created_at,
   };
 }
@@ -139,4 +144,6 @@ export function registerRepoRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
   // A repository's branches and their toggles live under it.
   registerBranchRoutes(app, deps);
+  // ... and the log of their commit statuses.
+  registerCommitStatusRoutes(app, deps, loadRepo);
 }
