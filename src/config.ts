@@ -57,6 +57,19 @@ export interface Config {
   webhookAllow: Cidr[];
   /** History events after which a suite workflow continues-as-new (default in suite.ts). */
   suiteHistoryLimit?: number;
+  /** How often a suite makes sure its running session's workflow still exists (SLUICE_SUITE_LIVENESS_MS; default in suite.ts). */
+  suiteLivenessMs?: number;
+  /** How long a checkout waits on a build queue that no runner polls before its build ends in error (SLUICE_RUNNER_WAIT_MS). */
+  runnerWaitMs?: number;
+  /** API: the Temporal UI's address (SLUICE_TEMPORAL_UI_URL), for a build page's link to its workflow; none when unset. */
+  temporalUiUrl?: string;
+  /**
+   * Workers: days an ended session is kept, with its results, outputs and trigger, before the
+   * daily cleanup deletes it (SLUICE_RETENTION_DAYS, default DEFAULT_RETENTION_DAYS); 0 keeps them.
+   */
+  retentionDays?: number;
+  /** Workers: days a delivery attempt stays in its webhook's log (SLUICE_DELIVERY_RETENTION_DAYS, default DEFAULT_DELIVERY_RETENTION_DAYS); 0 keeps them. */
+  deliveryRetentionDays?: number;
 }
 
 /** Outgoing webhook deliveries' retry policy (SLUICE_WEBHOOK_RETRY_*). */
@@ -68,8 +81,14 @@ const positiveInt = z.coerce.number().int().positive();
 export const DEFAULT_RUNNER_SLOTS = 4;
 /** How long `stop` waits for the post-build steps, unless SLUICE_POST_BUILD_WAIT_MS says otherwise. */
 export const DEFAULT_POST_BUILD_WAIT_MS = 5_000;
+/** How long a checkout waits for a runner on a queue nobody polls, unless SLUICE_RUNNER_WAIT_MS says otherwise. */
+export const DEFAULT_RUNNER_WAIT_MS = 10 * 60_000;
 /** Test files one build may have, unless SLUICE_MAX_TEST_FILES says otherwise. */
 export const DEFAULT_MAX_TEST_FILES = 5_000;
+/** Days ended sessions and delivery attempts are kept, unless SLUICE_RETENTION_DAYS and SLUICE_DELIVERY_RETENTION_DAYS say otherwise. */
+export const DEFAULT_RETENTION_DAYS = 90;
+export const DEFAULT_DELIVERY_RETENTION_DAYS = 30;
+const retentionDays = z.coerce.number().int().min(0).max(36_500);
 
 const EnvSchema = z.object({
   DATABASE_URL: z.string().min(1).default('postgres://postgres@127.0.0.1:5432/sluice'),
@@ -98,7 +117,12 @@ const EnvSchema = z.object({
   SLUICE_WEBHOOK_RETRY_BACKOFF: z.coerce.number().min(1).default(2),
   SLUICE_WEBHOOK_RETRY_ATTEMPTS: positiveInt.default(36),
   SLUICE_SUITE_HISTORY_LIMIT: positiveInt.optional(),
+  SLUICE_SUITE_LIVENESS_MS: positiveInt.optional(),
+  SLUICE_RUNNER_WAIT_MS: positiveInt.default(DEFAULT_RUNNER_WAIT_MS),
+  SLUICE_TEMPORAL_UI_URL: z.url().optional(),
   SLUICE_POST_BUILD_WAIT_MS: z.coerce.number().int().min(0).default(DEFAULT_POST_BUILD_WAIT_MS),
+  SLUICE_RETENTION_DAYS: retentionDays.default(DEFAULT_RETENTION_DAYS),
+  SLUICE_DELIVERY_RETENTION_DAYS: retentionDays.default(DEFAULT_DELIVERY_RETENTION_DAYS),
   SLUICE_WEBHOOK_ALLOW: z
     .string()
     .default('')
@@ -158,6 +182,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: Role = 'a
     },
     webhookAllow: e.SLUICE_WEBHOOK_ALLOW,
     suiteHistoryLimit: e.SLUICE_SUITE_HISTORY_LIMIT,
+    suiteLivenessMs: e.SLUICE_SUITE_LIVENESS_MS,
+    runnerWaitMs: e.SLUICE_RUNNER_WAIT_MS,
     postBuildWaitMs: e.SLUICE_POST_BUILD_WAIT_MS,
+    temporalUiUrl: e.SLUICE_TEMPORAL_UI_URL?.replace(/\/+$/, ''),
+    retentionDays: e.SLUICE_RETENTION_DAYS,
+    deliveryRetentionDays: e.SLUICE_DELIVERY_RETENTION_DAYS,
   };
 }

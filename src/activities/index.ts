@@ -1,9 +1,13 @@
 import type { Pool } from 'pg';
 import type { Config } from '../config';
+import { DEFAULT_STATUS_RETRY } from '../core/commitStatus';
 import { createBuildActivities } from './build/activities';
 import type { BuildUser, ProcessGroups } from './build/runTestFile';
 import type { Sandbox } from './build/sandbox';
+import { createCommitStatusActivity } from './commitStatus';
+import { createCleanupActivity } from './cleanup';
 import { createDeliverActivity } from './delivery';
+import { createLivenessActivities } from './liveness';
 import { endSquashedSessions } from '../delivery/squashed';
 import { createPostActivities } from './post/activities';
 import { createSessionRecords } from './session/records';
@@ -26,10 +30,18 @@ export function createControlActivities(deps: ActivityDeps): ControlActivities {
   };
   return {
     ...createSessionRecords(deps.pool, deps.config),
+    ...createLivenessActivities(deps),
     postChat,
     sendEmail,
+    cleanUp: createCleanupActivity(deps),
     deliverWebhook: createDeliverActivity(deliverDeps),
     endSquashed: (batch) => endSquashedSessions({ ...deliverDeps, config: deps.config }, batch),
+    postCommitStatus: createCommitStatusActivity({
+      pool: deps.pool,
+      secretKey: deps.config.secretKey,
+      allow: deps.config.webhookAllow,
+      maxRetryAfterMs: (deps.config.statusRetry ?? DEFAULT_STATUS_RETRY).maximumIntervalMs,
+    }),
   };
 }
 

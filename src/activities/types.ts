@@ -79,6 +79,12 @@ export interface SessionContext {
   readonly suitePlan: string[] | undefined;
   /** The trigger's `profile_name`, when it named one. */
   readonly requestedProfile: string | null;
+  /**
+   * The suite's deadline for this build in minutes, from its turn to the end of its tests; past
+   * it the build is stopped and ends in `error`. Null (absent in histories recorded before it
+   * existed): none. Always null for a plan's part, which its parent stops.
+   */
+  readonly deadlineMinutes?: number | null;
 }
 
 export interface CheckoutInput {
@@ -315,6 +321,8 @@ export interface ControlActivities {
   createPlanSessions(input: PlanSessionsInput): Promise<number[]>;
   /** The session's counts from its shared list of test files (exact, whichever runner ran what). */
   testCounts(sessionId: number): Promise<Counts>;
+  /** The daily retention cleanup (activities/cleanup.ts): deletes what is older than the worker's settings keep. */
+  cleanUp(): Promise<CleanupResult>;
   deliverWebhook(input: DeliverInput): Promise<DeliverResult>;
   /** Ends a batch of queued sessions CI squash passed over; those whose events a receiver still needs. */
   endSquashed(batch: SquashedBatch): Promise<OpenLanes[]>;
@@ -334,3 +342,14 @@ export interface RunnerActivities {
 
 /** Every activity, as workflow code proxies them (each on its role's queue). */
 export type Activities = ControlActivities & RunnerActivities;
+
+/** What a retention cleanup deleted, under which settings (0 days: kept for good). */
+export interface CleanupResult {
+  sessionRetentionDays: number;
+  deliveryRetentionDays: number;
+  /** Ended sessions (a plan's parts not counted: they went with their parent). */
+  sessions: number;
+  /** Triggers no session referred to any more. */
+  ciEvents: number;
+  deliveries: number;
+}

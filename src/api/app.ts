@@ -12,9 +12,10 @@ import type { WorkflowIds } from '../temporal/ids';
 import type { StopTarget } from '../temporal/stop';
 import type { Announce } from './announce';
 import { requireAdmin } from './auth';
-import { installErrorHandlers } from './http';
+import { HttpError, installErrorHandlers } from './http';
 import { loggerOptions, type ApiLogOptions } from './logging';
 import { registerDeliveryRoutes } from './routes/admin/deliveries';
+import { registerOperatorRoutes } from './routes/admin/operator';
 import { registerOrgRoutes } from './routes/admin/orgs';
 import { registerRepoRoutes } from './routes/admin/repos';
 import { registerSecretRoutes } from './routes/admin/secrets';
@@ -82,6 +83,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
       registerWebhookRoutes(admin, deps);
       registerDeliveryRoutes(admin, deps);
       registerSessionRoutes(admin, deps);
+      registerOperatorRoutes(admin, deps);
     },
     { prefix: '/api/v1' },
   );

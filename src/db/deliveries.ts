@@ -42,13 +42,17 @@ export interface DeliveryAttempt {
   closureDetail: string | null;
 }
 
-/** Writes the attempt's log row; the next attempt is due `nextDelayMs` after it, by the database's clock. */
+/**
+ * Writes the attempt's log row; the next attempt is due `nextDelayMs` after it, by the database's
+ * clock. An attempt for a session deleted meanwhile (its repository was, api/remove.ts) is logged
+ * without it, as the ones before were kept when it went (ON DELETE SET NULL).
+ */
 export async function insertDeliveryAttempt(db: Db, a: DeliveryAttempt): Promise<{ id: number; nextAttemptAt: Date | null }> {
   const { rows } = await db.query<{ id: number; next_attempt_at: Date | null }>(
     `INSERT INTO deliveries
        (webhook_id, session_id, event, xid, attempt, status_code, outcome, error, duration_ms, payload, request_body,
         origin, url, request_headers, response_headers, response_body, error_class, next_attempt_at, closure_outcome, closure_detail)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13, $14::jsonb, $15::jsonb, $16, $17,
+     VALUES ($1, (SELECT id FROM sessions WHERE id = $2), $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13, $14::jsonb, $15::jsonb, $16, $17,
              now() + $18::bigint * interval '1 millisecond', $19, $20)
      RETURNING id, next_attempt_at`,
     [
@@ -87,6 +91,11 @@ export async function claimFirstAttempt(
   key: { sessionId: number; webhookId: number; event: string },
   takeOverAfterMs: number,
 ): Promise<boolean> {
+  // A session or webhook deleted meanwhile (api/remove.ts): nobody else will make the attempt.
+  const gone = (err: unknown) => {
+    if ((err as { code?: string }).code === '23503') return { rows: [{ claimed: true }] };
+    throw err;
+  };
   const { rows } = await db.query<{ claimed: boolean }>(
     `INSERT INTO first_attempt_claims AS c (session_id, webhook_id, event) VALUES ($1, $2, $3)
      ON CONFLICT (session_id, webhook_id, event) DO UPDATE SET claimed_at = now()
@@ -95,7 +104,7 @@ export async function claimFirstAttempt(
                           WHERE d.session_id = c.session_id AND d.webhook_id = c.webhook_id AND d.event = c.event AND d.origin = 'event')
      RETURNING true AS claimed`,
     [key.sessionId, key.webhookId, key.event, takeOverAfterMs],
-  );
+  ).catch(gone);
   return rows.length > 0;
 }
 

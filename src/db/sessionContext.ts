@@ -69,6 +69,8 @@ function contextOf(row: SessionWithRepo, webhookIds: number[], config: Config): 
     trust: buildTrust(row.trigger, { trustSameRepoPullRequests: row.trust_same_repo_pull_requests }),
     suiteProfiles: row.suite_profiles,
     suitePlan: row.suite_plan ?? undefined,
+    // A plan's parts have none of their own: their parent's deadline stops them.
+    deadlineMinutes: row.parent_id === null ? row.suite_deadline_minutes : null,
     // A plan's part runs the profile its parent gave it; only the parent honours the trigger's.
     requestedProfile: row.parent_id === null ? (row.trigger.profileName ?? null) : null,
   };

@@ -100,6 +100,8 @@ export interface SessionWithRepo {
   junit_pattern: string | null;
   suite_profiles: Profile[];
   suite_plan: string[] | null;
+  /** The suite's deadline for one build, in minutes (migration 013); null: none. */
+  suite_deadline_minutes: number | null;
   repo_id: number;
   repo_name: string;
   pull_url: string;

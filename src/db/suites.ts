@@ -10,19 +10,19 @@ export interface SuiteRow extends SuiteSettings {
   created_at: Date;
 }
 
-const COLUMNS = 'id, repo_id, branch, test_pattern, test_command, workers, junit_pattern, profiles, plan, last_built_commit, created_at';
+const COLUMNS = 'id, repo_id, branch, test_pattern, test_command, workers, junit_pattern, profiles, plan, deadline_minutes, last_built_commit, created_at';
 
 export async function insertSuite(
   db: Db,
   suite: Pick<SuiteRow, 'repo_id' | 'branch'> &
     Pick<SuiteSettings, 'test_pattern' | 'test_command' | 'workers'> &
-    Partial<Pick<SuiteSettings, 'junit_pattern' | 'profiles' | 'plan'>>,
+    Partial<Pick<SuiteSettings, 'junit_pattern' | 'profiles' | 'plan' | 'deadline_minutes'>>,
 ): Promise<SuiteRow> {
   const { rows } = await db.query<SuiteRow>(
-    `INSERT INTO suites (repo_id, branch, test_pattern, test_command, workers, junit_pattern, profiles, plan)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
+    `INSERT INTO suites (repo_id, branch, test_pattern, test_command, workers, junit_pattern, profiles, plan, deadline_minutes)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`,
     [suite.repo_id, suite.branch, suite.test_pattern, suite.test_command, suite.workers, suite.junit_pattern ?? null,
-      JSON.stringify(suite.profiles ?? []), suite.plan ?? null],
+      JSON.stringify(suite.profiles ?? []), suite.plan ?? null, suite.deadline_minutes ?? null],
   );
   return rows[0]!;
 }
@@ -37,9 +37,11 @@ export interface SuiteSettings {
   /** Named profiles besides the suite's own (`default`), and the plan; see core/profiles.ts. */
   profiles: Profile[];
   plan: string[] | null;
+  /** How long one build may take, from its turn to the end of its tests (migration 013); null: no deadline. */
+  deadline_minutes: number | null;
 }
 
-const SETTINGS: readonly (keyof SuiteSettings)[] = ['test_pattern', 'test_command', 'workers', 'junit_pattern', 'profiles', 'plan'];
+const SETTINGS: readonly (keyof SuiteSettings)[] = ['test_pattern', 'test_command', 'workers', 'junit_pattern', 'profiles', 'plan', 'deadline_minutes'];
 
 /** Sets the given settings of a repository's suite; undefined when there is no such suite. */
 export async function updateSuiteSettings(db: Db, repoId: number, id: number, patch: Partial<SuiteSettings>): Promise<SuiteRow | undefined> {

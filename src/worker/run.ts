@@ -1,7 +1,9 @@
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Config } from '../config';
 import { createPool } from '../db/pool';
 import { createControlActivities } from '../activities';
+import { ensureCleanupSchedule } from '../temporal/cleanupSchedule';
 import { installRuntime } from '../temporal/runtime';
 import { workflowCode } from './workflowBundle';
 
@@ -22,6 +24,7 @@ export interface RunWorkerOptions {
  */
 export async function runWorker(config: Config, options: RunWorkerOptions = {}): Promise<WorkerHandle> {
   installRuntime();
+  await scheduleCleanup(config);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const pool = createPool(config.databaseUrl);
   const workflows: Partial<WorkerOptions> = options.workflowBundle ? { workflowBundle: options.workflowBundle } : workflowCode();
@@ -45,4 +48,16 @@ export async function runWorker(config: Config, options: RunWorkerOptions = {}):
       }
     },
   };
+}
+
+/** The daily retention cleanup's Temporal Schedule (temporal/cleanupSchedule.ts), made sure of before the worker polls. */
+async function scheduleCleanup(config: Config): Promise<void> {
+  const connection = await Connection.connect({ address: config.temporalAddress });
+  try {
+    await ensureCleanupSchedule(new Client({ connection, namespace: config.temporalNamespace }), config);
+  } catch (err) {
+    throw new Error(`could not schedule the daily retention cleanup in Temporal: ${(err as Error).message}`, { cause: err });
+  } finally {
+    await connection.close();
+  }
 }

@@ -2,3 +2,4 @@
 export { suiteWorkflow } from './suite';
 export { sessionWorkflow } from './session';
 export { squashedWorkflow } from './squashed';
+export { cleanupWorkflow } from './cleanup';

@@ -13,6 +13,8 @@ import { squashReason } from '../core/squash';
 import { buildPayload, queuedSnapshot, type SessionSnapshot } from '../core/payload';
 import type { EventName } from '../core/types';
 import { build, type Emit, type Outcome, type SessionProfile, type SessionResult } from './build';
+import { openCommitStatuses } from './commitStatus';
+import { BuildDeadline } from './deadline';
 import { openDeliveryLanes } from './deliveryLanes';
 import { notify, pushIfPassed } from './postBuild';
 import { records } from './proxies';
@@ -51,6 +53,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
   let squashedInto: number | null = null;
   let finished = false;
   const buildScope = new CancellationScope();
+  const deadline = new BuildDeadline(ctx.deadlineMinutes ?? null);
   setHandler(goSignal, () => {
     allowed = true;
   });
@@ -58,7 +61,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
     if (!allowed) squashedInto ??= into;
   });
   setHandler(stopSignal, ({ stoppedBy }) => {
-    if (finished || snap.stoppedBy) return;
+    if (finished || snap.stoppedBy || deadline.passed) return;
     snap.stoppedBy = stoppedBy;
     buildScope.cancel();
   });
@@ -70,15 +73,21 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
   const ran = allowed && !snap.stoppedBy;
   if (ran) {
     snap.timing.queue_first_allowed_at = now();
+    // Past the suite's deadline the build is cancelled as by a stop, and ends in `error`.
+    deadline.start(() => buildScope.cancel());
     outcome = await buildScope.run(() => build(ctx, snap, emit, input.part)).catch((err: unknown) => {
       // A stop that came before the build had anything to show.
       if (!isCancellation(err)) throw err;
       return outcome;
     });
+    deadline.end();
   }
   if (snap.stoppedBy) {
     setStatus(snap, 'stopped');
     outcome.reason = `stopped by ${snap.stoppedBy}`;
+  } else if (deadline.passed) {
+    setStatus(snap, 'error');
+    outcome.reason = deadline.reason;
   } else if (!allowed) {
     setStatus(snap, 'skipped');
     outcome.reason = squashReason(squashedInto!);

@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { buildApp, type HealthReport } from '../../src/api/app';
+import { buildApp, type ApiDeps, type HealthReport } from '../../src/api/app';
 import type { EnqueueRequest } from '../../src/core/types';
 import type { Config } from '../../src/config';
 import { createTestDatabase, type TestDatabase } from './db';
@@ -51,8 +51,11 @@ export interface ApiHarness {
   close(): Promise<void>;
 }
 
-/** `config` overrides parts of the configuration (webhookAllow, say, to send to loopback receivers). */
-export async function startApiHarness(opts: { config?: Partial<Config> } = {}): Promise<ApiHarness> {
+/**
+ * `config` overrides parts of the configuration (webhookAllow, say, to send to loopback
+ * receivers); `stop` stands in for stopping builds in Temporal (none by default: 503).
+ */
+export async function startApiHarness(opts: { config?: Partial<Config>; stop?: ApiDeps['stop'] } = {}): Promise<ApiHarness> {
   const db = await createTestDatabase('sluice_api');
   const config: Config = {
     databaseUrl: db.url,
@@ -85,6 +88,7 @@ export async function startApiHarness(opts: { config?: Partial<Config> } = {}): 
       enqueued.push(req);
     },
     health: async () => health ?? { ok: true, missing: [] },
+    stop: opts.stop,
     log: { level: 'debug', stream: { write: (line: string) => logs.push(line) } },
   });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });

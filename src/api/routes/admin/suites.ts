@@ -28,6 +28,10 @@ const profiles = z
   .refine((ps) => new Set(ps.map((p) => p.name)).size === ps.length, 'profile names must differ');
 // Names of profiles the suite or the repository's sluice.yml defines; checked when a build uses it.
 const plan = z.array(z.string().regex(PROFILE_NAME)).min(1).max(MAX_PLAN_PROFILES).nullable();
+// Minutes one build may take from its turn to the end of its tests (7 days at most, the longest
+// a test lane runs); past it the build is stopped and ends in `error`. null: no deadline.
+export const MAX_DEADLINE_MINUTES = 7 * 24 * 60;
+const deadline = z.number().int().min(1).max(MAX_DEADLINE_MINUTES).nullable();
 
 const CreateSuite = z.strictObject({
   branch: branchName,
@@ -38,6 +42,7 @@ const CreateSuite = z.strictObject({
   junit_pattern: testPattern.nullish(),
   profiles: profiles.optional(),
   plan: plan.optional(),
+  deadline_minutes: deadline.optional(),
 });
 
 const PatchSuite = z.strictObject({
@@ -47,6 +52,7 @@ const PatchSuite = z.strictObject({
   junit_pattern: testPattern.nullable().optional(),
   profiles: profiles.optional(),
   plan: plan.optional(),
+  deadline_minutes: deadline.optional(),
 });
 
 export const suiteView = (s: SuiteRow) => ({
@@ -59,6 +65,7 @@ export const suiteView = (s: SuiteRow) => ({
   junit_pattern: s.junit_pattern,
   profiles: s.profiles,
   plan: s.plan,
+  deadline_minutes: s.deadline_minutes,
   last_built_commit: s.last_built_commit,
   created_at: s.created_at,
 });
