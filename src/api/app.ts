@@ -57,6 +57,24 @@ export interface ApiDeps {
 /** Largest request body accepted; more is a 413. Trigger payloads are a few KiB. */
 export const BODY_LIMIT = 1024 * 1024;
 
+/**
+ * The management API reads JSON bodies, and action endpoints (stop, rebuild, ping, redeliver,
+ * rotate-secret) take none. Many HTTP clients send `content-type: application/json` on every
+ * request, so an empty body is no body whatever its type; a body that is there must be JSON.
+ */
+function readJsonBodies(scope: FastifyInstance): void {
+  const json = scope.getDefaultJsonParser('error', 'error');
+  scope.removeAllContentTypeParsers();
+  scope.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if ((body as string).trim() === '') done(null, undefined);
+    else json(request, body as string, done);
+  });
+  scope.addContentTypeParser('*', { parseAs: 'string' }, (request, body, done) => {
+    if ((body as string).length === 0) done(null, undefined);
+    else done(new HttpError(415, 'unsupported media type', `send JSON (content-type: application/json), not ${request.headers['content-type'] ?? 'an untyped body'}`, 'content-type'), undefined);
+  });
+}
+
 export function buildApp(deps: ApiDeps): FastifyInstance {
   // Branch names may be 255 bytes (URL-encoded, more): Fastify's default cap on a path parameter is 100.
   const app = Fastify({ logger: loggerOptions(deps.log), bodyLimit: BODY_LIMIT, routerOptions: { maxParamLength: 1024 } });
@@ -76,6 +94,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   void app.register(
     async (admin) => {
       admin.addHook('onRequest', requireAdmin(deps.config.adminToken));
+      readJsonBodies(admin);
       registerOrgRoutes(admin, deps);
       registerRepoRoutes(admin, deps);
       registerSuiteRoutes(admin, deps);
