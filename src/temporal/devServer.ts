@@ -9,6 +9,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { findTemporalCli } from './cli';
+import { stopLeftoverDevServers } from './leftover';
 import { SLUICE_SEARCH_ATTRIBUTE_FLAGS } from './searchAttributes';
 
 const HOST = '127.0.0.1';
@@ -73,6 +74,11 @@ class ExitedEarly extends Error {}
 async function startOnce(opts: DevServerOptions): Promise<DevServer> {
   const namespace = opts.namespace ?? 'default';
   const cli = opts.cli ?? (await findTemporalCli());
+  if (opts.dataDir) {
+    const dbFile = path.join(opts.dataDir, 'temporal.db');
+    const stopped = await stopLeftoverDevServers(dbFile);
+    if (stopped.length > 0) process.stderr.write(`Stopped the Temporal dev server of ${dbFile} that an earlier start left running (pid ${stopped.join(', ')}).\n`);
+  }
   const port = opts.port ?? (await freePort());
   if (opts.port !== undefined) await assertPortFree(opts.port, 'Temporal gRPC');
   const uiPort = opts.headless ? undefined : (opts.uiPort ?? (await freePort()));
@@ -82,6 +88,7 @@ async function startOnce(opts: DevServerOptions): Promise<DevServer> {
   args.push(...(uiPort === undefined ? ['--headless'] : ['--ui-port', String(uiPort)]));
   if (opts.dataDir) {
     mkdirSync(opts.dataDir, { recursive: true });
+    // The argument leftover.ts recognises a server of this data directory by.
     args.push('--db-filename', path.join(opts.dataDir, 'temporal.db'));
   }
   if (namespace !== 'default') args.push('--namespace', namespace);

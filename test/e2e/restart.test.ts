@@ -2,7 +2,9 @@
  * `npm start` killed with SIGKILL in the middle of a build, its Temporal dev server with it,
  * then started again on the same data directory and database, as a user whose machine lost
  * power would: every build it had accepted finishes with its true result and sends `stop`, and
- * the test that was running when it died did not outlive it. Real processes, killed for real.
+ * the test that was running when it died did not outlive it. Then `npm start` alone killed, its
+ * dev server left running: the next start stops that server and takes its place. Real
+ * processes, killed for real.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
@@ -62,13 +64,18 @@ async function npmStart(): Promise<ChildProcess> {
   return child;
 }
 
-/** SIGKILL to npm start's process group, and to its Temporal dev server (a group of its own). */
-async function killTree(child: ChildProcess): Promise<void> {
+/** SIGKILL to npm start's process group, which leaves its Temporal dev server (a group of its own). */
+function killGroup(child: ChildProcess): void {
   try {
     process.kill(-child.pid!, 'SIGKILL');
   } catch {
     // already gone
   }
+}
+
+/** SIGKILL to npm start's process group, and to its Temporal dev server. */
+async function killTree(child: ChildProcess): Promise<void> {
+  killGroup(child);
   for (const pid of await devServerPids()) {
     try {
       process.kill(pid, 'SIGKILL');
@@ -136,7 +143,7 @@ it('npm start killed with SIGKILL mid-build and started again finishes every bui
   await eventually('the test that was running to be gone', async () => !isAlive(testPid), 15_000);
   await eventually('the dev server to be gone', async () => (await devServerPids()).length === 0, 15_000);
 
-  await npmStart();
+  const second = await npmStart();
   for (const session of sessions) {
     await eventually(`session ${session}'s stop`, async () => eventsOf(session).some((e) => e.event === 'stop'), 180_000);
   }
@@ -147,4 +154,18 @@ it('npm start killed with SIGKILL mid-build and started again finishes every bui
   expect(c).toMatchObject({ status: 'passed' });
   const { rows } = await db.pool.query<{ id: string; status: string }>('SELECT id, status FROM sessions WHERE id = ANY($1) ORDER BY id', [sessions]);
   expect(rows.map((r) => r.status)).toEqual(['passed', 'passed', 'passed']);
+
+  // npm start alone killed: its dev server runs on, holding the ports; the next start stops it
+  // (it is this data directory's) and comes up in its place.
+  const [leftServer] = await devServerPids();
+  killGroup(second);
+  await eventually('npm start to be gone', async () => !isAlive(second.pid!), 15_000);
+  expect(isAlive(leftServer!)).toBe(true);
+  await npmStart();
+  expect(isAlive(leftServer!)).toBe(false);
+  expect(await devServerPids()).toHaveLength(1);
+  const again = await fetch(repo.webhook_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ branch: 'master', force: true }) });
+  const session = await sessionOfGuid(db.pool, ((await again.json()) as { guid: string }).guid);
+  await eventually(`session ${session}'s stop`, async () => eventsOf(session).some((e) => e.event === 'stop'), 180_000);
+  expect(eventsOf(session).find((e) => e.event === 'stop')).toMatchObject({ status: 'passed' });
 }, 600_000);

@@ -1,7 +1,12 @@
 import { Connection } from '@temporalio/client';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { msToTs } from '@temporalio/common/lib/time';
-import { startDevServer, type DevServer } from '../../src/temporal/devServer';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort, startDevServer, type DevServer } from '../../src/temporal/devServer';
+import { devServersOf, stopLeftoverDevServers } from '../../src/temporal/leftover';
+import { isAlive } from '../support/pids';
 import { registerSearchAttributes } from '../../src/temporal/registerSearchAttributes';
 import { SLUICE_SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes';
 
@@ -61,5 +66,44 @@ describe('Temporal dev server', () => {
     await server!.stop();
     server = undefined;
     await expect(Connection.connect({ address, connectTimeout: 500 })).rejects.toThrow();
+  });
+});
+
+describe('a dev server an earlier start left running on its data directory', () => {
+  let dataDir: string;
+  const servers: DevServer[] = [];
+  beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'sluice-devserver-'));
+  });
+  afterAll(async () => {
+    for (const s of servers) await s.stop().catch(() => undefined);
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('is stopped by the next start there, which then takes its ports', async () => {
+    // As `npm start` runs it: persistent, in a group of its own; its parent then "dies" (never stops it).
+    const [port, uiPort] = [await freePort(), await freePort()];
+    const left = await startDevServer({ dataDir, port, uiPort, ownProcessGroup: true });
+    servers.push(left);
+    expect(await devServersOf(path.join(dataDir, 'temporal.db'))).toEqual([left.pid]);
+    // Another data directory's server is none of its business.
+    const other = await mkdtemp(path.join(os.tmpdir(), 'sluice-devserver-other-'));
+    try {
+      expect(await stopLeftoverDevServers(path.join(other, 'temporal.db'))).toEqual([]);
+      expect(isAlive(left.pid)).toBe(true);
+    } finally {
+      await rm(other, { recursive: true, force: true });
+    }
+
+    const next = await startDevServer({ dataDir, port, uiPort, ownProcessGroup: true });
+    servers.push(next);
+    expect(isAlive(left.pid)).toBe(false);
+    expect(await devServersOf(path.join(dataDir, 'temporal.db'))).toEqual([next.pid]);
+    const connection = await Connection.connect({ address: next.address });
+    try {
+      await expect(connection.workflowService.describeNamespace({ namespace: 'default' })).resolves.toBeTruthy();
+    } finally {
+      await connection.close();
+    }
   });
 });

@@ -1,25 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { isRunning } from '../../src/temporal/leftover';
 
 /**
  * Whether `pid` is a live process. A zombie is not: where PID 1 does not reap orphans (some
  * containers), a killed test's process lingers as one, and kill(pid, 0) alone would say alive.
+ * The same check `npm start` uses on a dev server it stops (src/temporal/leftover.ts).
  */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // pid (comm) state ...; comm may hold spaces and parentheses.
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
-}
+export const isAlive = isRunning;
 
 /** Processes whose command line contains `marker` (pgrep, which never lists itself). */
 export function processesMatching(marker: string): string[] {
