@@ -66,6 +66,8 @@ async function main(): Promise<void> {
     });
     running.push({ name: 'Temporal', stop: temporal.stop });
     env.TEMPORAL_ADDRESS = temporal.address;
+    // Build pages link each build to its workflow there.
+    env.SLUICE_TEMPORAL_UI_URL ??= temporal.uiUrl;
   }
   // One machine: receivers often run on it too, so loopback is open to webhooks by default.
   env.SLUICE_WEBHOOK_ALLOW ??= '127.0.0.0/8,::1/128';

@@ -417,3 +417,39 @@ export async function listSessions(db: Db, f: SessionFilter): Promise<SessionLis
   );
   return rows;
 }
+
+export interface BranchLastBuild {
+  branch: string;
+  id: number;
+  status: string;
+  received_at: Date;
+}
+
+/**
+ * Each suite's newest build (a plan's parts left out: their parent is the build), by branch:
+ * the Branches page's "last build". One index probe per suite (sessions_suite_idx).
+ */
+export async function lastBuildsOfRepo(db: Db, repoId: number): Promise<BranchLastBuild[]> {
+  const { rows } = await db.query<BranchLastBuild>(
+    `SELECT su.branch, s.id, s.status, e.received_at
+       FROM suites su
+       CROSS JOIN LATERAL (SELECT id, status, ci_event_id FROM sessions
+                            WHERE suite_id = su.id AND parent_id IS NULL ORDER BY id DESC LIMIT 1) s
+       JOIN ci_events e ON e.id = s.ci_event_id
+      WHERE su.repo_id = $1`,
+    [repoId],
+  );
+  return rows;
+}
+
+/**
+ * Ends a session whose workflow is gone without having recorded an end (workflows/suite.ts's
+ * liveness check): `error`, saying why. A session that ended properly is left as it is.
+ */
+export async function endAbandonedSession(db: Db, sessionId: number, reason: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE sessions SET status = 'error', reason = $2, updated_at = now() WHERE id = $1 AND status IN ('queued', 'running')`,
+    [sessionId, reason],
+  );
+  return (rowCount ?? 0) > 0;
+}

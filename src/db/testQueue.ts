@@ -182,6 +182,21 @@ export async function queueProgress(db: Db, sessionId: number): Promise<QueuePro
   return rows[0]!;
 }
 
+/**
+ * The files of the build's list not done yet, in list order: taken by a lane (`started`, as the
+ * counts have it, with the runner holding it) or not yet (`notstarted`). The build page shows
+ * them beside the files that ended (test_results).
+ */
+export async function listOpenFiles(db: Db, sessionId: number): Promise<{ path: string; status: 'started' | 'notstarted'; runner: string | null }[]> {
+  const { rows } = await db.query<{ path: string; status: 'started' | 'notstarted'; runner: string | null }>(
+    `SELECT path, CASE WHEN state = 'claimed' THEN 'started' ELSE 'notstarted' END AS status,
+            substring(claimed_by FROM ' on (.*)$') AS runner
+       FROM test_queue WHERE session_id = $1 AND state <> 'done' ORDER BY position`,
+    [sessionId],
+  );
+  return rows;
+}
+
 /** The build's counts (spec §2 keys) from its list: every file in exactly one bucket. */
 export async function queueCounts(db: Db, sessionId: number): Promise<Counts> {
   const { rows } = await db.query<Counts>(

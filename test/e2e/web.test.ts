@@ -5,54 +5,32 @@
  * and Rebuild; screenshots of each page at
  * a laptop's and a phone's size land in test/screenshots/ (not committed) for people to look at.
  */
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { rm, writeFile } from 'node:fs/promises';
+import type { BrowserContext, Page } from 'playwright-core';
+import { describeWithBrowser, openBrowser, signIn, type Browser } from '../support/browser';
+import { eventually } from '../support/sluice';
 import { script, World } from '../support/world';
 
-const CHROMIUM = '/usr/bin/chromium';
-const SCREENSHOTS = path.join(__dirname, '..', 'screenshots');
-const SIZES = [
-  { name: 'laptop', width: 1280, height: 800 },
-  { name: 'phone', width: 390, height: 844 },
-];
+const TEMPORAL_UI = 'http://127.0.0.1:8233';
 
-const runs = existsSync(CHROMIUM);
-if (!runs) console.warn(`web.test.ts skipped: no browser at ${CHROMIUM} (.ci/run installs Debian's chromium)`);
-
-(runs ? describe : describe.skip)('the web pages', () => {
+describeWithBrowser('web.test.ts')('the web pages', () => {
   let w: World;
+  let browser: Browser;
   let context: BrowserContext;
-  let profile: string;
   let page: Page;
+  let screenshots: Browser['screenshots'];
 
   beforeAll(async () => {
-    w = await World.start();
-    profile = await mkdtemp(path.join(os.tmpdir(), 'sluice-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      viewport: SIZES[0],
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    await mkdir(SCREENSHOTS, { recursive: true });
+    // The e2e Temporal server runs without its UI: the link to it is checked, not followed.
+    w = await World.start({ temporalUiUrl: TEMPORAL_UI });
+    browser = await openBrowser();
+    ({ context, page, screenshots } = browser);
   });
   afterAll(async () => {
-    await context?.close();
+    await browser?.close();
     await w?.stop();
-    if (profile) await rm(profile, { recursive: true, force: true });
   });
-
-  async function screenshots(name: string): Promise<void> {
-    for (const size of SIZES) {
-      await page.setViewportSize(size);
-      await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-${size.width}x${size.height}.png`), fullPage: true });
-    }
-    await page.setViewportSize(SIZES[0]!);
-  }
 
   it('signs in with the admin token, lists real builds with filters, and signs out', async () => {
     const repo = await w.makeRepo({ 'ok_test.sh': script('true') }, { suite: { branch: 'master', test_pattern: '*_test.sh' } });
@@ -119,47 +97,47 @@ if (!runs) console.warn(`web.test.ts skipped: no browser at ${CHROMIUM} (.ci/run
     await page.waitForURL(/\/sign-in\?next=/);
   });
 
-  it("shows a build's page live; Stop stops it as the signed-in user, Rebuild builds it again", async () => {
+  it("shows a build's page live from queued to running to failed; Stop stops one as the signed-in user, Rebuild builds it again", async () => {
     // The test waits for the release file, then exits with the code written in it.
     const release = path.join(w.tmp, 'release-web');
     const repo = await w.makeRepo(
       { 'wait_test.sh': script(`for i in $(seq 1 1200); do [ -e ${release} ] && { echo "the release says $(cat ${release})"; exit "$(cat ${release})"; }; sleep 0.05; done\nexit 1`) },
       { suite: { branch: 'master', test_pattern: '*_test.sh' } },
     );
-    const build = await w.build(repo);
+    // One build at a time per suite: the second waits in the queue while the first runs.
+    const ahead = await w.build(repo);
+    await eventually('the first build to run', async () => (await w.session(ahead.session)).status === 'running');
+    const build = await w.build(repo, { force: true });
 
     // Signing in from the build's own address comes back to it.
     await page.goto(`${w.sluice.url}/builds/${build.session}`);
     await page.waitForURL(/\/sign-in\?next=%2Fbuilds%2F/);
-    await page.getByLabel('Your name').fill('Grace');
-    await page.getByLabel('Admin token').fill(w.sluice.config.adminToken);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signIn(page, w.sluice.url, 'Grace', w.sluice.config.adminToken);
     await page.waitForURL(`${w.sluice.url}/builds/${build.session}`);
     const status = page.locator('h1 [data-status]');
     // Live: the page changes without a reload (a mark set now would be lost by one).
     const mark = () => page.evaluate('window.sluiceMark = 1');
     const stillMarked = () => page.evaluate('window.sluiceMark === 1');
     await mark();
+    await expect(status.textContent()).resolves.toBe('queued');
+    // Queued, it has no workflow yet: no link to the Temporal UI.
+    await expect(page.getByRole('link', { name: 'Workflow in Temporal' }).isVisible()).resolves.toBe(false);
+    await screenshots('build-queued');
+
+    // The build ahead ends; this one takes its turn, and the page follows.
+    await w.sluice.admin('POST', `/api/v1/sessions/${ahead.session}/stop`, { stopped_by: 'web.test' });
     await page.locator('h1 [data-status]', { hasText: 'running' }).waitFor();
     expect(await stillMarked()).toBe(true);
     await expect(page.getByRole('button', { name: 'Rebuild' }).isVisible()).resolves.toBe(false);
+    await expect(page.getByRole('link', { name: 'Workflow in Temporal' }).getAttribute('href')).resolves.toBe(
+      `${TEMPORAL_UI}/namespaces/default/workflows/${w.sluice.ids.session(build.session)}`,
+    );
+    await page.locator('tr[data-file="wait_test.sh"] .status', { hasText: 'started' }).waitFor();
     await screenshots('build-running');
 
-    await page.getByRole('button', { name: 'Stop' }).click();
-    await page.waitForURL(`${w.sluice.url}/builds/${build.session}`);
-    expect((await w.eventsOf(build.session)).at(-1)).toMatchObject({ status: 'stopped', stopped_by: 'Grace' });
-    await page.locator('h1 [data-status]', { hasText: 'stopped' }).waitFor();
-    await expect(page.getByText('stopped by Grace').count()).resolves.toBeGreaterThan(0);
-    await expect(page.getByRole('button', { name: 'Stop' }).isVisible()).resolves.toBe(false);
-
-    // Rebuild: a new build of the same trigger, whose page opens and follows it to its end.
-    await page.getByRole('button', { name: 'Rebuild' }).click();
-    await page.waitForURL((url) => /\/builds\/\d+$/.test(url.pathname) && url.pathname !== `/builds/${build.session}`);
-    const rebuilt = Number(new URL(page.url()).pathname.split('/').pop());
-    await mark();
-    await page.locator('h1 [data-status]', { hasText: 'running' }).waitFor();
+    // It fails: the page shows the failure, still without a reload.
     await writeFile(release, '1');
-    expect((await w.eventsOf(rebuilt)).at(-1)).toMatchObject({ status: 'failed', branch: 'master' });
+    expect((await w.eventsOf(build.session)).at(-1)).toMatchObject({ status: 'failed', branch: 'master' });
     await page.locator('h1 [data-status]', { hasText: 'failed' }).waitFor();
     await page.locator('tr[data-file="wait_test.sh"] .status', { hasText: 'failed' }).waitFor();
     await expect(page.locator('[data-counts]').textContent()).resolves.toContain('1 failed');
@@ -167,9 +145,25 @@ if (!runs) console.warn(`web.test.ts skipped: no browser at ${CHROMIUM} (.ci/run
     await page.locator('[data-failures] pre', { hasText: 'the release says 1' }).waitFor();
     await expect(page.getByRole('listitem').filter({ hasText: 'ci_received_at' }).count()).resolves.toBe(1);
     await expect(page.getByRole('button', { name: 'Rebuild' }).isVisible()).resolves.toBe(true);
+    await expect(page.getByRole('button', { name: 'Stop' }).isVisible()).resolves.toBe(false);
     expect(await stillMarked()).toBe(true);
-    await expect(status.textContent()).resolves.toBe('failed');
     await screenshots('build');
+
+    // Rebuild: a new build of the same trigger, whose page opens and follows it; Stop stops it
+    // in the name of who signed in.
+    await rm(release);
+    await page.getByRole('button', { name: 'Rebuild' }).click();
+    await page.waitForURL((url) => /\/builds\/\d+$/.test(url.pathname) && url.pathname !== `/builds/${build.session}`);
+    const rebuilt = Number(new URL(page.url()).pathname.split('/').pop());
+    await mark();
+    await page.locator('h1 [data-status]', { hasText: 'running' }).waitFor();
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await page.waitForURL(`${w.sluice.url}/builds/${rebuilt}`);
+    expect((await w.eventsOf(rebuilt)).at(-1)).toMatchObject({ status: 'stopped', stopped_by: 'Grace' });
+    await page.locator('h1 [data-status]', { hasText: 'stopped' }).waitFor();
+    await expect(page.getByText('stopped by Grace').count()).resolves.toBeGreaterThan(0);
+    await expect(page.getByRole('button', { name: 'Stop' }).isVisible()).resolves.toBe(false);
+    await expect(page.getByRole('button', { name: 'Rebuild' }).isVisible()).resolves.toBe(true);
 
     // A plan's page lists its parts, each linking back to it.
     const plan = await w.makeRepo(
@@ -200,5 +194,58 @@ if (!runs) console.warn(`web.test.ts skipped: no browser at ${CHROMIUM} (.ci/run
     const missing = await page.goto(`${w.sluice.url}/builds/999999999`);
     expect(missing?.status()).toBe(404);
     await expect(page.getByRole('heading', { name: 'Not found' }).isVisible()).resolves.toBe(true);
+  });
+
+  it('creates an organization and a repository through the pages, and says what is wrong with a form', async () => {
+    await page.goto(`${w.sluice.url}/`);
+    if (page.url().includes('/sign-in')) await signIn(page, w.sluice.url, 'Ada', w.sluice.config.adminToken);
+    // One click from the builds list.
+    await page.getByRole('navigation').getByRole('link', { name: 'Organizations' }).click();
+    await page.waitForURL(`${w.sluice.url}/orgs`);
+    const orgForm = page.getByRole('form', { name: 'New organization' });
+    const name = `web-${Date.now().toString(36)}`;
+
+    // A name the API refuses comes back with its reason and what was typed.
+    await orgForm.getByLabel('Name').fill('123');
+    await orgForm.getByLabel('E-mail').fill('ci@acme.test');
+    await orgForm.getByRole('button', { name: 'Create organization' }).click();
+    await expect(orgForm.getByRole('alert').textContent()).resolves.toContain('name: must not be all digits');
+    await expect(orgForm.getByLabel('E-mail').inputValue()).resolves.toBe('ci@acme.test');
+
+    await orgForm.getByLabel('Name').fill(name);
+    await orgForm.getByRole('button', { name: 'Create organization' }).click();
+    await page.waitForURL(`${w.sluice.url}/orgs#org-${name}`);
+    const org = page.locator(`[data-org="${name}"]`);
+    await expect(org.getByText('No repositories yet.').isVisible()).resolves.toBe(true);
+    expect((await w.sluice.admin<{ email: string }>('GET', `/api/v1/orgs/${name}`)).email).toBe('ci@acme.test');
+
+    // The same name again is a conflict, said on the form.
+    await orgForm.getByLabel('Name').fill(name);
+    await orgForm.getByLabel('E-mail').fill('ci@acme.test');
+    await orgForm.getByRole('button', { name: 'Create organization' }).click();
+    await expect(orgForm.getByRole('alert').textContent()).resolves.toContain('an organization with this name exists');
+
+    // A repository in it, from the keyboard: its form opens under the organization.
+    await page.locator(`[data-org="${name}"] summary`, { hasText: 'New repository in' }).focus();
+    await page.keyboard.press('Enter');
+    const repoForm = page.getByRole('form', { name: `New repository in ${name}` });
+    await repoForm.getByLabel('Name').fill('app');
+    await repoForm.getByLabel('SCM').selectOption('hg');
+    await repoForm.getByLabel('Pull URL').fill('ssh://hg@hg.acme.test/app');
+    await repoForm.getByRole('button', { name: 'Create repository' }).click();
+    // It opens the repository's CI Setup page.
+    await page.waitForURL(/\/repos\/\d+$/);
+    const repo = await w.sluice.admin<{ id: number; scm: string; pull_url: string }>('GET', `/api/v1/repos/${encodeURIComponent(`${name}/app`)}`);
+    expect(page.url()).toBe(`${w.sluice.url}/repos/${repo.id}`);
+    expect(repo).toMatchObject({ scm: 'hg', pull_url: 'ssh://hg@hg.acme.test/app' });
+
+    // Listed under its organization, with its pages a click away.
+    await page.goto(`${w.sluice.url}/orgs#org-${name}`);
+    const row = page.locator(`tr[data-repo="${name}/app"]`);
+    await expect(row.getByRole('link', { name: `CI setup of ${name}/app` }).getAttribute('href')).resolves.toBe(`/repos/${repo.id}`);
+    await expect(row.getByRole('link', { name: `Branches of ${name}/app` }).getAttribute('href')).resolves.toBe(`/repos/${repo.id}/branches`);
+    await expect(org.getByRole('link', { name: 'Web hooks' }).getAttribute('href')).resolves.toBe(`/orgs/${name}/webhooks`);
+    await page.locator(`[data-org="${name}"]`).scrollIntoViewIfNeeded();
+    await screenshots('orgs');
   });
 });

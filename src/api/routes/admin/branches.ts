@@ -13,6 +13,8 @@ import { z } from 'zod';
 import type { ApiDeps } from '../../app';
 import { validate } from '../../http';
 import { findBranchView, listBranches, updateBranch, type BranchListRow } from '../../../db/branches';
+import type { RepoRow } from '../../../db/repos';
+import type { Db } from '../../../db/transaction';
 import { branchName } from './fields';
 import { loadRepo } from './repos';
 
@@ -21,13 +23,24 @@ const PutBranch = z.strictObject({
   locked_visible: z.boolean().optional(),
 });
 
-const branchView = (b: BranchListRow) => ({
+export const branchView = (b: BranchListRow) => ({
   name: b.name,
   enabled: b.enabled,
   hidden: b.hidden,
   locked_visible: b.locked_visible,
   has_suite: b.has_suite,
 });
+
+/**
+ * Sets the toggles of `branch` of `repo` from a body of PUT /repos/:repo/branches/:branch,
+ * creating its row when there is none: the branch as it is now, or a 400 naming a bad field.
+ */
+export async function setBranch(pool: Db, repo: RepoRow, branch: string, input: unknown): Promise<BranchListRow> {
+  const name = validate(branchName, branch, 'branch');
+  const body = validate(PutBranch, input ?? {});
+  await updateBranch(pool, repo.id, name, body);
+  return findBranchView(pool, repo.id, name);
+}
 
 export function registerBranchRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { pool } = deps;
@@ -43,11 +56,7 @@ export function registerBranchRoutes(app: FastifyInstance, deps: ApiDeps): void 
     return branchView(await findBranchView(pool, repo.id, name));
   });
 
-  app.put<{ Params: { repo: string; branch: string } }>('/repos/:repo/branches/:branch', async (request) => {
-    const repo = await loadRepo(pool, request.params.repo);
-    const name = validate(branchName, request.params.branch, 'branch');
-    const body = validate(PutBranch, request.body ?? {});
-    await updateBranch(pool, repo.id, name, body);
-    return branchView(await findBranchView(pool, repo.id, name));
-  });
+  app.put<{ Params: { repo: string; branch: string } }>('/repos/:repo/branches/:branch', async (request) =>
+    branchView(await setBranch(pool, await loadRepo(pool, request.params.repo), request.params.branch, request.body)),
+  );
 }

@@ -9,7 +9,7 @@ import { attemptOnce, type AttemptSpec, type DeliverDeps } from '../../../delive
 import type { EventPayload } from '../../../delivery/compose';
 import type { ApiDeps } from '../../app';
 import { HttpError, notFound, parseId } from '../../http';
-import { withTransaction } from '../../../db/transaction';
+import { withTransaction, type Db } from '../../../db/transaction';
 import { findDelivery, lastAttempt, lockDeliveryAttempts, type DeliveryDetail } from '../../../db/webhooks';
 
 export const deliveryDetailView = (d: DeliveryDetail) => ({
@@ -63,24 +63,28 @@ export async function manualAttempt(
   });
 }
 
-export function registerDeliveryRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  async function loadDelivery(idParam: string): Promise<DeliveryDetail> {
-    const d = await findDelivery(deps.pool, parseId(idParam, 'delivery'));
-    if (!d) throw notFound('delivery');
-    return d;
-  }
+/** The attempt a `:id` path parameter names, or a 404. */
+export async function loadDelivery(db: Db, idParam: string): Promise<DeliveryDetail> {
+  const d = await findDelivery(db, parseId(idParam, 'delivery'));
+  if (!d) throw notFound('delivery');
+  return d;
+}
 
-  app.get<{ Params: { id: string } }>('/deliveries/:id', async (request) => deliveryDetailView(await loadDelivery(request.params.id)));
-
-  app.post<{ Params: { id: string } }>('/deliveries/:id/redeliver', async (request) => {
-    const d = await loadDelivery(request.params.id);
-    if (!d.payload) throw new HttpError(409, 'conflict', 'this attempt has no stored payload to send again');
-    const row = await manualAttempt(deps, {
-      webhookId: d.webhook_id,
-      sessionId: d.session,
-      payload: d.payload as unknown as EventPayload,
-      origin: 'redeliver',
-    });
-    return deliveryDetailView(row);
+/** Sends an attempt's event again, now, once (same xid and payload); the new attempt's log row. */
+export async function redeliver(deps: ApiDeps, d: DeliveryDetail): Promise<DeliveryDetail> {
+  if (!d.payload) throw new HttpError(409, 'conflict', 'this attempt has no stored payload to send again');
+  return manualAttempt(deps, {
+    webhookId: d.webhook_id,
+    sessionId: d.session,
+    payload: d.payload as unknown as EventPayload,
+    origin: 'redeliver',
   });
+}
+
+export function registerDeliveryRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  app.get<{ Params: { id: string } }>('/deliveries/:id', async (request) => deliveryDetailView(await loadDelivery(deps.pool, request.params.id)));
+
+  app.post<{ Params: { id: string } }>('/deliveries/:id/redeliver', async (request) =>
+    deliveryDetailView(await redeliver(deps, await loadDelivery(deps.pool, request.params.id))),
+  );
 }

@@ -93,37 +93,61 @@ export async function loadRepo(db: Db, ref: string): Promise<RepoRow> {
   return repo;
 }
 
+/**
+ * Creates a repository of `org` from a body of POST /orgs/:org/repos, with a fresh key and
+ * SSH key pair: a 400 naming a bad field, a 409 for a name the organization has already.
+ */
+export async function createRepo({ pool, config }: ApiDeps, org: OrgRow, input: unknown): Promise<RepoRow> {
+  const { status_provider, status_api_url, status_repo, status_token, ...body } = validate(CreateRepo, input);
+  const statusChange = checkStatusSettings({ status_provider, status_api_url, status_repo, status_token, pull_url: body.pull_url }, undefined, config.secretKey);
+  const key = newRepoKey();
+  const pair = generateRepoKeyPair(`sluice:${org.name}/${body.name}`);
+  let id: number;
+  try {
+    id = await insertRepo(pool, {
+      org_id: org.id,
+      name: body.name,
+      scm: body.scm,
+      pull_url: body.pull_url,
+      ci_push_url: body.ci_push_url ?? null,
+      pull_request_only: body.pull_request_only ?? false,
+      trust_same_repo_pull_requests: body.trust_same_repo_pull_requests ?? false,
+      ci_squash: body.ci_squash ?? false,
+      branch_blacklist: body.branch_blacklist ?? [],
+      chat_url: body.chat_url ?? null,
+      key_hash: keyHash(key),
+      key_sealed: seal(config.secretKey, key),
+      ssh_public_key: pair.publicKey,
+      ssh_private_key_sealed: seal(config.secretKey, pair.privateKey),
+    });
+  } catch (err) {
+    if (uniqueViolation(err) === 'repos_org_id_name_key') throw conflict('name', 'this organization has a repository with this name');
+    throw err;
+  }
+  await storeStatusSettings(pool, id, statusChange);
+  return (await findRepoById(pool, id))!;
+}
+
+/**
+ * Changes a repository's settings from a body of PATCH /repos/:repo (absent fields unchanged;
+ * the webhook secret sealed, empty known hosts forgotten): a 400 naming a bad field.
+ */
+export async function updateRepo({ pool, config }: ApiDeps, repo: RepoRow, input: unknown): Promise<RepoRow> {
+  const { webhook_secret: secret, ssh_known_hosts: knownHosts, status_provider, status_api_url, status_repo, status_token, ...body } = validate(PatchRepo, input);
+  const statusChange = checkStatusSettings({ status_provider, status_api_url, status_repo, status_token, pull_url: body.pull_url }, repo, config.secretKey);
+  await updateRepoSettings(pool, repo.id, body);
+  await storeStatusSettings(pool, repo.id, statusChange);
+  if (secret !== undefined) await setWebhookSecret(pool, repo.id, secret === null ? null : seal(config.secretKey, secret));
+  if (knownHosts !== undefined) await setKnownHosts(pool, repo.id, knownHosts === null || knownHosts.trim() === '' ? null : knownHosts);
+  return (await findRepoById(pool, repo.id))!;
+}
+
 export function registerRepoRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { pool, config } = deps;
 
   app.post<{ Params: { org: string } }>('/orgs/:org/repos', async (request, reply) => {
-    const org = await loadOrg(pool, request.params.org);
-    const body = validate(CreateRepo, request.body);
-    const key = newRepoKey();
-    const pair = generateRepoKeyPair(`sluice:${org.name}/${body.name}`);
-    let id: number;
-    try {
-      id = await insertRepo(pool, {
-        org_id: org.id,
-        name: body.name,
-        scm: body.scm,
-        pull_url: body.pull_url,
-        ci_push_url: body.ci_push_url ?? null,
-        pull_request_only: body.pull_request_only ?? false,
-        trust_same_repo_pull_requests: body.trust_same_repo_pull_requests ?? false,
-        ci_squash: body.ci_squash ?? false,
-        branch_blacklist: body.branch_blacklist ?? [],
-        chat_url: body.chat_url ?? null,
-        key_hash: keyHash(key),
-        key_sealed: seal(config.secretKey, key),
-        ssh_public_key: pair.publicKey,
-        ssh_private_key_sealed: seal(config.secretKey, pair.privateKey),
-      });
-    } catch (err) {
-      if (uniqueViolation(err) === 'repos_org_id_name_key') throw conflict('name', 'this organization has a repository with this name');
-      throw err;
-    }
-    return reply.code(201).send(repoView((await findRepoById(pool, id))!, config));
+    const repo = await createRepo(deps, await loadOrg(pool, request.params.org), request.body);
+    return reply.code(201).send(repoView(repo, config));
   });
 
   app.get<{ Params: { org: string } }>('/orgs/:org/repos', async (request) => {
@@ -133,14 +157,9 @@ export function registerRepoRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
   app.get<{ Params: { repo: string } }>('/repos/:repo', async (request) => repoView(await loadRepo(pool, request.params.repo), config));
 
-  app.patch<{ Params: { repo: string } }>('/repos/:repo', async (request) => {
-    const repo = await loadRepo(pool, request.params.repo);
-    const { webhook_secret: secret, ssh_known_hosts: knownHosts, ...body } = validate(PatchRepo, request.body);
-    await updateRepoSettings(pool, repo.id, body);
-    if (secret !== undefined) await setWebhookSecret(pool, repo.id, secret === null ? null : seal(config.secretKey, secret));
-    if (knownHosts !== undefined) await setKnownHosts(pool, repo.id, knownHosts === null || knownHosts.trim() === '' ? null : knownHosts);
-    return repoView((await findRepoById(pool, repo.id))!, config);
-  });
+  app.patch<{ Params: { repo: string } }>('/repos/:repo', async (request) =>
+    repoView(await updateRepo(deps, await loadRepo(pool, request.params.repo), request.body), config),
+  );
 
   // A repository's branches and their toggles live under it.
   registerBranchRoutes(app, deps);

@@ -14,7 +14,8 @@ import { isMaskable } from '../../../core/mask';
 import { seal, unseal } from '../../../crypto/sealed';
 import type { ApiDeps } from '../../app';
 import { HttpError, notFound, validate } from '../../http';
-import { withTransaction } from '../../../db/transaction';
+import { withTransaction, type Db } from '../../../db/transaction';
+import type { RepoRow } from '../../../db/repos';
 import { countSecrets, deleteSecret, listSecrets, lockRepoSecrets, secretExists, upsertSecret, type SecretRow } from '../../../db/secrets';
 import { loadRepo } from './repos';
 
@@ -36,7 +37,8 @@ const PutSecret = z.strictObject({
     .refine((v) => !v.includes('\0'), 'must not contain NUL characters'),
 });
 
-function secretView(row: SecretRow, secretKey: Buffer) {
+/** A secret as the API and the pages show it: never its value, only whether it can be masked. */
+export function secretView(row: SecretRow, secretKey: Buffer) {
   let masked: boolean | null;
   try {
     masked = isMaskable(unseal(secretKey, row.value_sealed));
@@ -52,22 +54,35 @@ function checkName(name: string): void {
   }
 }
 
+/**
+ * Sets secret `name` of `repo` from a body of PUT /repos/:repo/secrets/:name (`{value}`),
+ * sealed: whether it is new, and its row. A 400 naming a bad field, a 409 past the limit.
+ */
+export async function putSecret({ pool, config }: ApiDeps, repo: RepoRow, name: string, input: unknown): Promise<{ created: boolean; row: SecretRow }> {
+  checkName(name);
+  const { value } = validate(PutSecret, input);
+  const sealed = seal(config.secretKey, value);
+  return withTransaction(pool, async (client) => {
+    // One writer per repository at a time, so the limit holds.
+    await lockRepoSecrets(client, repo.id);
+    if (!(await secretExists(client, repo.id, name)) && (await countSecrets(client, repo.id)) >= MAX_SECRETS_PER_REPO) {
+      throw new HttpError(409, 'conflict', `a repository holds at most ${MAX_SECRETS_PER_REPO} secrets`, 'name');
+    }
+    return upsertSecret(client, repo.id, name, sealed);
+  });
+}
+
+/** Deletes secret `name` of `repo`, or a 404 when it has none of that name. */
+export async function removeSecret(pool: Db, repo: RepoRow, name: string): Promise<void> {
+  if (!SECRET_NAME.test(name) || !(await deleteSecret(pool, repo.id, name))) throw notFound('secret');
+}
+
 export function registerSecretRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { pool, config } = deps;
 
   app.put<{ Params: { repo: string; name: string } }>('/repos/:repo/secrets/:name', async (request, reply) => {
     const repo = await loadRepo(pool, request.params.repo);
-    checkName(request.params.name);
-    const { value } = validate(PutSecret, request.body);
-    const sealed = seal(config.secretKey, value);
-    const result = await withTransaction(pool, async (client) => {
-      // One writer per repository at a time, so the limit holds.
-      await lockRepoSecrets(client, repo.id);
-      if (!(await secretExists(client, repo.id, request.params.name)) && (await countSecrets(client, repo.id)) >= MAX_SECRETS_PER_REPO) {
-        throw new HttpError(409, 'conflict', `a repository holds at most ${MAX_SECRETS_PER_REPO} secrets`, 'name');
-      }
-      return upsertSecret(client, repo.id, request.params.name, sealed);
-    });
+    const result = await putSecret(deps, repo, request.params.name, request.body);
     // 201 with the new secret (never its value); 204 when an existing one was replaced.
     if (!result.created) return reply.code(204).send();
     return reply.code(201).send(secretView(result.row, config.secretKey));
@@ -79,8 +94,7 @@ export function registerSecretRoutes(app: FastifyInstance, deps: ApiDeps): void 
   });
 
   app.delete<{ Params: { repo: string; name: string } }>('/repos/:repo/secrets/:name', async (request, reply) => {
-    const repo = await loadRepo(pool, request.params.repo);
-    if (!SECRET_NAME.test(request.params.name) || !(await deleteSecret(pool, repo.id, request.params.name))) throw notFound('secret');
+    await removeSecret(pool, await loadRepo(pool, request.params.repo), request.params.name);
     return reply.code(204).send();
   });
 }

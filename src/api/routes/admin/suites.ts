@@ -3,7 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../../app';
 import { conflict, notFound, parseId, validate } from '../../http';
-import { uniqueViolation } from '../../../db/transaction';
+import { uniqueViolation, type Db } from '../../../db/transaction';
+import type { RepoRow } from '../../../db/repos';
 import { insertSuite, listSuites, updateSuiteSettings, type SuiteRow } from '../../../db/suites';
 import { MAX_PLAN_PROFILES, MAX_WORKERS, PROFILE_NAME } from '../../../core/profiles';
 import { branchName, plainText, testPattern } from './fields';
@@ -70,28 +71,44 @@ export const suiteView = (s: SuiteRow) => ({
   created_at: s.created_at,
 });
 
+/**
+ * Makes a suite of `repo` from a body of POST /repos/:repo/suites: a 400 naming a bad field, a
+ * 409 when the repository has a suite for that branch.
+ */
+export async function createSuite(pool: Db, repo: RepoRow, input: unknown): Promise<SuiteRow> {
+  const body = validate(CreateSuite, input);
+  try {
+    return await insertSuite(pool, {
+      repo_id: repo.id,
+      branch: body.branch,
+      test_pattern: body.test_pattern,
+      test_command: body.test_command ?? null,
+      workers: body.workers ?? 1,
+      junit_pattern: body.junit_pattern ?? null,
+      profiles: body.profiles ?? [],
+      plan: body.plan ?? null,
+      deadline_minutes: body.deadline_minutes ?? null,
+    });
+  } catch (err) {
+    if (uniqueViolation(err) === 'suites_repo_id_branch_key') throw conflict('branch', 'this repository has a suite for this branch');
+    throw err;
+  }
+}
+
+/** Changes suite `id` of `repo` from a body of PATCH /repos/:repo/suites/:suite: a 400 naming a bad field, a 404. */
+export async function updateSuite(pool: Db, repo: RepoRow, id: number, input: unknown): Promise<SuiteRow> {
+  const body = validate(PatchSuite, input ?? {});
+  const suite = await updateSuiteSettings(pool, repo.id, id, body);
+  if (!suite) throw notFound('suite');
+  return suite;
+}
+
 export function registerSuiteRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { pool } = deps;
 
   app.post<{ Params: { repo: string } }>('/repos/:repo/suites', async (request, reply) => {
-    const repo = await loadRepo(pool, request.params.repo);
-    const body = validate(CreateSuite, request.body);
-    try {
-      const suite = await insertSuite(pool, {
-        repo_id: repo.id,
-        branch: body.branch,
-        test_pattern: body.test_pattern,
-        test_command: body.test_command ?? null,
-        workers: body.workers ?? 1,
-        junit_pattern: body.junit_pattern ?? null,
-        profiles: body.profiles ?? [],
-        plan: body.plan ?? null,
-      });
-      return reply.code(201).send(suiteView(suite));
-    } catch (err) {
-      if (uniqueViolation(err) === 'suites_repo_id_branch_key') throw conflict('branch', 'this repository has a suite for this branch');
-      throw err;
-    }
+    const suite = await createSuite(pool, await loadRepo(pool, request.params.repo), request.body);
+    return reply.code(201).send(suiteView(suite));
   });
 
   app.get<{ Params: { repo: string } }>('/repos/:repo/suites', async (request) => {
@@ -102,10 +119,6 @@ export function registerSuiteRoutes(app: FastifyInstance, deps: ApiDeps): void {
   // `:suite` is the suite's id. Settings apply from the next session on.
   app.patch<{ Params: { repo: string; suite: string } }>('/repos/:repo/suites/:suite', async (request) => {
     const repo = await loadRepo(pool, request.params.repo);
-    const id = parseId(request.params.suite, 'suite');
-    const body = validate(PatchSuite, request.body ?? {});
-    const suite = await updateSuiteSettings(pool, repo.id, id, body);
-    if (!suite) throw notFound('suite');
-    return suiteView(suite);
+    return suiteView(await updateSuite(pool, repo, parseId(request.params.suite, 'suite'), request.body));
   });
 }

@@ -22,7 +22,7 @@ import { seal } from '../../../crypto/sealed';
 import type { ApiDeps } from '../../app';
 import { HttpError, notFound, parseId, validate } from '../../http';
 import type { Db } from '../../../db/transaction';
-import { findOrg, findOrgWithFirstRepo } from '../../../db/orgs';
+import { findOrg, findOrgWithFirstRepo, type OrgRow } from '../../../db/orgs';
 import {
   deleteWebhook,
   findWebhook,
@@ -30,6 +30,8 @@ import {
   listDeliveries,
   listWebhooks,
   updateWebhook,
+  type DeliveryDetail,
+  type DeliveryRow,
   type WebhookFields,
   type WebhookRow,
 } from '../../../db/webhooks';
@@ -57,13 +59,16 @@ const CreateWebhook = z.strictObject(fields);
 const PatchWebhook = z.strictObject({ ...fields, url: webhookUrl.optional(), active: z.boolean().optional() });
 
 /** Events a delivery can be of: the lifecycle's, and the test event. */
-const DELIVERY_EVENTS = [...EVENTS, 'ping'] as const;
+export const DELIVERY_EVENTS = [...EVENTS, 'ping'] as const;
+
+/** What became of an attempt. */
+export const DELIVERY_OUTCOMES = ['delivered', 'retrying', 'gave_up', 'dropped'] as const;
 
 const DeliveryPage = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(50),
   before: z.coerce.number().int().min(1).optional(),
   event: z.enum(DELIVERY_EVENTS).optional(),
-  outcome: z.enum(['delivered', 'retrying', 'gave_up', 'dropped']).optional(),
+  outcome: z.enum(DELIVERY_OUTCOMES).optional(),
   session: z.coerce.number().int().min(1).optional(),
 });
 
@@ -97,28 +102,107 @@ async function checkClosure(closure: string | null | undefined): Promise<void> {
   if (!compiled.ok) throw new HttpError(400, 'invalid request', compiled.error, 'closure');
 }
 
-export function registerWebhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  const { pool, config } = deps;
+/** The webhook a `:id` path parameter names, or a 404. */
+export async function loadWebhook(db: Db, idParam: string): Promise<WebhookRow> {
+  const hook = await findWebhook(db, parseId(idParam, 'webhook'));
+  if (!hook) throw notFound('webhook');
+  return hook;
+}
 
-  async function loadWebhook(idParam: string): Promise<WebhookRow> {
-    const hook = await findWebhook(pool, parseId(idParam, 'webhook'));
-    if (!hook) throw notFound('webhook');
-    return hook;
-  }
+/** A webhook and, when this call made one, its signing secret: shown once, never again. */
+export interface WebhookWithSecret {
+  hook: WebhookRow;
+  secret: string | null;
+}
+
+/** The answer that shows a webhook, with its new secret when there is one. */
+const withSecretView = ({ hook, secret }: WebhookWithSecret) => (secret === null ? webhookView(hook) : { ...webhookView(hook), secret });
+
+/** Creates a webhook of `org` from a body of POST /orgs/:org/webhooks: a 400 naming a bad field (a closure that does not compile included). */
+export async function createWebhook({ pool, config }: ApiDeps, org: OrgRow, input: unknown): Promise<WebhookWithSecret> {
+  const body = validate(CreateWebhook, input);
+  await checkClosure(body.closure);
+  const secret = body.sign ? newSigningSecret() : null;
+  const hook = await insertWebhook(pool, org.id, {
+    url: body.url,
+    username: body.username ?? null,
+    password_sealed: sealPassword(config, body.password) ?? null,
+    secret_sealed: secret === null ? null : seal(config.secretKey, secret),
+    closure: body.closure ?? null,
+  });
+  return { hook, secret };
+}
+
+/** Changes a webhook from a body of PATCH /webhooks/:id; `sign: true` on one without a secret makes one. */
+export async function patchWebhook({ pool, config }: ApiDeps, hook: WebhookRow, input: unknown): Promise<WebhookWithSecret> {
+  const body = validate(PatchWebhook, input);
+  await checkClosure(body.closure);
+  // `sign: true` on a webhook that signs already keeps its secret (rotate-secret replaces it).
+  const secret = body.sign === true && !hook.signed ? newSigningSecret() : null;
+  const patch: Partial<WebhookFields> = {
+    url: body.url,
+    username: body.username,
+    password_sealed: sealPassword(config, body.password),
+    secret_sealed: secret !== null ? seal(config.secretKey, secret) : body.sign === false ? null : undefined,
+    closure: body.closure,
+    active: body.active,
+  };
+  const updated = await updateWebhook(pool, hook.id, patch);
+  if (!updated) throw notFound('webhook');
+  return { hook: updated, secret };
+}
+
+/** A new signing secret, replacing the old one at once; shown once. Turns signing on. */
+export async function rotateSecret({ pool, config }: ApiDeps, hook: WebhookRow): Promise<WebhookWithSecret & { secret: string }> {
+  const secret = newSigningSecret();
+  const updated = await updateWebhook(pool, hook.id, { secret_sealed: seal(config.secretKey, secret) });
+  if (!updated) throw notFound('webhook');
+  return { hook: updated, secret };
+}
+
+/** Deletes the webhook a `:id` path parameter names (its delivery log goes with it), or a 404. */
+export async function removeWebhook(db: Db, idParam: string): Promise<void> {
+  if (!(await deleteWebhook(db, parseId(idParam, 'webhook')))) throw notFound('webhook');
+}
+
+/** One page of a webhook's delivery log from a query of GET /webhooks/:id/deliveries: a 400 naming a bad filter. */
+export async function webhookDeliveries(db: Db, hook: WebhookRow, query: unknown): Promise<DeliveryRow[]> {
+  return listDeliveries(db, hook.id, validate(DeliveryPage, query, 'query'));
+}
+
+/** What the webhook would send for a sample `event`, from a body of POST /webhooks/:id/preview. Nothing is sent. */
+export async function previewWebhook({ pool, config }: ApiDeps, hook: WebhookRow, input: unknown) {
+  const body = validate(Preview, input ?? {});
+  const closure = body.closure === undefined ? hook.closure : body.closure;
+  const payload = await samplePayload(pool, config, hook.org_id, body.event ?? 'stop');
+  const composed = await composeRequest(payload, closure, {
+    credentials: hook.username !== null,
+    // A throwaway secret: the signature is shown redacted, as in the log, so only its presence counts.
+    secret: hook.signed ? newSigningSecret() : null,
+  });
+  const headers = { ...composed.headers, ...(hook.username !== null ? { authorization: REDACTED } : {}) };
+  return { payload, result: composed.closure, would_send: { headers: redactHeaders(headers), body: composed.body } };
+}
+
+/** Sends a test event to the webhook now, once; its log row. */
+export async function pingWebhook(deps: ApiDeps, hook: WebhookRow): Promise<DeliveryDetail> {
+  const org = await findOrg(deps.pool, String(hook.org_id));
+  const payload: PingPayload = {
+    event: 'ping',
+    timestamp: new Date().toISOString(),
+    xid: randomUUID(),
+    webhook_id: hook.id,
+    org_name: org?.name ?? '',
+  };
+  return manualAttempt(deps, { webhookId: hook.id, sessionId: null, payload, origin: 'ping' });
+}
+
+export function registerWebhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  const { pool } = deps;
 
   app.post<{ Params: { org: string } }>('/orgs/:org/webhooks', async (request, reply) => {
-    const org = await loadOrg(pool, request.params.org);
-    const body = validate(CreateWebhook, request.body);
-    await checkClosure(body.closure);
-    const secret = body.sign ? newSigningSecret() : null;
-    const hook = await insertWebhook(pool, org.id, {
-      url: body.url,
-      username: body.username ?? null,
-      password_sealed: sealPassword(config, body.password) ?? null,
-      secret_sealed: secret === null ? null : seal(config.secretKey, secret),
-      closure: body.closure ?? null,
-    });
-    return reply.code(201).send(secret === null ? webhookView(hook) : { ...webhookView(hook), secret });
+    const made = await createWebhook(deps, await loadOrg(pool, request.params.org), request.body);
+    return reply.code(201).send(withSecretView(made));
   });
 
   app.get<{ Params: { org: string } }>('/orgs/:org/webhooks', async (request) => {
@@ -126,73 +210,32 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: ApiDeps): void
     return (await listWebhooks(pool, org.id)).map(webhookView);
   });
 
-  app.get<{ Params: { id: string } }>('/webhooks/:id', async (request) => webhookView(await loadWebhook(request.params.id)));
+  app.get<{ Params: { id: string } }>('/webhooks/:id', async (request) => webhookView(await loadWebhook(pool, request.params.id)));
 
-  app.patch<{ Params: { id: string } }>('/webhooks/:id', async (request) => {
-    const hook = await loadWebhook(request.params.id);
-    const body = validate(PatchWebhook, request.body);
-    await checkClosure(body.closure);
-    // `sign: true` on a webhook that signs already keeps its secret (rotate-secret replaces it).
-    const secret = body.sign === true && !hook.signed ? newSigningSecret() : null;
-    const patch: Partial<WebhookFields> = {
-      url: body.url,
-      username: body.username,
-      password_sealed: sealPassword(config, body.password),
-      secret_sealed: secret !== null ? seal(config.secretKey, secret) : body.sign === false ? null : undefined,
-      closure: body.closure,
-      active: body.active,
-    };
-    const updated = await updateWebhook(pool, hook.id, patch);
-    if (!updated) throw notFound('webhook');
-    return secret === null ? webhookView(updated) : { ...webhookView(updated), secret };
-  });
+  app.patch<{ Params: { id: string } }>('/webhooks/:id', async (request) =>
+    withSecretView(await patchWebhook(deps, await loadWebhook(pool, request.params.id), request.body)),
+  );
 
-  /** A new signing secret, replacing the old one at once; shown once. Turns signing on. */
-  app.post<{ Params: { id: string } }>('/webhooks/:id/rotate-secret', async (request) => {
-    const hook = await loadWebhook(request.params.id);
-    const secret = newSigningSecret();
-    const updated = await updateWebhook(pool, hook.id, { secret_sealed: seal(config.secretKey, secret) });
-    if (!updated) throw notFound('webhook');
-    return { ...webhookView(updated), secret };
-  });
+  app.post<{ Params: { id: string } }>('/webhooks/:id/rotate-secret', async (request) =>
+    withSecretView(await rotateSecret(deps, await loadWebhook(pool, request.params.id))),
+  );
 
   app.delete<{ Params: { id: string } }>('/webhooks/:id', async (request, reply) => {
-    if (!(await deleteWebhook(pool, parseId(request.params.id, 'webhook')))) throw notFound('webhook');
+    await removeWebhook(pool, request.params.id);
     return reply.code(204).send();
   });
 
-  app.get<{ Params: { id: string } }>('/webhooks/:id/deliveries', async (request) => {
-    const hook = await loadWebhook(request.params.id);
-    const page = validate(DeliveryPage, request.query, 'query');
-    return listDeliveries(pool, hook.id, page);
-  });
+  app.get<{ Params: { id: string } }>('/webhooks/:id/deliveries', async (request) =>
+    webhookDeliveries(pool, await loadWebhook(pool, request.params.id), request.query),
+  );
 
-  app.post<{ Params: { id: string } }>('/webhooks/:id/preview', async (request) => {
-    const hook = await loadWebhook(request.params.id);
-    const body = validate(Preview, request.body ?? {});
-    const closure = body.closure === undefined ? hook.closure : body.closure;
-    const payload = await samplePayload(pool, config, hook.org_id, body.event ?? 'stop');
-    const composed = await composeRequest(payload, closure, {
-      credentials: hook.username !== null,
-      // A throwaway secret: the signature is shown redacted, as in the log, so only its presence counts.
-      secret: hook.signed ? newSigningSecret() : null,
-    });
-    const headers = { ...composed.headers, ...(hook.username !== null ? { authorization: REDACTED } : {}) };
-    return { payload, result: composed.closure, would_send: { headers: redactHeaders(headers), body: composed.body } };
-  });
+  app.post<{ Params: { id: string } }>('/webhooks/:id/preview', async (request) =>
+    previewWebhook(deps, await loadWebhook(pool, request.params.id), request.body),
+  );
 
-  app.post<{ Params: { id: string } }>('/webhooks/:id/ping', async (request) => {
-    const hook = await loadWebhook(request.params.id);
-    const org = await findOrg(pool, String(hook.org_id));
-    const payload: PingPayload = {
-      event: 'ping',
-      timestamp: new Date().toISOString(),
-      xid: randomUUID(),
-      webhook_id: hook.id,
-      org_name: org?.name ?? '',
-    };
-    return deliveryDetailView(await manualAttempt(deps, { webhookId: hook.id, sessionId: null, payload, origin: 'ping' }));
-  });
+  app.post<{ Params: { id: string } }>('/webhooks/:id/ping', async (request) =>
+    deliveryDetailView(await pingWebhook(deps, await loadWebhook(pool, request.params.id))),
+  );
 }
 
 /**

@@ -29,6 +29,9 @@
     reason.hidden = !b.reason;
     $('[data-stop]').hidden = !b.canStop;
     $('[data-rebuild]').hidden = !b.canRebuild;
+    const workflow = $('[data-workflow]');
+    workflow.hidden = !b.workflowUrl;
+    if (b.workflowUrl) workflow.href = b.workflowUrl;
     $('[data-counts]').textContent = b.countsText;
     $('[data-tests]').replaceChildren(
       ...b.tests.map((t) => {

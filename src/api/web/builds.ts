@@ -1,0 +1,193 @@
+/**
+ * The builds list (the home page) and a build's page: live while it runs (server-sent events,
+ * assets/build.js), with Stop while it runs and Rebuild once it has ended.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasEnded, SESSION_STATUSES } from '../../core/types';
+import { listFailedOutputs, listPlanParts, listSessions } from '../../db/sessions';
+import { listOpenFiles } from '../../db/testQueue';
+import type { ApiDeps } from '../app';
+import { HttpError, parseId } from '../http';
+import { loadOrg } from '../routes/admin/orgs';
+import { loadRepo } from '../routes/admin/repos';
+import { SessionList } from '../routes/admin/sessions';
+import { rebuildSession } from '../rebuild';
+import { loadSessionView, sessionListView } from '../views';
+import { requestStop } from '../stopSession';
+import { sessionWorkflowLink } from '../../temporal/uiLink';
+import { formatDuration, formatTime, notFoundPage, page, type WebScope } from './pages';
+import { signedIn, type SignedIn } from './signIn';
+
+/** How often an open build page's stream reads the build. */
+const LIVE_POLL_MS = 1_000;
+
+/** Spec §6's timing keys in their order (`package_setup` is listed twice there). */
+const TIMING_ORDER = [
+  'ci_received_at', 'queue_first_seen_at', 'queue_first_allowed_at', 'workers_assigned_at', 'setup', 'package_setup', 'services_setup',
+  'setup_hooks', 'worker_hooks', 'exec', 'post_build', 'artifact_collect', 'done', 'setup_post_hooks', 'capture_cache', 'setup_cache',
+  'worker_rendezvous', 'post_build_hook',
+];
+const timingRank = (key: string): number => (TIMING_ORDER.includes(key) ? TIMING_ORDER.indexOf(key) : TIMING_ORDER.length);
+
+/** Failed files whose output the build page shows first, and how much of each (the report has it all). */
+const FAILURES_SHOWN = 20;
+const FAILURE_TAIL_CHARS = 4_000;
+
+/**
+ * A build as its page shows it: the session, the files of its list not done yet (while it
+ * runs), a plan's parts, the failures' output; undefined if there is none.
+ */
+async function loadBuild(pool: ApiDeps['pool'], config: ApiDeps['config'], id: number) {
+  const view = await loadSessionView(pool, config, id);
+  if (!view) return undefined;
+  const [open, parts, failures] = await Promise.all([
+    hasEnded(view.status) ? [] : listOpenFiles(pool, id),
+    listPlanParts(pool, id),
+    view.counts.failed + view.counts.error > 0 ? listFailedOutputs(pool, id, FAILURES_SHOWN, FAILURE_TAIL_CHARS) : [],
+  ]);
+  return { view, open, parts, failures };
+}
+
+/** What the build page shows that changes while it runs, as the page renders it and its stream sends it. */
+export function liveView(
+  { view, open, parts, failures }: NonNullable<Awaited<ReturnType<typeof loadBuild>>>,
+  canStopHere: boolean,
+  config: ApiDeps['config'],
+  workflowIds: ApiDeps['workflowIds'],
+) {
+  const start = view.timing.ci_received_at ?? 0;
+  const c = view.counts;
+  const toGo = c.notstarted + c.started;
+  const ended = hasEnded(view.status);
+  return {
+    session: view.session,
+    status: view.status,
+    ended,
+    commit: view.commit_id ? view.commit_id.slice(0, 10) : 'commit not known yet',
+    reason: view.reason,
+    canStop: !ended && canStopHere,
+    canRebuild: ended && view.parent_session === undefined,
+    // A queued session has no workflow yet (the suite starts it at its turn).
+    workflowUrl: view.status === 'queued' ? null : sessionWorkflowLink(config, workflowIds, view.session),
+    countsText: `${c.passed} passed, ${c.failed} failed, ${c.error} errors${toGo > 0 ? `, ${toGo} to go` : ''}`,
+    // Each file as it starts and ends: the ended ones with their durations, the others as the list has them.
+    tests: [
+      ...view.tests.map((t) => ({ path: t.path, status: t.status, duration: formatDuration(t.duration_ms), runner: t.runner ?? '' })),
+      ...open.map((f) => ({ path: f.path, status: f.status, duration: formatDuration(null), runner: f.runner ?? '' })),
+    ].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+    parts: parts.map((p) => ({ session: p.id, profile: p.profile_name, status: p.status })),
+    failures,
+    timeline: Object.entries(view.timing)
+      // By time; keys recorded in the same instant in the order spec §6 lists them.
+      .sort((a, b) => a[1] - b[1] || timingRank(a[0]) - timingRank(b[0]))
+      .map(([key, at]) => ({ key, after: formatDuration(Math.round((at - start) * 1000)) })),
+  };
+}
+
+
+export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUser }: WebScope): void {
+  const { config, pool } = deps;
+
+  web.get<{ Querystring: Record<string, string | undefined> }>('/', async (request, reply) => {
+    const user = requireUser(request, reply);
+    if (!user) return reply;
+    // Empty fields of the filter form mean "any".
+    const query = Object.fromEntries(Object.entries(request.query).filter(([, v]) => v !== undefined && v !== ''));
+    const filters = { org: query.org, repo: query.repo, branch: query.branch, status: query.status };
+    const base = { title: 'Builds', section: 'builds' as const, user, statuses: SESSION_STATUSES, filters, filtered: Object.values(filters).some(Boolean) };
+    const q = SessionList.safeParse(query);
+    if (!q.success) {
+      const issue = q.error.issues[0];
+      return page(reply, 'builds', { ...base, sessions: [], older: null, error: `${String(issue?.path[0] ?? 'filter')}: ${issue?.message ?? 'invalid'}` }, 400);
+    }
+    let orgId: number | undefined;
+    let repoId: number | undefined;
+    try {
+      if (q.data.org !== undefined) orgId = (await loadOrg(pool, q.data.org)).id;
+      if (q.data.repo !== undefined) repoId = (await loadRepo(pool, q.data.repo)).id;
+    } catch (err) {
+      if (!(err instanceof HttpError)) throw err;
+      return page(reply, 'builds', { ...base, sessions: [], older: null, error: err.message }, err.statusCode);
+    }
+    const rows = await listSessions(pool, { orgId, repoId, branch: q.data.branch, status: q.data.status, before: q.data.before, limit: q.data.limit });
+    const sessions = rows.map((r) => {
+      const view = sessionListView(r, config);
+      return {
+        ...view,
+        duration: formatDuration(view.duration_ms),
+        received_iso: r.received_at.toISOString(),
+        received_text: formatTime(r.received_at),
+        who: view.stopped_by ? `stopped by ${view.stopped_by}` : (view.committers[0] ?? ''),
+      };
+    });
+    const older =
+      rows.length === q.data.limit
+        ? `/?${new URLSearchParams(
+            Object.entries({ ...filters, before: String(rows.at(-1)!.id) }).filter((e): e is [string, string] => e[1] !== undefined),
+          ).toString()}`
+        : null;
+    return page(reply, 'builds', { ...base, sessions, older, error: null });
+  });
+
+  /** A build: status, counts, files, timeline; Stop while it runs, Rebuild once it ended; live (assets/build.js). */
+  const buildPage = async (request: FastifyRequest, reply: FastifyReply, user: SignedIn, id: number, error: string | null, status = 200) => {
+    const build = await loadBuild(pool, config, id);
+    if (!build) return notFoundPage(reply, user, `build #${id}`);
+    return page(reply, 'build', { title: `Build #${id}`, section: 'builds', user, session: build.view, live: liveView(build, Boolean(deps.stop), config, deps.workflowIds), error }, status);
+  };
+
+  // The build as it changes, for the open page: read every LIVE_POLL_MS, sent when it differs,
+  // until it has ended or the page is closed (or the server is closing).
+  let closing = false;
+  web.addHook('preClose', async () => {
+    closing = true;
+  });
+  web.get<{ Params: { id: string } }>('/builds/:id/live', { sse: 'only' }, async (request, reply) => {
+    if (!signedIn(request)) throw new HttpError(401, 'unauthorized', 'sign in first');
+    const id = parseId(request.params.id, 'build');
+    let last = '';
+    while (reply.sse.isConnected && !closing) {
+      const build = await loadBuild(pool, config, id);
+      if (!build) throw new HttpError(404, 'not found', `no build #${id}`);
+      const live = liveView(build, Boolean(deps.stop), config, deps.workflowIds);
+      const text = JSON.stringify(live);
+      if (text !== last) await reply.sse.send({ event: 'build', data: live });
+      last = text;
+      if (live.ended) break;
+      await new Promise((resolve) => setTimeout(resolve, LIVE_POLL_MS));
+    }
+    reply.sse.close();
+  });
+
+  web.get<{ Params: { id: string } }>('/builds/:id', async (request, reply) => {
+    const user = requireUser(request, reply);
+    if (!user) return reply;
+    return buildPage(request, reply, user, parseId(request.params.id, 'build'), null);
+  });
+
+  web.post<{ Params: { id: string } }>('/builds/:id/stop', csrf, async (request, reply) => {
+    const user = requireUser(request, reply);
+    if (!user) return reply;
+    const id = parseId(request.params.id, 'build');
+    try {
+      await requestStop(deps, id, user.name);
+    } catch (err) {
+      if (!(err instanceof HttpError)) throw err;
+      return buildPage(request, reply, user, id, err.message, err.statusCode);
+    }
+    return reply.code(303).header('location', `/builds/${id}`).send();
+  });
+
+  web.post<{ Params: { id: string } }>('/builds/:id/rebuild', csrf, async (request, reply) => {
+    const user = requireUser(request, reply);
+    if (!user) return reply;
+    const id = parseId(request.params.id, 'build');
+    try {
+      const { session } = await rebuildSession(deps, id, (err) => request.log.warn({ err, session: id }, '`received` not sent by the API'));
+      return reply.code(303).header('location', `/builds/${session}`).send();
+    } catch (err) {
+      if (!(err instanceof HttpError)) throw err;
+      return buildPage(request, reply, user, id, err.message, err.statusCode);
+    }
+  });
+}

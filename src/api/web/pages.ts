@@ -1,0 +1,129 @@
+/**
+ * What every web page shares: rendering an Eta template (views/, escaped by default) inside
+ * the layout with its security headers, the signed-in user or a redirect to sign in, form
+ * values as the JSON API's bodies, and an HttpError shown on the page it came from.
+ */
+import path from 'node:path';
+import { Eta } from 'eta';
+import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
+import type { ApiDeps } from '../app';
+import { HttpError } from '../http';
+import { signedIn, type SignedIn } from './signIn';
+
+const eta = new Eta({ views: path.join(__dirname, 'views'), autoEscape: true, cache: true });
+
+/** What each page module's routes get: the API's dependencies, the CSRF check, the signed-in user. */
+export interface WebScope {
+  deps: ApiDeps;
+  /** Route options that check the form's CSRF token (`_csrf`) once the body is parsed. */
+  csrf: { preHandler: preHandlerHookHandler };
+  /** The signed-in user, or null after answering with a redirect to the sign-in page. */
+  requireUser(request: FastifyRequest, reply: FastifyReply): SignedIn | null;
+}
+
+export function webScope(web: FastifyInstance, deps: ApiDeps): WebScope {
+  return {
+    deps,
+    csrf: { preHandler: web.csrfProtection },
+    requireUser(request, reply) {
+      const user = signedIn(request);
+      if (!user) void reply.code(303).header('location', `/sign-in?next=${encodeURIComponent(request.url)}`).send();
+      return user;
+    },
+  };
+}
+
+/** The data every template's layout reads. */
+export interface PageData {
+  title: string;
+  user: SignedIn | null;
+  /** Which part of the site the page belongs to, for the navigation. */
+  section?: 'builds' | 'orgs';
+  [key: string]: unknown;
+}
+
+/** Renders `template` in the layout, with a fresh CSRF token for its forms (`it.csrf`). */
+export function page(reply: FastifyReply, template: string, data: PageData, status = 200): FastifyReply {
+  return reply
+    .code(status)
+    .type('text/html; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .header(
+      'content-security-policy',
+      "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    )
+    .send(eta.render(`./${template}`, { csrf: reply.generateCsrf(), ...data }));
+}
+
+/** A page saying there is no such thing, with a 404. */
+export function notFoundPage(reply: FastifyReply, user: SignedIn, what: string): FastifyReply {
+  return page(reply, 'notFound', { title: 'Not found', user, what }, 404);
+}
+
+/** A form's fields as strings (a repeated field keeps its last value); `_csrf` left out. */
+export function formFields(request: FastifyRequest): Record<string, string> {
+  const body = (request.body ?? {}) as Record<string, unknown>;
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(body)) {
+    if (key === '_csrf') continue;
+    const last = Array.isArray(value) ? value.at(-1) : value;
+    if (typeof last === 'string') out[key] = last;
+  }
+  return out;
+}
+
+/** A text field as the JSON API takes it: trimmed; empty means "not given" (undefined). */
+export const given = (value: string | undefined): string | undefined => (value === undefined || value.trim() === '' ? undefined : value.trim());
+
+/** A text field that may clear a setting: empty is null. */
+export const orNull = (value: string | undefined): string | null => given(value) ?? null;
+
+/** A checkbox: present (any value) is true. */
+export const checked = (value: string | undefined): boolean => value !== undefined;
+
+/** One entry a line (blank lines dropped), as a list field of the JSON API. */
+export const lines = (value: string | undefined): string[] =>
+  (value ?? '')
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+
+/** A problem to show on the form it came from: the message, and the field it is about, if any. */
+export interface FormError {
+  message: string;
+  field?: string;
+}
+
+/** A form that failed, to show again: which one, what was wrong, and what was typed (secrets left out). */
+export interface FailedForm {
+  /** Which form of the page, in the page's own naming (`org`, `suite:3`, …). */
+  form: string;
+  error: FormError;
+  values: Record<string, string>;
+}
+
+/**
+ * Runs an action of the management API on behalf of a form: its result, or the HttpError it
+ * threw (a bad field, a conflict, a 404) as a FormError for the page to show. Anything else is
+ * a real failure and is thrown on.
+ */
+export async function tryAction<T>(action: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: FormError; status: number }> {
+  try {
+    return { ok: true, value: await action() };
+  } catch (err) {
+    if (!(err instanceof HttpError)) throw err;
+    const field = err.field?.replace(/^body\./, '');
+    return { ok: false, status: err.statusCode, error: { message: field ? `${field}: ${err.message}` : err.message, field } };
+  }
+}
+
+/** Milliseconds as people read them: `850 ms`, `12.3 s`, `4 min 5 s`; `–` for none. */
+export function formatDuration(ms: number | null): string {
+  if (ms === null) return '–';
+  if (ms < 1000) return `${ms} ms`;
+  const s = ms / 1000;
+  return s < 60 ? `${s.toFixed(1)} s` : `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+}
+
+/** A time as the pages show it: `2026-11-24 06:15:25 UTC`. */
+export const formatTime = (at: Date): string => at.toISOString().replace('T', ' ').slice(0, 19) + ' UTC';

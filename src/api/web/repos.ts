@@ -1,0 +1,305 @@
+/**
+ * A repository's CI Setup page (`/repos/:id`: how to connect it, its settings, suites and
+ * secrets) and its Branches page (`/repos/:id/branches`: every known branch with its toggles
+ * and last build). Each form posts to a route here that turns its fields into the JSON API's
+ * body and calls the same function as the JSON route (routes/admin/), so the rules and their
+ * messages are the API's; a refused field is shown next to the form it came from.
+ */
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
+import { listBranches } from '../../db/branches';
+import type { RepoRow } from '../../db/repos';
+import { listSecrets } from '../../db/secrets';
+import { lastBuildsOfRepo } from '../../db/sessions';
+import { listSuites, type SuiteRow } from '../../db/suites';
+import { STATUS_PROVIDERS, type StatusProvider } from '../../core/commitStatus';
+import { providers } from '../../providers';
+import { HttpError, parseId } from '../http';
+import { setBranch } from '../routes/admin/branches';
+import { loadRepo, repoView, updateRepo } from '../routes/admin/repos';
+import { putSecret, removeSecret, secretView } from '../routes/admin/secrets';
+import { createSuite, updateSuite } from '../routes/admin/suites';
+import { removeSuite, rotateRepoKey, rotateRepoSshKey } from '../routes/admin/operator';
+import { checked, formatTime, formFields, given, lines, notFoundPage, orNull, page, tryAction, type FailedForm, type WebScope } from './pages';
+import type { SignedIn } from './signIn';
+
+
+// The pages' forms, as FailedForm names them: `settings`, `webhook-secret`, `known-hosts`, `commit-status`,
+// `suite:new`, `suite:<id>`, `secret`, `secrets`, `branch:<name>`, `suite-delete:<id>`,
+// `rotate-key`, `rotate-ssh-key`.
+
+/** What a `?saved=` after a form's redirect says; anything else says nothing. */
+const NOTICES: Record<string, string> = {
+  settings: 'Settings saved.',
+  'webhook-secret': 'Webhook secret saved.',
+  'known-hosts': 'SSH host keys saved.',
+  'commit-status': 'Commit status settings saved.',
+  suite: 'Suite saved.',
+  secret: 'Secret saved.',
+  'secret-deleted': 'Secret deleted.',
+  branch: 'Branch saved.',
+  'suite-deleted': 'Suite deleted, with its builds.',
+  key: 'New trigger key made: the old webhook URLs no longer work. Put the new ones into your hosting sites.',
+  'ssh-key': 'New SSH key pair made: put the new public key on the git server (and the CI server) in place of the old one.',
+};
+
+/** How people know the registry's adapters; one missing here shows by its path segment. */
+const PROVIDER_LABELS: Record<string, string> = {
+  builds: 'Generic (curl, hooks, JSON)',
+  github: 'GitHub',
+  gitlab: 'GitLab',
+  bitbucket: 'Bitbucket Cloud',
+  stash: 'Bitbucket Server',
+  gitea: 'Gitea / Forgejo',
+  gogs: 'Gogs',
+  gerrit: 'Gerrit',
+};
+
+/** Fields never written back into a page: what was typed there is a secret. */
+const SECRET_FIELDS = ['value', 'webhook_secret', 'status_token'];
+
+/** The hosting sites commit statuses go to, as people call them. */
+const STATUS_LABELS: Record<StatusProvider, string> = { github: 'GitHub', gitlab: 'GitLab', gitea: 'Gitea / Forgejo', bitbucket: 'Bitbucket Cloud' };
+
+/** Browsers send a textarea's lines with CRLF; the API's text rules expect LF. */
+const unixLines = (value: string | undefined): string => (value ?? '').replace(/\r\n?/g, '\n');
+
+/** A number field as the JSON API takes it: absent when empty, else a number (NaN is refused there). */
+const numberField = (value: string | undefined): number | undefined => (given(value) === undefined ? undefined : Number(value));
+
+/** A `true`/`false` button value as a toggle; absent: unchanged. */
+const toggle = (value: string | undefined): boolean | undefined => (value === undefined ? undefined : value === 'true');
+
+/** Profiles typed as YAML (JSON is YAML too); empty is none. Unreadable text is a 400 on the field. */
+function profilesField(value: string | undefined): unknown {
+  const text = unixLines(value).trim();
+  if (text === '') return [];
+  try {
+    return parseYaml(text);
+  } catch (err) {
+    throw new HttpError(400, 'invalid request', `not YAML or JSON: ${(err as Error).message.split('\n')[0]}`, 'profiles');
+  }
+}
+
+/** The settings form as a PATCH /repos/:repo body: every field given, empty ones cleared. */
+const settingsBody = (v: Record<string, string>) => ({
+  pull_url: given(v.pull_url) ?? '',
+  ci_push_url: orNull(v.ci_push_url),
+  pull_request_only: checked(v.pull_request_only),
+  trust_same_repo_pull_requests: checked(v.trust_same_repo_pull_requests),
+  ci_squash: checked(v.ci_squash),
+  branch_blacklist: lines(v.branch_blacklist),
+  chat_url: orNull(v.chat_url),
+});
+
+/** A suite's form as a POST (`branch` given) or PATCH body: empty optional fields are none. */
+function suiteBody(v: Record<string, string>, creating: boolean) {
+  const plan = lines(v.plan);
+  const body = {
+    test_pattern: given(v.test_pattern) ?? '',
+    test_command: creating ? given(v.test_command) : orNull(v.test_command),
+    workers: numberField(v.workers),
+    junit_pattern: creating ? given(v.junit_pattern) : orNull(v.junit_pattern),
+    profiles: profilesField(v.profiles),
+    plan: plan.length > 0 ? plan : creating ? undefined : null,
+    deadline_minutes: numberField(v.deadline_minutes) ?? (creating ? undefined : null),
+  };
+  return creating ? { branch: given(v.branch) ?? '', ...body } : body;
+}
+
+/** A suite as its form shows it: profiles as YAML, the plan one name a line. */
+const suiteForm = (s: SuiteRow) => ({
+  id: s.id,
+  branch: s.branch,
+  test_pattern: s.test_pattern,
+  test_command: s.test_command ?? '',
+  workers: String(s.workers),
+  junit_pattern: s.junit_pattern ?? '',
+  profiles: s.profiles.length > 0 ? toYaml(s.profiles) : '',
+  plan: (s.plan ?? []).join('\n'),
+  deadline_minutes: s.deadline_minutes === null ? '' : String(s.deadline_minutes),
+});
+
+/** An id for a branch's row and the fragment that scrolls to it (a name may hold `/`). */
+const branchAnchor = (name: string): string => `branch-${encodeURIComponent(name)}`;
+
+export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUser }: WebScope): void {
+  const { pool, config } = deps;
+
+  /** The repository `/repos/:id` names (its numeric id only), or undefined. */
+  const findRepo = async (id: string): Promise<RepoRow | undefined> => {
+    const found = await tryAction(() => loadRepo(pool, String(parseId(id, 'repository'))));
+    return found.ok ? found.value : undefined;
+  };
+
+  const heading = (repo: RepoRow) => ({ id: repo.id, org_name: repo.org_name, name: repo.name });
+
+  const setupPage = async (reply: FastifyReply, user: SignedIn, repo: RepoRow, failed: FailedForm | null, status = 200, notice?: string) => {
+    const view = repoView(repo, config);
+    const [suites, secrets] = await Promise.all([listSuites(pool, repo.id), listSecrets(pool, repo.id)]);
+    return page(
+      reply,
+      'repoSetup',
+      {
+        title: `CI setup of ${repo.org_name}/${repo.name}`,
+        section: 'orgs',
+        user,
+        notice: notice ?? null,
+        failed,
+        repo: {
+          ...heading(repo),
+          scm: view.scm,
+          pull_url: view.pull_url,
+          ci_push_url: view.ci_push_url ?? '',
+          pull_request_only: view.pull_request_only,
+          trust_same_repo_pull_requests: view.trust_same_repo_pull_requests,
+          ci_squash: view.ci_squash,
+          branch_blacklist: view.branch_blacklist.join('\n'),
+          chat_url: view.chat_url ?? '',
+          ssh_public_key: view.ssh_public_key,
+          webhook_secret_set: view.webhook_secret_set,
+          ssh_known_hosts: view.ssh_known_hosts ?? '',
+          status_provider: view.status_provider ?? '',
+          status_api_url: view.status_api_url ?? '',
+          status_repo: view.status_repo ?? '',
+          status_token_set: view.status_token_set,
+        },
+        statusProviders: STATUS_PROVIDERS.map((name) => ({ name, label: STATUS_LABELS[name] })),
+        // One URL per adapter of the registry: the generic one as repoView gives it, the others
+        // with the provider's path segment in place of `builds`.
+        hooks: Object.keys(providers).map((name) => ({ name, label: PROVIDER_LABELS[name] ?? name, url: `${config.baseUrl}/1/${name}/${view.key}` })),
+        suites: suites.map(suiteForm),
+        secrets: secrets.map((row) => secretView(row, config.secretKey)),
+      },
+      status,
+    );
+  };
+
+  const branchesPage = async (reply: FastifyReply, user: SignedIn, repo: RepoRow, failed: FailedForm | null, status = 200, notice?: string) => {
+    const [branches, builds] = await Promise.all([listBranches(pool, repo.id), lastBuildsOfRepo(pool, repo.id)]);
+    const last = new Map(builds.map((b) => [b.branch, b]));
+    const list = branches.map((b) => {
+      const build = last.get(b.name);
+      return {
+        ...b,
+        anchor: branchAnchor(b.name),
+        path: encodeURIComponent(b.name),
+        last: build ? { session: build.id, status: build.status, when: formatTime(build.received_at) } : null,
+      };
+    });
+    return page(reply, 'branches', { title: `Branches of ${repo.org_name}/${repo.name}`, section: 'orgs', user, notice: notice ?? null, failed, repo: heading(repo), branches: list }, status);
+  };
+
+  /** A page of one repository: the signed-in user and the repository, or a redirect / 404 sent. */
+  const repoGet = (path: string, render: typeof setupPage) =>
+    web.get<{ Params: { id: string }; Querystring: { saved?: string } }>(path, async (request, reply) => {
+      const user = requireUser(request, reply);
+      if (!user) return reply;
+      const repo = await findRepo(request.params.id);
+      if (!repo) return notFoundPage(reply, user, `repository ${request.params.id}`);
+      const notice = request.query.saved !== undefined && Object.hasOwn(NOTICES, request.query.saved) ? NOTICES[request.query.saved] : undefined;
+      return render(reply, user, repo, null, 200, notice);
+    });
+
+  /**
+   * A form of one repository's page: `act` calls the management API and answers where to go
+   * (303); an HttpError it throws shows the page again with the message next to form `form`.
+   */
+  const repoPost = <P extends Record<string, string>>(
+    path: string,
+    render: typeof setupPage,
+    form: (params: P) => string,
+    act: (repo: RepoRow, values: Record<string, string>, params: P, user: SignedIn) => Promise<string>,
+  ) =>
+    web.post(path, csrf, async (request, reply) => {
+      const user = requireUser(request, reply);
+      if (!user) return reply;
+      // The router fills exactly the parameters `path` names.
+      const params = request.params as P & { id: string };
+      const repo = await findRepo(params.id);
+      if (!repo) return notFoundPage(reply, user, `repository ${params.id}`);
+      const values = formFields(request);
+      const done = await tryAction(() => act(repo, values, params, user));
+      if (done.ok) return reply.code(303).header('location', done.value).send();
+      const kept = Object.fromEntries(Object.entries(values).filter(([key]) => !SECRET_FIELDS.includes(key)));
+      return render(reply, user, repo, { form: form(params), error: done.error, values: kept }, done.status);
+    });
+
+  const setup = (repo: RepoRow, saved: string, anchor: string) => `/repos/${repo.id}?saved=${saved}#${anchor}`;
+
+  repoGet('/repos/:id', setupPage);
+
+  repoPost('/repos/:id/settings', setupPage, () => 'settings', async (repo, v) => {
+    await updateRepo(deps, repo, settingsBody(v));
+    return setup(repo, 'settings', 'settings');
+  });
+
+  // Set with the typed value, or removed by the form's Remove button.
+  repoPost('/repos/:id/webhook-secret', setupPage, () => 'webhook-secret', async (repo, v) => {
+    await updateRepo(deps, repo, { webhook_secret: v.remove !== undefined ? null : (v.webhook_secret ?? '') });
+    return setup(repo, 'webhook-secret', 'connect');
+  });
+
+  // Commit statuses: no provider turns them off; an empty token keeps the one set, Remove drops it.
+  repoPost('/repos/:id/commit-status', setupPage, () => 'commit-status', async (repo, v) => {
+    const provider = given(v.status_provider);
+    await updateRepo(deps, repo, {
+      status_provider: provider ?? null,
+      status_api_url: provider ? orNull(v.status_api_url) : null,
+      status_repo: provider ? orNull(v.status_repo) : null,
+      ...(v.remove_token !== undefined ? { status_token: null } : v.status_token ? { status_token: v.status_token } : {}),
+    });
+    return setup(repo, 'commit-status', 'statuses');
+  });
+
+  // Emptied, they are forgotten and learned again on the next connection (updateRepo).
+  repoPost('/repos/:id/known-hosts', setupPage, () => 'known-hosts', async (repo, v) => {
+    await updateRepo(deps, repo, { ssh_known_hosts: unixLines(v.ssh_known_hosts) });
+    return setup(repo, 'known-hosts', 'known-hosts');
+  });
+
+  repoPost('/repos/:id/suites', setupPage, () => 'suite:new', async (repo, v) => {
+    const suite = await createSuite(pool, repo, suiteBody(v, true));
+    return setup(repo, 'suite', `suite-${suite.id}`);
+  });
+
+  repoPost<{ suite: string }>('/repos/:id/suites/:suite', setupPage, (p) => `suite:${p.suite}`, async (repo, v, p) => {
+    const suite = await updateSuite(pool, repo, parseId(p.suite, 'suite'), suiteBody(v, false));
+    return setup(repo, 'suite', `suite-${suite.id}`);
+  });
+
+  // After a second click (the form sits in a <details>); builds under way are stopped by the user.
+  repoPost<{ suite: string }>('/repos/:id/suites/:suite/delete', setupPage, (p) => `suite-delete:${p.suite}`, async (repo, _v, p, user) => {
+    await removeSuite(deps, repo, parseId(p.suite, 'suite'), { stoppedBy: user.name });
+    return setup(repo, 'suite-deleted', 'suites');
+  });
+
+  repoPost('/repos/:id/rotate-key', setupPage, () => 'rotate-key', async (repo) => {
+    await rotateRepoKey(deps, repo);
+    return setup(repo, 'key', 'connect');
+  });
+
+  repoPost('/repos/:id/rotate-ssh-key', setupPage, () => 'rotate-ssh-key', async (repo) => {
+    await rotateRepoSshKey(deps, repo);
+    return setup(repo, 'ssh-key', 'connect');
+  });
+
+  // The value is taken as typed (never trimmed): it is what the tests get.
+  repoPost('/repos/:id/secrets', setupPage, () => 'secret', async (repo, v) => {
+    await putSecret(deps, repo, given(v.name) ?? '', { value: v.value ?? '' });
+    return setup(repo, 'secret', 'secrets');
+  });
+
+  repoPost<{ name: string }>('/repos/:id/secrets/:name/delete', setupPage, () => 'secrets', async (repo, _v, p) => {
+    await removeSecret(pool, repo, p.name);
+    return setup(repo, 'secret-deleted', 'secrets');
+  });
+
+  repoGet('/repos/:id/branches', branchesPage);
+
+  // Each button sends one toggle: `enabled` or `locked_visible`, `true` or `false`.
+  repoPost<{ branch: string }>('/repos/:id/branches/:branch', branchesPage, (p) => `branch:${p.branch}`, async (repo, v, p) => {
+    const branch = await setBranch(pool, repo, p.branch, { enabled: toggle(v.enabled), locked_visible: toggle(v.locked_visible) });
+    return `/repos/${repo.id}/branches?saved=branch#${branchAnchor(branch.name)}`;
+  });
+}
