@@ -16,6 +16,8 @@ import { script, World } from '../support/world';
 
 type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'histories');
+/** Beside the histories: the workflow id each was recorded under. */
+const WORKFLOW_IDS = 'workflow-ids.json';
 
 let w: World;
 beforeAll(async () => {
@@ -40,8 +42,8 @@ it('replays the histories of a real build (suite and session) against the curren
   const second = await w.build(repo); // skipped: already built
   await w.eventsOf(first.session);
   await w.eventsOf(second.session);
-  const ids = [`suite-${(await w.sluice.pool.query('SELECT suite_id FROM sessions WHERE id = $1', [first.session])).rows[0].suite_id}`,
-    `session-${first.session}`, `session-${second.session}`];
+  const suiteId = (await w.sluice.pool.query('SELECT suite_id FROM sessions WHERE id = $1', [first.session])).rows[0].suite_id;
+  const ids = [w.sluice.ids.suite(suiteId), w.sluice.ids.session(first.session), w.sluice.ids.session(second.session)];
   // A session's workflow closes once its deliveries are done, shortly after `stop` arrived.
   for (const id of ids.slice(1)) await w.sluice.client.workflow.getHandle(id).result();
   const histories = await Promise.all(
@@ -51,20 +53,25 @@ it('replays the histories of a real build (suite and session) against the curren
 
   if (process.env.SLUICE_RECORD_HISTORIES === '1') {
     await mkdir(FIXTURES, { recursive: true });
+    const recorded: Record<string, string> = {};
     for (const { workflowId, history } of histories) {
-      const name = workflowId.replace(/-\d+$/, '') + (workflowId === ids[2] ? '-skipped' : '');
+      const name = (workflowId === ids[0] ? 'suite' : 'session') + (workflowId === ids[2] ? '-skipped' : '');
       await writeFile(path.join(FIXTURES, `${name}.bin`), temporal.api.history.v1.History.encode(history).finish());
+      recorded[`${name}.bin`] = workflowId;
     }
+    // Workflow code reads its installation from its own id: a history replays under the id it ran with.
+    await writeFile(path.join(FIXTURES, WORKFLOW_IDS), `${JSON.stringify(recorded, null, 2)}\n`);
   }
 });
 
 it('replays the committed histories of earlier releases', async () => {
   const files = (await readdir(FIXTURES)).filter((f) => f.endsWith('.bin')).sort();
   expect(files).toEqual(['session-skipped.bin', 'session.bin', 'suite.bin']);
+  const workflowIds = JSON.parse(await readFile(path.join(FIXTURES, WORKFLOW_IDS), 'utf8')) as Record<string, string>;
   const histories = await Promise.all(
     files.map(async (f) => {
       const history = temporal.api.history.v1.History.decode(await readFile(path.join(FIXTURES, f)));
-      return { workflowId: f.replace(/\.bin$/, ''), history };
+      return { workflowId: workflowIds[f]!, history };
     }),
   );
   await replay(histories);
