@@ -68,12 +68,24 @@ describe('status settings', () => {
     expect(back.json().status_api_url).toBe('https://api.github.com');
   });
 
+  it('a base URL is stored as fetch reads it, without a trailing slash', async () => {
+    const res = await admin('PATCH', `/api/v1/repos/${repoId}`, { status_api_url: 'HTTPS:/GHE.Acme.test:443/api/v3/' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().status_api_url).toBe('https://ghe.acme.test/api/v3');
+    expect((await admin('PATCH', `/api/v1/repos/${repoId}`, { status_api_url: null })).json().status_api_url).toBe('https://api.github.com');
+  });
+
   it.each<[string, Record<string, unknown>, string, RegExp]>([
     ['Gitea without a base URL', { status_provider: 'gitea' }, 'status_api_url', /required for gitea/],
     ['GitLab with a one-segment path', { status_provider: 'gitlab', status_repo: 'app' }, 'status_repo', /GitLab project/],
     ['GitHub with three segments', { status_repo: 'a/b/c' }, 'status_repo', /owner\/name/],
     ['an unknown provider', { status_provider: 'sourceforge' }, 'status_provider', /./],
     ['credentials in the base URL', { status_api_url: 'https://user:pw@ghe.acme.test/api/v3' }, 'status_api_url', /credentials/],
+    // WHATWG URL (what fetch uses) reads each of these as https://u:p@h.example/api.
+    ['credentials after one slash', { status_api_url: 'https:/u:p@h.example/api' }, 'status_api_url', /credentials/],
+    ['credentials after no slash', { status_api_url: 'https:u:p@h.example/api' }, 'status_api_url', /credentials/],
+    ['credentials after backslashes', { status_api_url: 'https:\\\\u:p@h.example/api' }, 'status_api_url', /credentials/],
+    ['a user without a password', { status_api_url: 'https:u@h.example/api' }, 'status_api_url', /credentials/],
     ['a base URL that is not http(s)', { status_api_url: 'ftp://ghe.acme.test' }, 'status_api_url', /http or https/],
     ['a token with a space', { status_token: 'two words' }, 'status_token', /printable ASCII/],
   ])('400 for %s, naming the field, changing nothing', async (_name, body, field, message) => {

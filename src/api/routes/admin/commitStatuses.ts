@@ -16,7 +16,7 @@ import type { Db } from '../../../db/transaction';
 import { DEFAULT_STATUS_API_URLS, repoPathFromPullUrl, statusRepoProblem } from '../../../delivery/commitStatus';
 import type { ApiDeps } from '../../app';
 import { HttpError, validate } from '../../http';
-import { httpUrl, plainText } from './fields';
+import { httpUrl, plainText, withoutCredentials } from './fields';
 
 /** The status settings' fields, as `POST /orgs/:org/repos` and `PATCH /repos/:repo` take them. */
 export const statusSettingFields = {
@@ -26,9 +26,10 @@ export const statusSettingFields = {
   // GitLab `https://gitlab.example/api/v4`, Gitea `https://gitea.example/api/v1`); null: the
   // provider's public API (none for Gitea).
   status_api_url: httpUrl
-    .transform((s) => s.replace(/\/+$/, ''))
-    .refine((s) => !/^[a-z]+:\/\/[^/]*@/i.test(s), 'must not contain credentials: set status_token')
+    .refine(withoutCredentials, 'must not contain credentials: set status_token')
     .refine((s) => !/[?#]/.test(s), 'a base URL without query or fragment')
+    // Stored as fetch will read it (`https:/h/api` is `https://h/api`), without a trailing slash.
+    .transform((s) => new URL(s).href.replace(/\/+$/, ''))
     .nullish(),
   // The repository on the host: owner/name, or GitLab's project path or id.
   status_repo: plainText(300).nullish(),

@@ -29,6 +29,13 @@ export const httpUrl = z
   .max(2048)
   .refine(isHttpUrl, 'expected an http or https URL');
 
+/**
+ * Whether a URL carries no user or password as WHATWG URL (what fetch uses) reads it: a regex
+ * misses `https:u:p@host` and `https:/u:p@host`. zod runs refinements even after httpUrl's
+ * failed, so an unparsable string passes here (httpUrl has refused it).
+ */
+export const withoutCredentials = (s: string): boolean => !URL.canParse(s) || (new URL(s).username === '' && new URL(s).password === '');
+
 export const branchName = z
   .string()
   .transform((s) => (s.startsWith('refs/heads/') ? s.slice('refs/heads/'.length) : s))

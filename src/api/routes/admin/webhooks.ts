@@ -36,12 +36,11 @@ import {
   type WebhookRow,
 } from '../../../db/webhooks';
 import { deliveryDetailView, manualAttempt } from './deliveries';
-import { httpUrl, plainText } from './fields';
+import { httpUrl, plainText, withoutCredentials } from './fields';
 import { loadOrg } from './orgs';
 import { reportUrl } from '../../../core/reportUrl';
 
-// zod runs this check even after httpUrl's failed, so it must not assume a parsable URL.
-const webhookUrl = httpUrl.refine((s) => !URL.canParse(s) || (new URL(s).username === '' && new URL(s).password === ''), 'must not contain credentials; use username and password');
+const webhookUrl = httpUrl.refine(withoutCredentials, 'must not contain credentials; use username and password');
 
 const MAX_CLOSURE_CHARS = 64 * 1024;
 
