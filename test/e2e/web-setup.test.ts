@@ -137,9 +137,25 @@ describeWithBrowser('web-setup.test.ts')('the CI Setup and Branches pages', () =
       status_api_url: 'https://api.github.com',
       status_token_set: true,
     });
+    // No API URL stored: the field stays empty (the provider's default is not pinned by saving again).
+    await expect(statuses.getByLabel('API URL').inputValue()).resolves.toBe('');
+    await statuses.getByRole('button', { name: 'Save commit statuses' }).click();
+    await page.waitForURL(/\?saved=commit-status#statuses$/);
+    await expect(page.getByRole('form', { name: 'Commit statuses' }).getByLabel('API URL').inputValue()).resolves.toBe('');
+    // Another provider with the token kept is refused: the token is typed again for it.
+    await statuses.getByLabel('Provider').selectOption('gitlab');
+    await statuses.getByRole('button', { name: 'Save commit statuses' }).click();
+    await expect(page.getByRole('form', { name: 'Commit statuses' }).getByRole('alert').textContent()).resolves.toMatch(/^status_token: set it again for the new provider/);
+    await expect(w.sluice.admin('GET', `/api/v1/repos/${repoId}`)).resolves.toMatchObject({ status_provider: 'github', status_token_set: true });
+    await statuses.getByLabel('Provider').selectOption('github');
     await page.getByRole('form', { name: 'Commit statuses' }).getByRole('button', { name: 'Remove the token' }).click();
     await page.waitForURL(/\?saved=commit-status#statuses$/);
     await expect(w.sluice.admin('GET', `/api/v1/repos/${repoId}`)).resolves.toMatchObject({ status_provider: 'github', status_token_set: false });
+    // "none" turns statuses off and keeps the rest, as the JSON PATCH with only status_provider: null does.
+    await statuses.getByLabel('Provider').selectOption('');
+    await statuses.getByRole('button', { name: 'Save commit statuses' }).click();
+    await page.waitForURL(/\?saved=commit-status#statuses$/);
+    await expect(w.sluice.admin('GET', `/api/v1/repos/${repoId}`)).resolves.toMatchObject({ status_provider: null, status_repo: 'acme/web-setup' });
 
     // A secret: its name is shown, never its value.
     const setSecret = page.getByRole('form', { name: 'Set a secret' });

@@ -62,17 +62,17 @@ describe('status settings', () => {
   });
 
   it('a self-hosted base URL (trailing slash dropped) and a repository path of its own; other settings untouched', async () => {
-    const res = await admin('PATCH', `/api/v1/repos/${repoId}`, { status_api_url: 'https://ghe.acme.test/api/v3/', status_repo: 'platform/app' });
+    const res = await admin('PATCH', `/api/v1/repos/${repoId}`, { status_api_url: 'https://ghe.acme.test/api/v3/', status_repo: 'platform/app', status_token: TOKEN });
     expect(res.json()).toMatchObject({ status_api_url: 'https://ghe.acme.test/api/v3', status_repo: 'platform/app', status_token_set: true });
-    const back = await admin('PATCH', `/api/v1/repos/${repoId}`, { status_api_url: null });
+    const back = await admin('PATCH', `/api/v1/repos/${repoId}`, { status_api_url: null, status_token: TOKEN });
     expect(back.json().status_api_url).toBe('https://api.github.com');
   });
 
   it('a base URL is stored as fetch reads it, without a trailing slash', async () => {
-    const res = await admin('PATCH', `/api/v1/repos/${repoId}`, { status_api_url: 'HTTPS:/GHE.Acme.test:443/api/v3/' });
+    const res = await admin('PATCH', `/api/v1/repos/${repoId}`, { status_api_url: 'HTTPS:/GHE.Acme.test:443/api/v3/', status_token: TOKEN });
     expect(res.statusCode).toBe(200);
     expect(res.json().status_api_url).toBe('https://ghe.acme.test/api/v3');
-    expect((await admin('PATCH', `/api/v1/repos/${repoId}`, { status_api_url: null })).json().status_api_url).toBe('https://api.github.com');
+    expect((await admin('PATCH', `/api/v1/repos/${repoId}`, { status_api_url: null, status_token: TOKEN })).json().status_api_url).toBe('https://api.github.com');
   });
 
   it.each<[string, Record<string, unknown>, string, RegExp]>([
@@ -88,6 +88,10 @@ describe('status settings', () => {
     ['a user without a password', { status_api_url: 'https:u@h.example/api' }, 'status_api_url', /credentials/],
     ['a base URL that is not http(s)', { status_api_url: 'ftp://ghe.acme.test' }, 'status_api_url', /http or https/],
     ['a token with a space', { status_token: 'two words' }, 'status_token', /printable ASCII/],
+    // The token set was given for GitHub's public API: it does not follow a new provider or URL.
+    ['another provider, the token kept', { status_provider: 'gitlab' }, 'status_token', /set it again for the new provider or API URL/],
+    ['another API URL, the token kept', { status_api_url: 'https://evil.example/api/v3' }, 'status_token', /set it again/],
+    ['another API URL spelled sneakily, the token kept', { status_api_url: 'https:/ghe.acme.test/api/v3' }, 'status_token', /set it again/],
   ])('400 for %s, naming the field, changing nothing', async (_name, body, field, message) => {
     const before = (await admin('GET', `/api/v1/repos/${repoId}`)).json();
     const res = await admin('PATCH', `/api/v1/repos/${repoId}`, body);
@@ -97,14 +101,32 @@ describe('status settings', () => {
     expect((await admin('GET', `/api/v1/repos/${repoId}`)).json()).toEqual(before);
   });
 
+  it('the provider and URL in effect given again, or the provider\'s default spelled out, keep the token', async () => {
+    for (const body of [{ status_provider: 'github' }, { status_provider: 'github', status_api_url: 'https://api.github.com/' }, { status_api_url: null }]) {
+      const res = await admin('PATCH', `/api/v1/repos/${repoId}`, body);
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toMatchObject({ status_provider: 'github', status_api_url: 'https://api.github.com', status_token_set: true });
+    }
+  });
+
+  it('statuses off keeps the token without asking for it; on again, it must be given again', async () => {
+    const off = await admin('PATCH', `/api/v1/repos/${repoId}`, { status_provider: null });
+    expect(off.statusCode).toBe(200);
+    expect(off.json()).toMatchObject({ status_provider: null, status_token_set: true });
+    const on = await admin('PATCH', `/api/v1/repos/${repoId}`, { status_provider: 'github' });
+    expect(on.statusCode).toBe(400);
+    expect(on.json()).toMatchObject({ field: 'status_token' });
+    expect((await admin('PATCH', `/api/v1/repos/${repoId}`, { status_provider: 'github', status_token: TOKEN })).json()).toMatchObject({ status_provider: 'github', status_token_set: true });
+  });
+
   it('GitLab with a subgroup path; Gitea with its base URL', async () => {
-    expect((await admin('PATCH', `/api/v1/repos/${repoId}`, { status_provider: 'gitlab', status_repo: 'acme/platform/app' })).json()).toMatchObject({
+    expect((await admin('PATCH', `/api/v1/repos/${repoId}`, { status_provider: 'gitlab', status_repo: 'acme/platform/app', status_token: TOKEN })).json()).toMatchObject({
       status_provider: 'gitlab',
       status_api_url: 'https://gitlab.com/api/v4',
       status_repo: 'acme/platform/app',
     });
     expect(
-      (await admin('PATCH', `/api/v1/repos/${repoId}`, { status_provider: 'gitea', status_repo: 'acme/app', status_api_url: 'https://gitea.acme.test/api/v1' })).json(),
+      (await admin('PATCH', `/api/v1/repos/${repoId}`, { status_provider: 'gitea', status_repo: 'acme/app', status_api_url: 'https://gitea.acme.test/api/v1', status_token: TOKEN })).json(),
     ).toMatchObject({ status_provider: 'gitea', status_api_url: 'https://gitea.acme.test/api/v1' });
   });
 

@@ -160,7 +160,8 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
           webhook_secret_set: view.webhook_secret_set,
           ssh_known_hosts: view.ssh_known_hosts ?? '',
           status_provider: view.status_provider ?? '',
-          status_api_url: view.status_api_url ?? '',
+          // As stored, not the provider's default the view shows: saving the form must not pin it.
+          status_api_url: repo.status_api_url ?? '',
           status_repo: view.status_repo ?? '',
           status_token_set: view.status_token_set,
         },
@@ -240,13 +241,13 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
     return setup(repo, 'webhook-secret', 'connect');
   });
 
-  // Commit statuses: no provider turns them off; an empty token keeps the one set, Remove drops it.
+  // Commit statuses: no provider turns them off, keeping the other settings (as the JSON PATCH
+  // does); an empty token keeps the one set, Remove drops it.
   repoPost('/repos/:id/commit-status', setupPage, () => 'commit-status', async (repo, v) => {
     const provider = given(v.status_provider);
+    const where = provider ? { status_provider: provider, status_api_url: orNull(v.status_api_url), status_repo: orNull(v.status_repo) } : { status_provider: null };
     await updateRepo(deps, repo, {
-      status_provider: provider ?? null,
-      status_api_url: provider ? orNull(v.status_api_url) : null,
-      status_repo: provider ? orNull(v.status_repo) : null,
+      ...where,
       ...(v.remove_token !== undefined ? { status_token: null } : v.status_token ? { status_token: v.status_token } : {}),
     });
     return setup(repo, 'commit-status', 'statuses');

@@ -54,11 +54,16 @@ export interface StatusChange {
 
 const bad = (field: string, message: string) => new HttpError(400, 'invalid request', message, field);
 
+/** Where a token goes: the provider and the API base URL in effect; none with statuses off. */
+const tokenTarget = (provider: StatusProvider | null, apiUrl: string | null): string | null =>
+  provider === null ? null : `${provider} ${apiUrl ?? DEFAULT_STATUS_API_URLS[provider] ?? ''}`;
+
 /**
  * The status settings of a request, checked against each other and the repository's (`repo`,
  * none on creation): with a provider, a repository path that suits it (by default the pull
- * URL's path, `git@github.com:acme/app.git` → `acme/app`) and, for Gitea, an API URL. A 400
- * naming the field otherwise; nothing is written here.
+ * URL's path, `git@github.com:acme/app.git` → `acme/app`), for Gitea an API URL, and a new
+ * token when a token is set and the provider or API URL changes (turning statuses off needs
+ * none). A 400 naming the field otherwise; nothing is written here.
  */
 export function checkStatusSettings(body: StatusFields & { pull_url?: string }, repo: RepoRow | undefined, secretKey: Buffer): StatusChange {
   const change: StatusChange = {};
@@ -79,6 +84,11 @@ export function checkStatusSettings(body: StatusFields & { pull_url?: string }, 
   }
   const problem = statusRepoProblem(provider, statusRepo);
   if (problem) throw bad('status_repo', `${problem} for ${provider}`);
+  // The token was given for one host: a new provider or API URL (or statuses on again after
+  // off, when which host it was is not known) needs it given again, never takes it along.
+  if (body.status_token === undefined && repo?.status_token_set && tokenTarget(provider, apiUrl) !== tokenTarget(repo.status_provider, repo.status_api_url)) {
+    throw bad('status_token', 'set it again for the new provider or API URL: a token is only sent to the host it was set for');
+  }
   return change;
 }
 
