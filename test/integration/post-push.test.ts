@@ -10,7 +10,8 @@
  * which, with the policy's maximumAttempts in info.retryPolicy.
  */
 import { createServer, type AddressInfo } from 'node:net';
-import { mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { scratchBase } from '../../src/activities/build/scmProcess';
@@ -337,6 +338,22 @@ describe('pushToCiServer: Mercurial', () => {
     expect(result.detail).toContain('Sluice never forces a push');
     expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([{ step: 'push', ok: false, detail: result.detail }]);
     expect(await hg(ci, ['log', '-r', tip, '-T', '{node}']).catch(() => 'absent')).toBe('absent');
+  });
+
+  it("refuses a pull URL that is not ssh:// before running hg: a local repository's hooks never run", async () => {
+    const { source, ci, tip } = await hgRepos();
+    // hg reads the .hg/hgrc of a repository it pulls from by path, and runs its hooks.
+    const ran = join(tmp, `hook-ran-${count}`);
+    await writeFile(join(source, '.hg', 'hgrc'), `[hooks]\npreoutgoing = touch ${ran}\n`);
+    const s = await session(server.hgUrl(ci), { scm: 'hg', pullUrl: source });
+    const result = await activities().pushToCiServer(tree(s, tip, 'default'));
+    expect(result).toEqual({
+      pushed: false,
+      detail: `could not push to ${server.hgUrl(ci)}: the pull URL ${source} is not an SSH URL (Mercurial takes ssh://host/path or ssh://host//abs/path)`,
+    });
+    expect(existsSync(ran)).toBe(false);
+    expect(await hg(ci, ['log', '-T', '{node}'])).toBe('');
+    expect(await postBuildSteps(db.pool, s.sessionId)).toEqual([{ step: 'push', ok: false, detail: result.detail }]);
   });
 });
 

@@ -96,7 +96,7 @@ export function createPostActivities(deps: PostDeps) {
       const hg = repo.scm === 'hg';
       const result: StepAttempt = await withHeartbeat(async (signal) => {
         try {
-          const problem = (hg ? hgPushInputProblem : pushInputProblem)({ pushUrl, branch: input.branch, commitId: input.commitId });
+          const problem = (hg ? hgPushInputProblem : pushInputProblem)({ pushUrl, pullUrl: repo.pullUrl, branch: input.branch, commitId: input.commitId });
           if (problem) throw problem;
           // git pushes from the session's checkout if this runner has it, else from the commit
           // fetched afresh; hg fetches into a repository of its own (hgPush.ts says why).

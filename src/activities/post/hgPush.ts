@@ -23,10 +23,17 @@ import { GitPushError, type GitPushFailure, type PushCommitInput, type PushCommi
 
 const CHANGESET_ID = /^[0-9a-f]{40}$/;
 
-/** Why a push cannot even be tried, before any connection. */
-export function hgPushInputProblem(input: Pick<PushCommitInput, 'pushUrl' | 'branch' | 'commitId'>): GitPushError | null {
+/**
+ * Why a push cannot even be tried, before any connection. The pull URL is checked as the
+ * checkout checks it: `hg pull` from a local path would read that repository's `.hg/hgrc`
+ * (its hooks run with the key file present).
+ */
+export function hgPushInputProblem(input: Pick<PushCommitInput, 'pushUrl' | 'pullUrl' | 'branch' | 'commitId'>): GitPushError | null {
   const what = `could not push to ${displayUrl(input.pushUrl)}`;
   if (!isHgSshUrl(input.pushUrl)) return new GitPushError(`${what}: not an SSH URL (Mercurial takes ssh://host/path or ssh://host//abs/path)`, 'invalid-input');
+  if (!isHgSshUrl(input.pullUrl)) {
+    return new GitPushError(`${what}: the pull URL ${displayUrl(input.pullUrl)} is not an SSH URL (Mercurial takes ssh://host/path or ssh://host//abs/path)`, 'invalid-input');
+  }
   if (!isSafeHgName(input.branch)) return new GitPushError(`${what}: invalid branch name ${JSON.stringify(input.branch)}`, 'invalid-input');
   if (!CHANGESET_ID.test(input.commitId)) return new GitPushError(`${what}: ${JSON.stringify(input.commitId)} is not a full changeset id`, 'invalid-input');
   return null;
