@@ -5,6 +5,7 @@ import { createRunnerActivities } from '../activities';
 import { sweepTrees, treeDeps } from '../activities/build/tree';
 import { DEFAULT_RUNNER_SLOTS, type Config } from '../config';
 import { createPool } from '../db/pool';
+import { createPresenceWorker } from '../temporal/presence';
 import { installRuntime } from '../temporal/runtime';
 import { checkSandbox, type Sandbox } from '../activities/build/sandbox';
 import { resolveBuildUser } from './buildUser';
@@ -68,6 +69,8 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
       }),
     ),
   );
+  // Says this runner lives even while every slot is busy (temporal/presence.ts).
+  workers.push(...(await Promise.all(queues.map((taskQueue) => createPresenceWorker(connection, config.temporalNamespace, taskQueue)))));
   const running = Promise.all(workers.map((w) => w.run()));
 
   const trees = treeDeps(config, pool);

@@ -3,7 +3,8 @@
  * naming a pool that was never started, or whose runners are all gone). While it waits, the
  * workflow asks every so often whether any runner polls the queue; once none has for
  * `runnerWaitMs` in a row, the checkout is cancelled and the build ends in `error`, saying so.
- * Runners that are only busy keep the queue served, so a build waits for them as long as it takes.
+ * Runners that are only busy keep the queue served (temporal/presence.ts), so a build waits for
+ * them as long as it takes.
  */
 import { ApplicationFailure, CancellationScope, sleep } from '@temporalio/workflow';
 import type { SessionContext } from '../activities/types';
@@ -23,7 +24,8 @@ export async function whileServed<T>(ctx: SessionContext, work: () => Promise<T>
     let unserved = 0;
     for (;;) {
       await sleep(every);
-      if (await records.queueServed(ctx.buildQueue)) unserved = 0;
+      // Temporal not answering is no proof of an empty queue: the build waits, as it would have.
+      if (await records.queueServed(ctx.buildQueue).catch(() => true)) unserved = 0;
       else if ((unserved += every) >= waitMs) {
         throw ApplicationFailure.nonRetryable(
           `no runner serves the build queue "${ctx.buildQueue}": none polled it for ${Math.round(waitMs / 1000)} s ` +

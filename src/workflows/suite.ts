@@ -51,6 +51,12 @@ const settings = proxyLocalActivities<Activities>({
   retry: { initialInterval: '100 milliseconds', maximumInterval: '30 seconds' },
 });
 
+/** Asks Temporal whether a session's workflow is gone: a few tries, then the suite goes on. */
+const liveness = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 3 },
+});
+
 export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
   const ids = idsOf(workflowInfo().workflowId);
   const waiting: number[] = [...(input.waiting ?? [])];
@@ -81,11 +87,22 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
   const wakeUp = () =>
     arrived.length > 0 || toWake.length > 0 || toStop.length > 0 || (running === null && waiting.length > 0) || historyIsLong(input.historyLimit);
 
+  // While a session builds, the suite makes sure now and then that its workflow still exists:
+  // one terminated by hand would never say it is done, and the queue would wait forever. The
+  // check is due by the clock, whatever else wakes the suite meanwhile (a busy branch's triggers).
+  const livenessMs = input.livenessMs ?? LIVENESS_MS;
+  let watched = null as { session: number; due: number } | null;
+
   for (;;) {
     if (running === null) await condition(wakeUp);
-    // While a session builds, make sure now and then that its workflow still exists: one that
-    // was terminated by hand would never say it is done, and the queue would wait forever.
-    else if (!(await condition(wakeUp, input.livenessMs ?? LIVENESS_MS)) && running !== null) await checkRunning(running);
+    else {
+      if (watched?.session !== running) watched = { session: running, due: Date.now() + livenessMs };
+      const left = watched.due - Date.now();
+      if (left <= 0 || !(await condition(wakeUp, left))) {
+        watched.due = Date.now() + livenessMs;
+        if (running !== null) await checkRunning(running);
+      }
+    }
 
     if (arrived.length > 0) {
       const seen = new Set<number>(waiting);
@@ -132,7 +149,9 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
 
   /** The running session's workflow is gone without a word: its record ends in error (the activity), and the queue goes on. */
   async function checkRunning(sessionId: number): Promise<void> {
-    if (!(await settings.sessionGone(sessionId, ids.session(sessionId)))) return;
+    // Temporal not answering for now is no news: the next check asks again, and the queue's
+    // signals are not left waiting meanwhile.
+    if (!(await liveness.sessionGone(sessionId, ids.session(sessionId)).catch(() => false))) return;
     log.warn("the running session's workflow is gone; the queue goes on without it", { session: sessionId });
     if (running === sessionId) running = null;
   }
