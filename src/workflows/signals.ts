@@ -111,9 +111,23 @@ export function installationOf(workflowId: string): string | null {
   return SCOPED_ID.exec(workflowId)?.[1] ?? null;
 }
 
+/**
+ * Ids as they were before installations (`suite-1`, `session-2`): a workflow started then still
+ * talks to its own kind, so what was in flight at an upgrade finishes instead of failing every
+ * workflow task (README "Upgrading" asks to drain first; this is for when nobody did).
+ */
+const LEGACY_ID = /^(suite|session|squashed)-\d+$/;
+const legacyIds: WorkflowIds = {
+  installation: '',
+  suite: (suiteId) => `suite-${suiteId}`,
+  session: (sessionId) => `session-${sessionId}`,
+  squashed: (sessionIds) => `squashed-${sessionIds[0]}`,
+};
+
 /** The ids of the installation the running workflow belongs to (workflow code: it knows its own id). */
 export function idsOf(workflowId: string): WorkflowIds {
   const installation = installationOf(workflowId);
-  if (installation === null) throw new Error(`${workflowId} is not a workflow id of a Sluice installation`);
-  return workflowIds(installation);
+  if (installation !== null) return workflowIds(installation);
+  if (LEGACY_ID.test(workflowId)) return legacyIds;
+  throw new Error(`${workflowId} is not a workflow id of a Sluice installation`);
 }

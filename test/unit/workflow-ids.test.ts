@@ -16,6 +16,13 @@ describe('workflow ids of an installation', () => {
     expect(installationOf(ids.session(12))).toBe('0a1b2c3d');
     expect(idsOf(ids.suite(7)).session(3)).toBe('sluice-0a1b2c3d-session-3');
     for (const other of ['suite-7', 'session-12', 'sluice-xyz-suite-1', 'sluice-0a1b2c3d']) expect(installationOf(other)).toBeNull();
-    expect(() => idsOf('session-12')).toThrow('not a workflow id of a Sluice installation');
+    expect(() => idsOf('sluice-xyz-suite-1')).toThrow('not a workflow id of a Sluice installation');
+    expect(() => idsOf('deploy-12')).toThrow('not a workflow id of a Sluice installation');
+  });
+
+  it('let a workflow started before installations talk to its own kind, so it finishes after an upgrade', () => {
+    const legacy = idsOf('session-12');
+    expect([legacy.suite(7), legacy.session(3), legacy.squashed([40, 41])]).toEqual(['suite-7', 'session-3', 'squashed-40']);
+    expect(idsOf('suite-7').session(12)).toBe('session-12');
   });
 });
