@@ -119,7 +119,7 @@ const EnvSchema = z.object({
   SLUICE_SUITE_HISTORY_LIMIT: positiveInt.optional(),
   SLUICE_SUITE_LIVENESS_MS: positiveInt.optional(),
   SLUICE_RUNNER_WAIT_MS: positiveInt.default(DEFAULT_RUNNER_WAIT_MS),
-  SLUICE_TEMPORAL_UI_URL: z.url().optional(),
+  SLUICE_TEMPORAL_UI_URL: z.url({ protocol: /^https?$/, error: 'SLUICE_TEMPORAL_UI_URL must be an http or https URL' }).optional(),
   SLUICE_POST_BUILD_WAIT_MS: z.coerce.number().int().min(0).default(DEFAULT_POST_BUILD_WAIT_MS),
   SLUICE_RETENTION_DAYS: retentionDays.default(DEFAULT_RETENTION_DAYS),
   SLUICE_DELIVERY_RETENTION_DAYS: retentionDays.default(DEFAULT_DELIVERY_RETENTION_DAYS),
@@ -143,8 +143,17 @@ const EnvSchema = z.object({
  */
 export type Role = 'api' | 'worker' | 'runner' | 'all';
 
+/**
+ * The variables that say something: `SLUICE_RETENTION_DAYS=` (a blank line in an .env or a
+ * compose file) means unset, so its default, where z.coerce.number() would read 0 and keep
+ * everything for good, and a blank URL would refuse to start.
+ */
+function setOnly(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ''));
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: Role = 'all'): Config {
-  const parsed = EnvSchema.safeParse(env);
+  const parsed = EnvSchema.safeParse(setOnly(env));
   const problems = parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
   if (parsed.success && (role === 'api' || role === 'all') && parsed.data.SLUICE_ADMIN_TOKEN === undefined) {
     problems.push('SLUICE_ADMIN_TOKEN: required by the API (at least 16 characters)');

@@ -1,4 +1,4 @@
-/** The retention settings (SLUICE_RETENTION_DAYS, SLUICE_DELIVERY_RETENTION_DAYS) and the cleanup's schedule. */
+/** Settings read from the environment (retention, blank variables, the Temporal UI address) and the cleanup's schedule. */
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { loadConfig } from '../../src/config';
 import { cleanupScheduleId, cleanupScheduleOptions } from '../../src/temporal/cleanupSchedule';
@@ -34,5 +34,28 @@ describe('the cleanup schedule', () => {
       policies: { overlap: ScheduleOverlapPolicy.SKIP },
     });
     expect(options.spec.timezone).toBeUndefined(); // UTC
+  });
+});
+
+describe('variables set to nothing', () => {
+  it('mean unset, so their defaults: a blank line in an .env file keeps nothing for good and refuses nothing', () => {
+    const blank = { SLUICE_RETENTION_DAYS: '', SLUICE_DELIVERY_RETENTION_DAYS: ' ', SLUICE_RUNNER_WAIT_MS: '', SLUICE_TEMPORAL_UI_URL: '', SMTP_URL: '' };
+    expect(loadConfig({ ...base, ...blank }, 'worker')).toMatchObject({
+      retentionDays: 90,
+      deliveryRetentionDays: 30,
+      runnerWaitMs: 10 * 60_000,
+      temporalUiUrl: undefined,
+      smtpUrl: undefined,
+    });
+  });
+});
+
+describe('the Temporal UI address', () => {
+  it('is an http or https URL, without a trailing slash', () => {
+    expect(loadConfig({ ...base, SLUICE_TEMPORAL_UI_URL: 'http://127.0.0.1:8233/' }, 'worker').temporalUiUrl).toBe('http://127.0.0.1:8233');
+  });
+
+  it.each(['localhost:8233', 'ftp://ui.example.test', 'not a url'])('refuses %p, naming the variable', (value) => {
+    expect(() => loadConfig({ ...base, SLUICE_TEMPORAL_UI_URL: value }, 'worker')).toThrow(/SLUICE_TEMPORAL_UI_URL/);
   });
 });
