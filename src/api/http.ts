@@ -7,6 +7,7 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { z } from 'zod';
 import { firstProblem } from '../core/issues';
+import { foreignKeyViolation } from '../db/transaction';
 
 export interface ErrorBody {
   error: string;
@@ -32,6 +33,15 @@ export class HttpError extends Error {
 export const notFound = (what: string): HttpError => new HttpError(404, 'not found', `no such ${what}`);
 
 export const conflict = (field: string, message: string): HttpError => new HttpError(409, 'conflict', message, field);
+
+/**
+ * What the database refused as an HttpError, or undefined: a foreign-key violation is a request
+ * that raced a DELETE of what it refers to (an insert under a repository deleted meanwhile), so
+ * a 404, whose message names no table, constraint or SQL.
+ */
+export function databaseHttpError(err: unknown): HttpError | undefined {
+  return foreignKeyViolation(err) ? new HttpError(404, 'not found', 'what this refers to no longer exists (deleted meanwhile)') : undefined;
+}
 
 /** Parses a request body (or query) with zod; a failure is a 400 naming the first bad field. */
 export function validate<S extends z.ZodType>(schema: S, value: unknown, root = 'body'): z.output<S> {
@@ -61,6 +71,8 @@ const FASTIFY_ERRORS: Record<string, { error: string; field?: string }> = {
 export function installErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err instanceof HttpError) return reply.code(err.statusCode).send(err.body());
+    const refused = databaseHttpError(err);
+    if (refused) return reply.code(refused.statusCode).send(refused.body());
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       const known = FASTIFY_ERRORS[err.code] ?? { error: 'bad request' };

@@ -1,6 +1,6 @@
 /**
  * What every store module shares: something to run SQL on (the pool, or one client inside a
- * transaction), a transaction helper, and recognising a unique-constraint violation.
+ * transaction), a transaction helper, and recognising a unique-constraint or foreign-key violation.
  */
 import type { Pool, PoolClient } from 'pg';
 
@@ -31,4 +31,9 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
 export function uniqueViolation(err: unknown): string | undefined {
   const e = err as { code?: string; constraint?: string } | null;
   return e?.code === '23505' ? (e.constraint ?? '') : undefined;
+}
+
+/** Whether `err` is a foreign-key violation: a row the statement refers to is gone (deleted meanwhile). */
+export function foreignKeyViolation(err: unknown): boolean {
+  return (err as { code?: string } | null)?.code === '23503';
 }

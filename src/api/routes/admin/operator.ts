@@ -10,7 +10,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { keyHash, newRepoKey, seal } from '../../../crypto/sealed';
-import { findRepoById, type RepoRow } from '../../../db/repos';
+import type { RepoRow } from '../../../db/repos';
 import { findSuiteOfRepo } from '../../../db/removal';
 import { replaceRepoKey, replaceRepoSshKey } from '../../../db/repoKeys';
 import { generateRepoKeyPair } from '../../../ssh/keys';
@@ -18,7 +18,7 @@ import type { ApiDeps } from '../../app';
 import { notFound, parseId, validate } from '../../http';
 import { stopAndRemove } from '../../remove';
 import { loadOrg } from './orgs';
-import { loadRepo, repoView } from './repos';
+import { loadRepo, reloadRepo, repoView } from './repos';
 
 const RemoveQuery = z.object({
   // Who stops the builds under way (their `stopped_by`); the admin token names nobody.
@@ -59,14 +59,14 @@ export async function removeSuite(deps: ApiDeps, repo: RepoRow, id: number, by: 
 export async function rotateRepoKey({ pool, config }: ApiDeps, repo: RepoRow): Promise<RepoRow> {
   const key = newRepoKey();
   if (!(await replaceRepoKey(pool, repo.id, keyHash(key), seal(config.secretKey, key)))) throw notFound('repository');
-  return (await findRepoById(pool, repo.id))!;
+  return reloadRepo(pool, repo.id);
 }
 
 /** A new SSH key pair, its private half sealed: every fetch and push from now on uses it. */
 export async function rotateRepoSshKey({ pool, config }: ApiDeps, repo: RepoRow): Promise<RepoRow> {
   const pair = generateRepoKeyPair(`sluice:${repo.org_name}/${repo.name}`);
   if (!(await replaceRepoSshKey(pool, repo.id, pair.publicKey, seal(config.secretKey, pair.privateKey)))) throw notFound('repository');
-  return (await findRepoById(pool, repo.id))!;
+  return reloadRepo(pool, repo.id);
 }
 
 export function registerOperatorRoutes(app: FastifyInstance, deps: ApiDeps): void {

@@ -93,6 +93,13 @@ export async function loadRepo(db: Db, ref: string): Promise<RepoRow> {
   return repo;
 }
 
+/** The repository again after a change: a 404 when a DELETE racing the request removed it meanwhile. */
+export async function reloadRepo(db: Db, id: number): Promise<RepoRow> {
+  const repo = await findRepoById(db, id);
+  if (!repo) throw notFound('repository');
+  return repo;
+}
+
 /**
  * Creates a repository of `org` from a body of POST /orgs/:org/repos, with a fresh key and
  * SSH key pair: a 400 naming a bad field, a 409 for a name the organization has already.
@@ -125,7 +132,7 @@ export async function createRepo({ pool, config }: ApiDeps, org: OrgRow, input: 
     throw err;
   }
   await storeStatusSettings(pool, id, statusChange);
-  return (await findRepoById(pool, id))!;
+  return reloadRepo(pool, id);
 }
 
 /**
@@ -139,7 +146,7 @@ export async function updateRepo({ pool, config }: ApiDeps, repo: RepoRow, input
   await storeStatusSettings(pool, repo.id, statusChange);
   if (secret !== undefined) await setWebhookSecret(pool, repo.id, secret === null ? null : seal(config.secretKey, secret));
   if (knownHosts !== undefined) await setKnownHosts(pool, repo.id, knownHosts === null || knownHosts.trim() === '' ? null : knownHosts);
-  return (await findRepoById(pool, repo.id))!;
+  return reloadRepo(pool, repo.id);
 }
 
 export function registerRepoRoutes(app: FastifyInstance, deps: ApiDeps): void {
