@@ -214,4 +214,18 @@ describeWithBrowser('web-setup.test.ts')('the CI Setup and Branches pages', () =
       await expect(page.getByRole('heading', { name: 'Not found' }).isVisible()).resolves.toBe(true);
     }
   });
+
+  it('a form sent after the sign-in expired comes back to its page, not to the address it posted to', async () => {
+    const { id } = await w.sluice.admin<{ id: number }>('POST', `/api/v1/orgs/${w.org.id}/repos`, { name: 'expired', scm: 'git', pull_url: 'git@scm.example.test:acme/expired.git' });
+    await page.goto(`${w.sluice.url}/repos/${id}`);
+    if (page.url().includes('/sign-in')) await signIn(page, w.sluice.url, 'Ada', w.sluice.config.adminToken);
+    await page.waitForURL(`${w.sluice.url}/repos/${id}`);
+    // The sign-in cookie expires (the browser drops it); the form's CSRF cookie stays.
+    await browser.context.clearCookies({ name: 'sluice_session' });
+    await page.getByRole('form', { name: 'Settings' }).getByRole('button', { name: 'Save settings' }).click();
+    await page.waitForURL(`${w.sluice.url}/sign-in?next=${encodeURIComponent(`/repos/${id}`)}`);
+    await signIn(page, w.sluice.url, 'Ada', w.sluice.config.adminToken);
+    expect(page.url()).toBe(`${w.sluice.url}/repos/${id}`);
+    await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toContain(`${w.org.name}/expired`);
+  });
 });

@@ -27,10 +27,33 @@ export function webScope(web: FastifyInstance, deps: ApiDeps): WebScope {
     csrf: { preHandler: web.csrfProtection },
     requireUser(request, reply) {
       const user = signedIn(request);
-      if (!user) void reply.code(303).header('location', `/sign-in?next=${encodeURIComponent(request.url)}`).send();
+      if (!user) void reply.code(303).header('location', `/sign-in?next=${encodeURIComponent(signInNext(request, deps.config.baseUrl))}`).send();
       return user;
     },
   };
+}
+
+/**
+ * Only a path of ours: never an absolute URL to elsewhere (an open redirect). Browsers read
+ * `//host` and `/\host` as another host, so a second slash or a backslash is refused.
+ */
+export function safeNext(next: string | undefined): string {
+  const control = [...(next ?? '')].some((c) => c.charCodeAt(0) < 0x20);
+  return next && /^\/(?![/\\])/.test(next) && !control ? next : '/';
+}
+
+/**
+ * Where signing in sends a request that needed it back to. A form's POST address has no page
+ * (a GET of it is a 404), so a form goes back to the page it was sent from, by its Referer when
+ * that is one of ours (this host, or the base URL's), else to the home page.
+ */
+export function signInNext(request: Pick<FastifyRequest, 'method' | 'url' | 'host' | 'headers'>, baseUrl: string): string {
+  if (request.method === 'GET' || request.method === 'HEAD') return request.url;
+  const referer = request.headers.referer;
+  if (!referer || !URL.canParse(referer)) return '/';
+  const from = new URL(referer);
+  const ours = from.host === request.host || from.origin === new URL(baseUrl).origin;
+  return ours ? safeNext(from.pathname + from.search) : '/';
 }
 
 /** The data every template's layout reads. */

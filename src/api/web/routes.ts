@@ -20,7 +20,7 @@ import { registerBuildPages } from './builds';
 import { registerOrgPages } from './orgs';
 import { registerRepoPages } from './repos';
 import { registerWebhookPages } from './webhooks';
-import { page, webScope } from './pages';
+import { page, safeNext, webScope } from './pages';
 import { cookieOptions, cookieSecret, signedIn, signIn, signOut } from './signIn';
 
 /** Scripts in assets/: build.js follows a build live, copy.js makes the Copy buttons work. */
@@ -32,15 +32,6 @@ const SignInForm = z.object({
   next: z.string().optional(),
   _csrf: z.string().optional(),
 });
-
-/**
- * Only a path of ours: never an absolute URL to elsewhere (an open redirect). Browsers read
- * `//host` and `/\host` as another host, so a second slash or a backslash is refused.
- */
-export function safeNext(next: string | undefined): string {
-  const control = [...(next ?? '')].some((c) => c.charCodeAt(0) < 0x20);
-  return next && /^\/(?![/\\])/.test(next) && !control ? next : '/';
-}
 
 export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps): Promise<void> {
   const { config } = deps;
