@@ -7,10 +7,12 @@
 import {
   CancellationScope,
   ChildWorkflowCancellationType,
+  condition,
   getExternalWorkflowHandle,
   isCancellation,
   log,
   ParentClosePolicy,
+  setHandler,
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -23,7 +25,7 @@ import { skipTagReason } from '../core/skipTags';
 import type { Counts, EventName, SessionStatus } from '../core/types';
 import { records, runner } from './proxies';
 import { whileServed } from './runnerWatch';
-import { idsOf, stopSignal, type PlanPart } from './signals';
+import { idsOf, partDoneSignal, stopSignal, type PlanPart } from './signals';
 import { failureMessage, now, setStatus } from './status';
 import { runProfile } from './tests';
 
@@ -185,6 +187,10 @@ async function runPlan(
   });
   snap.timing.exec = now();
   emit('test');
+  // Each part says how it ended as soon as that is recorded (session.ts), before it waits for
+  // its deliveries: the plan must not wait on a receiver that is down.
+  const reported = new Map<number, SessionResult>();
+  setHandler(partDoneSignal, ({ sessionId, status, counts }) => void reported.set(sessionId, { status, counts }));
   const children = await Promise.all(
     ids.map((id, i) =>
       startChild('sessionWorkflow', {
@@ -198,9 +204,12 @@ async function runPlan(
       }),
     ),
   );
+  /** A part's outcome: as it reported it, or as its workflow returned it (one that ended otherwise). */
+  const resultOf = (i: number): Promise<SessionResult> =>
+    Promise.race([condition(() => reported.has(ids[i]!)).then(() => reported.get(ids[i]!)!), children[i]!.result() as Promise<SessionResult>]);
   let results: SessionResult[];
   try {
-    results = await Promise.all(children.map((c) => c.result() as Promise<SessionResult>));
+    results = await Promise.all(children.map((_, i) => resultOf(i)));
   } catch (err) {
     if (!isCancellation(err)) throw err;
     await CancellationScope.nonCancellable(async () => {
@@ -214,8 +223,8 @@ async function runPlan(
         ),
       );
       const ended = await Promise.all(
-        children.map((c, i) =>
-          (c.result() as Promise<SessionResult>).catch((err: unknown) => {
+        children.map((_, i) =>
+          resultOf(i).catch((err: unknown) => {
             // A part that failed (or was terminated) adds nothing to the counts; the stop goes on.
             log.warn('plan part ended without a result', { session: ids[i], error: failureMessage(err) });
             return null;

@@ -7,7 +7,7 @@
  * A `stop` signal ends it whether it is queued or building; `squashed` while it is queued. A
  * plan's part (input.part) skips the queue: its parent holds the suite's turn.
  */
-import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, condition, getExternalWorkflowHandle, isCancellation, log, setHandler, uuid4, workflowInfo } from '@temporalio/workflow';
 import { emptyCounts } from '../core/counts';
 import { squashReason } from '../core/squash';
 import { buildPayload, queuedSnapshot, type SessionSnapshot } from '../core/payload';
@@ -18,12 +18,26 @@ import { BuildDeadline } from './deadline';
 import { openDeliveryLanes } from './deliveryLanes';
 import { notify, pushIfPassed } from './postBuild';
 import { records } from './proxies';
-import { buildDoneSignal, goSignal, idsOf, squashedSignal, stopSignal, type SessionWorkflowInput } from './signals';
-import { now, setStatus } from './status';
+import { buildDoneSignal, goSignal, idsOf, partDoneSignal, squashedSignal, stopSignal, type SessionWorkflowInput } from './signals';
+import { failureMessage, now, setStatus } from './status';
 
 export async function sessionWorkflow(input: SessionWorkflowInput): Promise<SessionResult> {
-  const tellSuite = () =>
-    input.part ? Promise.resolve() : getExternalWorkflowHandle(idsOf(workflowInfo().workflowId).suite(input.suiteId)).signal(buildDoneSignal, { sessionId: input.sessionId });
+  /**
+   * The build is over: its suite's queue moves on. A plan's part has no turn of its own; it
+   * tells its parent its outcome instead (`result`, once recorded), before its deliveries drain.
+   */
+  const tellSuite = async (result?: SessionResult) => {
+    if (!input.part) {
+      await getExternalWorkflowHandle(idsOf(workflowInfo().workflowId).suite(input.suiteId)).signal(buildDoneSignal, { sessionId: input.sessionId });
+      return;
+    }
+    const parent = workflowInfo().parent;
+    if (!result || !parent) return;
+    // A parent that is gone has nobody to sum up for; one that lives also sees this part's end.
+    await getExternalWorkflowHandle(parent.workflowId)
+      .signal(partDoneSignal, { sessionId: input.sessionId, status: result.status, counts: result.counts })
+      .catch((err: unknown) => log.info('plan parent not told of its part', { session: input.sessionId, error: failureMessage(err) }));
+  };
   const ctx = await records.loadSession(input.sessionId).catch(async (err: unknown) => {
     // No such session (its trigger's transaction failed after the enqueue): the suite must
     // not wait for it.
@@ -114,7 +128,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
         builtCommit: outcome.builtCommit,
       });
     } finally {
-      await tellSuite();
+      await tellSuite({ status: snap.status, counts: snap.counts });
     }
   });
   // The outcome on the hosting site, as recorded (push, chat and e-mail never change it).

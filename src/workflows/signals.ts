@@ -6,7 +6,7 @@ import { defineSignal } from '@temporalio/workflow';
 import type { FirstFailure } from '../activities/types';
 import type { ResolvedProfile } from '../core/profiles';
 import { FIRST_FAIL_SIGNAL } from '../core/signalNames';
-import type { EnqueueRequest as BuildEnqueueRequest } from '../core/types';
+import type { EnqueueRequest as BuildEnqueueRequest, Counts, SessionStatus } from '../core/types';
 
 /** The `enqueue` signal's payload: the part of core's EnqueueRequest the suite needs (recorded in histories: keep its shape). */
 export type EnqueueRequest = Pick<BuildEnqueueRequest, 'sessionId' | 'queuePosition'>;
@@ -71,6 +71,12 @@ export const stopQueuedSignal = defineSignal<[{ sessionId: number; stoppedBy: st
 export const goSignal = defineSignal('go');
 /** Session → suite: the session no longer needs the suite (built, stopped or squashed). */
 export const buildDoneSignal = defineSignal<[{ sessionId: number }]>('buildDone');
+/**
+ * Plan part → its parent: the part's outcome, as recorded, sent before it waits for its
+ * deliveries. The parent sums its parts up from these, so a receiver that is down (its
+ * retries may last a day) holds up no plan.
+ */
+export const partDoneSignal = defineSignal<[{ sessionId: number; status: SessionStatus; counts: Counts }]>('partDone');
 /** Suite → session: a newer session of the suite builds instead of you (CI squash). */
 export const squashedSignal = defineSignal<[{ into: number }]>('squashed');
 /** API → session: stop, whether queued or building. */

@@ -152,6 +152,30 @@ describe('profiles and plans', () => {
     ]);
   });
 
+  it("ends a plan when its parts have, not when their deliveries to a receiver that is down give up", async () => {
+    // A second receiver that refuses everything: each part's lane to it retries for a while.
+    const down = await startReceiver();
+    down.respondWith(() => ({ status: 503, body: 'down' }));
+    const hook = await w.sluice.admin<{ id: number }>('POST', `/api/v1/orgs/${w.org.id}/webhooks`, { url: down.url });
+    try {
+      const repo = await w.makeRepo(files, { suite: { branch: 'master', test_pattern: 'nothing/*' } });
+      const { session } = await w.build(repo);
+      expect((await w.eventsOf(session)).at(-1)).toMatchObject({ status: 'failed', counts: expect.objectContaining({ passed: 1, failed: 1 }) });
+      // The parent's `stop` went out while its parts still retry theirs to the receiver that is
+      // down: none of them has given up on a single event yet.
+      const { rows } = await w.sluice.pool.query(
+        `SELECT count(*)::int AS n FROM deliveries d JOIN sessions s ON s.id = d.session_id
+          WHERE d.webhook_id = $1 AND s.parent_id = $2 AND d.outcome IN ('gave_up', 'dropped')`,
+        [hook.id, session],
+      );
+      expect(rows[0].n).toBe(0);
+      expect(down.requests.length).toBeGreaterThan(0);
+    } finally {
+      await w.sluice.admin('DELETE', `/api/v1/webhooks/${hook.id}`);
+      await down.close();
+    }
+  });
+
   it('runs only the profile a trigger names', async () => {
     const repo = await w.makeRepo(files, { suite: { branch: 'master', test_pattern: 'nothing/*' } });
     const { session } = await w.build(repo, { profile_name: 'unit' });
