@@ -72,6 +72,7 @@ describeWithBrowser('web-webhooks.test.ts')('the Web Hooks page', () => {
     await expect(add.getByLabel('URL').inputValue()).resolves.toBe(second.url);
     await expect(add.getByLabel('Closure').inputValue()).resolves.toBe('function transform_payload(p) { return {');
     await expect(add.getByLabel('Password').inputValue()).resolves.toBe('');
+    await expect(add.locator('[data-password-again]').textContent()).resolves.toContain('type it again');
     expect(await page.content()).not.toContain(PASSWORD);
 
     // A good one, sent with the keyboard.
@@ -86,9 +87,15 @@ describeWithBrowser('web-webhooks.test.ts')('the Web Hooks page', () => {
     expect(await page.content()).not.toContain(PASSWORD);
 
     // Preview of a stop event: the transformed body beside the editor, credentials redacted.
+    // A password typed before it is not shown again, and the page says to type it again.
+    await expect(hook.locator('[data-password-again]').count()).resolves.toBe(0);
+    await hook.getByLabel('Password', { exact: true }).fill('typed-before-preview');
     await hook.getByLabel('Sample event').selectOption('stop');
     await hook.getByRole('button', { name: 'Preview' }).click();
     await page.waitForURL(`${base}/webhooks/${id}/preview#preview-${id}`);
+    await expect(hook.getByLabel('Password', { exact: true }).inputValue()).resolves.toBe('');
+    await expect(hook.locator('[data-password-again]').textContent()).resolves.toMatch(/type it again before Save, or the one set is kept/);
+    expect(await page.content()).not.toContain('typed-before-preview');
     const preview = hook.locator('[data-preview]');
     await expect(preview.getByRole('status').textContent()).resolves.toContain('returned status "ok"');
     expect(JSON.parse((await preview.locator('[data-preview-body]').textContent())!)).toEqual({ text: 'example stop: passed', event: 'stop', session: 1234 });

@@ -39,6 +39,8 @@ interface TypedForm {
   form: string;
   values: Record<string, string>;
   error: FormError | null;
+  /** A password was typed and is not shown again: the page says to type it again (an empty one keeps the old). */
+  passwordDropped: boolean;
 }
 
 /** What the Web Hooks page shows besides the webhooks themselves. */
@@ -72,10 +74,10 @@ const patchBody = (v: Record<string, string>) => ({
   sign: checked(v.sign),
 });
 
-/** What was typed, to fill the form in again: a password never comes back to the browser. */
-const typed = (values: Record<string, string>): Record<string, string> => {
-  const { password: _password, ...rest } = values;
-  return rest;
+/** What was typed, to fill form `form` in again: a password never comes back to the browser. */
+const typed = (form: string, values: Record<string, string>, error: FormError | null): TypedForm => {
+  const { password, ...rest } = values;
+  return { form, values: rest, error, passwordDropped: (password ?? '') !== '' };
 };
 
 /** A body as people read it: JSON indented, anything else as it is. */
@@ -178,7 +180,7 @@ export function registerWebhookPages(web: FastifyInstance, { deps, csrf, require
     if (!org) return reply;
     const values = formFields(request);
     const made = await tryAction(() => createWebhook(deps, org, createBody(values)));
-    if (!made.ok) return webhooksPage(reply, user, org, { again: { form: 'new', values: typed(values), error: made.error } }, made.status);
+    if (!made.ok) return webhooksPage(reply, user, org, { again: typed('new', values, made.error) }, made.status);
     return afterSave(reply, user, org, made.value, 'new', `Webhook #${made.value.hook.id} added.`);
   });
 
@@ -191,7 +193,7 @@ export function registerWebhookPages(web: FastifyInstance, { deps, csrf, require
     const org = await orgOf(hook);
     const values = formFields(request);
     const saved = await tryAction(() => patchWebhook(deps, hook, patchBody(values)));
-    if (!saved.ok) return webhooksPage(reply, user, org, { again: { form: `hook:${hook.id}`, values: typed(values), error: saved.error } }, saved.status);
+    if (!saved.ok) return webhooksPage(reply, user, org, { again: typed(`hook:${hook.id}`, values, saved.error) }, saved.status);
     return afterSave(reply, user, org, saved.value, `hook:${hook.id}`, `Webhook #${hook.id} saved; it signs its requests now.`);
   }));
 
@@ -202,10 +204,10 @@ export function registerWebhookPages(web: FastifyInstance, { deps, csrf, require
     const event = given(values.event) ?? 'stop';
     const shown = await tryAction(() => previewWebhook(deps, hook, { event, closure: source(values.closure) ?? null }));
     const form = `hook:${hook.id}`;
-    if (!shown.ok) return webhooksPage(reply, user, org, { again: { form, values: typed(values), error: shown.error } }, shown.status);
+    if (!shown.ok) return webhooksPage(reply, user, org, { again: typed(form, values, shown.error) }, shown.status);
     const { result, would_send } = shown.value;
     const preview = { hookId: hook.id, event, ...closureSaid(result), headers: headerLines(would_send.headers), body: readable(would_send.body) };
-    return webhooksPage(reply, user, org, { again: { form, values: typed(values), error: null }, preview });
+    return webhooksPage(reply, user, org, { again: typed(form, values, null), preview });
   }));
 
   web.post<{ Params: { id: string } }>('/webhooks/:id/ping', csrf, ofHook(async (request, reply, user, hook) => {
