@@ -15,7 +15,8 @@
 import type { RetrySettings } from './retry';
 import type { Counts, SessionStatus } from './types';
 
-export const STATUS_PROVIDERS = ['github', 'gitlab', 'gitea', 'bitbucket'] as const;
+/** `bitbucket` is Bitbucket Cloud; `bitbucket-server` Bitbucket Server / Data Center (formerly Stash). */
+export const STATUS_PROVIDERS = ['github', 'gitlab', 'gitea', 'bitbucket', 'bitbucket-server'] as const;
 export type StatusProvider = (typeof STATUS_PROVIDERS)[number];
 
 /** What a status says: the build is running its tests, or how it ended. */
@@ -38,7 +39,7 @@ export function finalPhase(status: SessionStatus): StatusPhase | null {
 export const PLAN_CONTEXT = 'sluice';
 
 /**
- * The status's context (GitHub, Gitea), name (GitLab) or key (Bitbucket): `sluice/<profile>`
+ * The status's context (GitHub, Gitea), name (GitLab) or key (Bitbucket, Bitbucket Server): `sluice/<profile>`
  * for a session that runs a profile (each part of a plan its own), `sluice` for a plan's
  * parent (null), which sums up its parts. No profile name can make `sluice` alone.
  */

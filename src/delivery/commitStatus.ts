@@ -9,18 +9,21 @@
  * | gitlab    | POST {api}/projects/{id or url-encoded path}/statuses/{sha}        | `PRIVATE-TOKEN: <t>`          |
  * | gitea     | POST {api}/repos/{owner}/{repo}/statuses/{sha}  (Gitea, Forgejo)   | `Authorization: token <t>`    |
  * | bitbucket | POST {api}/repositories/{workspace}/{slug}/commit/{sha}/statuses/build | `Authorization: Bearer <t>`, or Basic for `user:secret` |
+ * | bitbucket-server | POST {base}/rest/api/latest/projects/{key}/repos/{slug}/commits/{sha}/builds | `Authorization: Bearer <t>`, or Basic for `user:secret` |
  *
  * The token goes in a header only: never in the URL, the body, or anything logged.
  */
 import { createHash } from 'node:crypto';
 import type { StatusPhase, StatusProvider } from '../core/commitStatus';
 
-/** The public API of each provider; Gitea (and Forgejo) are self-hosted: no default. */
+/** The public API of each provider; Gitea (and Forgejo) and Bitbucket Server are self-hosted: no default. */
 export const DEFAULT_STATUS_API_URLS: Readonly<Record<StatusProvider, string | null>> = {
   github: 'https://api.github.com',
   gitlab: 'https://gitlab.com/api/v4',
   gitea: null,
   bitbucket: 'https://api.bitbucket.org/2.0',
+  // The server's base URL (with its context path, if any), not a REST API's: the request names its own.
+  'bitbucket-server': null,
 };
 
 export const STATUS_USER_AGENT = 'Sluice-Status/1';
@@ -28,15 +31,17 @@ export const STATUS_USER_AGENT = 'Sluice-Status/1';
 /**
  * Each provider's state for each phase (README "Commit statuses"). A user's stop is no test
  * failure: GitHub and Gitea call it `error` (their "the CI could not finish"), GitLab
- * `canceled`, Bitbucket `STOPPED`. A build in `error` (crash, time-out, broken sluice.yml) is
+ * `canceled`, Bitbucket `STOPPED`, Bitbucket Server `CANCELLED`. A build in `error` (crash, time-out, broken sluice.yml) is
  * `error` where the provider has one, else failed. GitLab shows a build under way as `running`
- * (its `pending` means "waiting for a runner"), Bitbucket as `INPROGRESS`.
+ * (its `pending` means "waiting for a runner"), Bitbucket and Bitbucket Server as `INPROGRESS`.
  */
 const STATES: Readonly<Record<StatusProvider, Readonly<Record<StatusPhase, string>>>> = {
   github: { running: 'pending', passed: 'success', failed: 'failure', error: 'error', stopped: 'error' },
   gitea: { running: 'pending', passed: 'success', failed: 'failure', error: 'error', stopped: 'error' },
   gitlab: { running: 'running', passed: 'success', failed: 'failed', error: 'failed', stopped: 'canceled' },
   bitbucket: { running: 'INPROGRESS', passed: 'SUCCESSFUL', failed: 'FAILED', error: 'FAILED', stopped: 'STOPPED' },
+  // CANCELLED exists in the repository-scoped builds API (Bitbucket 7.4+) that statusRequest uses.
+  'bitbucket-server': { running: 'INPROGRESS', passed: 'SUCCESSFUL', failed: 'FAILED', error: 'FAILED', stopped: 'CANCELLED' },
 };
 
 export function providerState(provider: StatusProvider, phase: StatusPhase): string {
@@ -48,7 +53,7 @@ export interface StatusTarget {
   provider: StatusProvider;
   /** Null: the provider's public API. */
   apiUrl: string | null;
-  /** `owner/name` (GitHub, Gitea, Bitbucket's `workspace/slug`), or GitLab's project path or numeric id. */
+  /** `owner/name` (GitHub, Gitea, Bitbucket's `workspace/slug`, Bitbucket Server's `PROJECT/slug`), or GitLab's project path or numeric id. */
   repo: string;
   token: string;
 }
@@ -82,8 +87,9 @@ const SEGMENT = /^[A-Za-z0-9_.~{}-]+$/;
 
 /**
  * What is wrong with `repo` as `provider`'s repository path, or null. `owner/name` for GitHub,
- * Gitea and Bitbucket (`workspace/slug`); for GitLab a numeric project id or a path of two or
- * more segments (`group/subgroup/project`).
+ * Gitea, Bitbucket (`workspace/slug`) and Bitbucket Server (`PROJECT/slug`, a personal
+ * repository's `~USER/slug`); for GitLab a numeric project id or a path of two or more segments
+ * (`group/subgroup/project`).
  */
 export function statusRepoProblem(provider: StatusProvider, repo: string): string | null {
   const segments = repo.split('/');
@@ -92,13 +98,18 @@ export function statusRepoProblem(provider: StatusProvider, repo: string): strin
     if (/^[1-9][0-9]{0,18}$/.test(repo)) return null;
     return segments.length >= 2 && !bad ? null : 'expected a GitLab project id or path (group/project, group/subgroup/project)';
   }
-  return segments.length === 2 && !bad ? null : `expected owner/name (${provider === 'bitbucket' ? 'workspace/repository slug' : 'the repository as in its URL'})`;
+  const hint = { bitbucket: 'workspace/repository slug', 'bitbucket-server': 'PROJECT/repository slug' }[provider as string] ?? 'the repository as in its URL';
+  return segments.length === 2 && !bad ? null : `expected owner/name (${hint})`;
 }
 
 /**
  * The repository path a pull URL suggests (`git@github.com:acme/app.git`,
  * `ssh://git@gitlab.example/group/sub/app.git` → `acme/app`, `group/sub/app`), for a
- * repository that names none; null when it suggests nothing usable.
+ * repository that names none; null when it suggests nothing usable. Bitbucket Server's SSH
+ * URLs (`ssh://git@host:7999/proj/app.git`) are read the same way; its HTTP ones have `scm/`
+ * (after any context path) before the project (`https://host/scm/proj/app.git` → `proj/app`).
+ * The project key is kept as the URL spells it (clone URLs write it lower-case, the key itself
+ * is upper-case; a server that will not take it so needs `status_repo` set).
  */
 export function repoPathFromPullUrl(provider: StatusProvider, pullUrl: string): string | null {
   let path: string;
@@ -111,7 +122,11 @@ export function repoPathFromPullUrl(provider: StatusProvider, pullUrl: string): 
       return null;
     }
   }
-  const repo = path.replace(/^\/+|\/+$/g, '').replace(/\.git$/, '');
+  let repo = path.replace(/^\/+|\/+$/g, '').replace(/\.git$/, '');
+  if (provider === 'bitbucket-server') {
+    const segments = repo.split('/');
+    if (segments.length > 2 && segments[segments.length - 3] === 'scm') repo = segments.slice(-2).join('/');
+  }
   return repo && statusRepoProblem(provider, repo) === null ? repo : null;
 }
 
@@ -175,6 +190,32 @@ export function statusRequest(target: StatusTarget, update: StatusUpdate): Statu
         state,
       };
     }
+    case 'bitbucket-server': {
+      // The repository-scoped builds resource, POST {base}/rest/api/latest/projects/{projectKey}
+      // /repos/{repositorySlug}/commits/{commitId}/builds (Bitbucket Server 7.4+, and Data
+      // Center), chosen over the older POST {base}/rest/build-status/1.0/commits/{commitId}:
+      // Atlassian's "Updating build status for commits" documents this one, the old one is
+      // deprecated since 7.14, takes only INPROGRESS, SUCCESSFUL and FAILED (no CANCELLED for a
+      // stop) and no `ref`, and is keyed by the commit alone, not the repository it was built
+      // in. key, state and url are required; fields of at most 255 characters (url 450): a key
+      // is `sluice/<profile>`, and profile names have at most 100. Answers 204 on success.
+      const body: Record<string, string> = {
+        key: update.context,
+        state,
+        name: update.context,
+        url: update.targetUrl,
+        description: update.description,
+      };
+      // A full ref name: Bitbucket shows the status on pull requests from that branch.
+      if (update.ref) body.ref = `refs/heads/${update.ref}`;
+      return {
+        url: join(base, `/rest/api/latest/projects/${owner().replace('/', '/repos/')}/commits/${sha}/builds`),
+        method: 'POST',
+        headers: { ...common, accept: 'application/json', authorization: bitbucketAuthorization(target.token) },
+        body,
+        state,
+      };
+    }
   }
 }
 
@@ -187,7 +228,8 @@ export function bitbucketKey(context: string): string {
 
 /**
  * A repository, project or workspace access token goes as a Bearer token; `user:secret` (an
- * app password, or an Atlassian API token with its account's e-mail) as Basic.
+ * app password, or an Atlassian API token with its account's e-mail; on Bitbucket Server a
+ * user name and its password or personal access token) as Basic.
  */
 function bitbucketAuthorization(token: string): string {
   return token.includes(':') ? `Basic ${Buffer.from(token, 'utf8').toString('base64')}` : `Bearer ${token}`;

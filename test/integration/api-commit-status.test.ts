@@ -77,6 +77,25 @@ describe('status settings', () => {
 
   it.each<[string, Record<string, unknown>, string, RegExp]>([
     ['Gitea without a base URL', { status_provider: 'gitea' }, 'status_api_url', /required for gitea/],
+    ['Bitbucket Server without a base URL', { status_provider: 'bitbucket-server', status_token: TOKEN }, 'status_api_url', /required for bitbucket-server: .*https:\/\/bitbucket\.example/],
+    [
+      'Bitbucket Server with its REST API URL for a base URL',
+      { status_provider: 'bitbucket-server', status_api_url: 'https://bitbucket.acme.test/rest/api/1.0', status_token: TOKEN },
+      'status_api_url',
+      /base URL.*not its REST API/,
+    ],
+    [
+      'Bitbucket Server with three segments',
+      { status_provider: 'bitbucket-server', status_api_url: 'https://bitbucket.acme.test', status_repo: 'PLAT/sub/app', status_token: TOKEN },
+      'status_repo',
+      /PROJECT\/repository slug.*for bitbucket-server/,
+    ],
+    [
+      'Bitbucket Server with a path of one segment',
+      { status_provider: 'bitbucket-server', status_api_url: 'https://bitbucket.acme.test', status_repo: 'app', status_token: TOKEN },
+      'status_repo',
+      /PROJECT\/repository slug/,
+    ],
     ['GitLab with a one-segment path', { status_provider: 'gitlab', status_repo: 'app' }, 'status_repo', /GitLab project/],
     ['GitHub with three segments', { status_repo: 'a/b/c' }, 'status_repo', /owner\/name/],
     ['an unknown provider', { status_provider: 'sourceforge' }, 'status_provider', /./],
@@ -130,6 +149,21 @@ describe('status settings', () => {
     ).toMatchObject({ status_provider: 'gitea', status_api_url: 'https://gitea.acme.test/api/v1' });
   });
 
+  it('Bitbucket Server: its base URL (context path kept) and PROJECT/slug', async () => {
+    const res = await admin('PATCH', `/api/v1/repos/${repoId}`, {
+      status_provider: 'bitbucket-server',
+      status_api_url: 'https://bitbucket.acme.test/bitbucket/',
+      status_repo: 'PLAT/app',
+      status_token: TOKEN,
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ status_provider: 'bitbucket-server', status_api_url: 'https://bitbucket.acme.test/bitbucket', status_repo: 'PLAT/app', status_token_set: true });
+    // A token given for this server does not follow it to another.
+    const moved = await admin('PATCH', `/api/v1/repos/${repoId}`, { status_api_url: 'https://bitbucket.other.test' });
+    expect(moved.statusCode).toBe(400);
+    expect(moved.json()).toMatchObject({ field: 'status_token' });
+  });
+
   it('null removes the token; a null provider turns statuses off', async () => {
     expect((await admin('PATCH', `/api/v1/repos/${repoId}`, { status_token: null })).json().status_token_set).toBe(false);
     expect(await sealedToken(repoId)).toBeNull();
@@ -150,6 +184,34 @@ describe('status settings', () => {
     expect(refused.statusCode).toBe(400);
     expect(refused.json()).toMatchObject({ field: 'status_repo' });
     expect((await admin('GET', '/api/v1/repos/acme%2Flib2')).statusCode).toBe(404);
+  });
+
+  it('Bitbucket Server on creation: the path from an SSH or an HTTP (/scm/) pull URL, the base URL required', async () => {
+    for (const [name, pullUrl, path] of [
+      ['bbs-ssh', 'ssh://git@bitbucket.acme.test:7999/plat/tool.git', 'plat/tool'],
+      ['bbs-http', 'https://bitbucket.acme.test/bitbucket/scm/PLAT/tool.git', 'PLAT/tool'],
+    ] as const) {
+      const res = await admin('POST', '/api/v1/orgs/acme/repos', {
+        name,
+        scm: 'git',
+        pull_url: pullUrl,
+        status_provider: 'bitbucket-server',
+        status_api_url: 'https://bitbucket.acme.test/bitbucket',
+        status_token: TOKEN,
+      });
+      expect(res.statusCode).toBe(201);
+      expect(res.json()).toMatchObject({ status_provider: 'bitbucket-server', status_api_url: 'https://bitbucket.acme.test/bitbucket', status_repo: path, status_token_set: true });
+    }
+    const refused = await admin('POST', '/api/v1/orgs/acme/repos', {
+      name: 'bbs-nourl',
+      scm: 'git',
+      pull_url: 'ssh://git@bitbucket.acme.test:7999/plat/tool.git',
+      status_provider: 'bitbucket-server',
+      status_token: TOKEN,
+    });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json()).toMatchObject({ error: 'invalid request', field: 'status_api_url' });
+    expect((await admin('GET', '/api/v1/repos/acme%2Fbbs-nourl')).statusCode).toBe(404);
   });
 
   it('the token appears in no answer', () => {

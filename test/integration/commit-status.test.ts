@@ -2,7 +2,7 @@
  * The postCommitStatus activity against real local HTTP(S) servers and a real database. Each
  * server plays a provider: it checks the request the way that provider's status API
  * documents it (method, path, auth header, JSON body and its state names) and answers as it
- * would (201, or 401/404/422 for a request it would refuse). Then: a 5xx is retried, a 4xx is
+ * would (201, Bitbucket Server 204, or 401/404/422 for a request it would refuse). Then: a 5xx is retried, a 4xx is
  * not, each attempt is one log row, and the token appears in no row, error or log line.
  *
  * Each activity run is one attempt under Temporal's retry policy: the tests run attempt 1, 2,
@@ -36,7 +36,7 @@ const LOOPBACK = parseAllowList('127.0.0.0/8');
 const POLICY: TestRetryPolicy = { maximumAttempts: 3, initialInterval: 20, backoffCoefficient: 1 };
 
 /** Where each provider's API lives on the local server, as a self-hosted instance's would. */
-const BASE_PATH: Record<StatusProvider, string> = { github: '/api/v3', gitlab: '/api/v4', gitea: '/api/v1', bitbucket: '/2.0' };
+const BASE_PATH: Record<StatusProvider, string> = { github: '/api/v3', gitlab: '/api/v4', gitea: '/api/v1', bitbucket: '/2.0', 'bitbucket-server': '/bitbucket' };
 
 const json = (status: number, body: unknown): Reply => ({ status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
@@ -48,12 +48,19 @@ const json = (status: number, body: unknown): Reply => ({ status, headers: { 'co
  * |skipped), name or context, target_url, description, ref. Gitea: as GitHub, with `token`
  * auth and `warning` besides. Bitbucket: POST /repositories/{workspace}/{slug}/commit/{sha}
  * /statuses/build, Bearer or Basic, key, state (INPROGRESS|SUCCESSFUL|FAILED|STOPPED) and url
- * required, name, description, refname.
+ * required, name, description, refname. Bitbucket Server / Data Center (7.4+): POST
+ * {base}/rest/api/latest/projects/{projectKey}/repos/{slug}/commits/{sha}/builds, Bearer, key,
+ * state (INPROGRESS|SUCCESSFUL|FAILED|CANCELLED|UNKNOWN) and url required, name, description,
+ * ref (a full ref name), buildNumber, duration, lastUpdated, parent, testResults; fields at most
+ * 255 characters, url 450; 204 No Content.
  */
 function fakeProvider(provider: StatusProvider, repoPath: string, token: string): (req: ReceivedRequest) => Reply {
   const base = BASE_PATH[provider];
   const owner = repoPath;
-  const shapes: Record<StatusProvider, { path: string; auth: (h: ReceivedRequest['headers']) => boolean; required: string[]; states: string[]; allowed: string[] }> = {
+  const shapes: Record<
+    StatusProvider,
+    { path: string; auth: (h: ReceivedRequest['headers']) => boolean; required: string[]; states: string[]; allowed: string[]; check?: (body: Record<string, unknown>) => string | null; created?: Reply }
+  > = {
     github: {
       path: `${base}/repos/${owner}/statuses/${SHA}`,
       auth: (h) => h.authorization === `Bearer ${token}` || h.authorization === `token ${token}`,
@@ -82,6 +89,18 @@ function fakeProvider(provider: StatusProvider, repoPath: string, token: string)
       states: ['INPROGRESS', 'SUCCESSFUL', 'FAILED', 'STOPPED'],
       allowed: ['key', 'state', 'url', 'name', 'description', 'refname'],
     },
+    'bitbucket-server': {
+      path: `${base}/rest/api/latest/projects/${repoPath.replace('/', '/repos/')}/commits/${SHA}/builds`,
+      auth: (h) => h.authorization === `Bearer ${token}`,
+      required: ['key', 'state', 'url'],
+      states: ['INPROGRESS', 'SUCCESSFUL', 'FAILED', 'CANCELLED', 'UNKNOWN'],
+      allowed: ['key', 'state', 'url', 'name', 'description', 'ref', 'buildNumber', 'duration', 'lastUpdated', 'parent', 'testResults'],
+      check: (body) => {
+        for (const [k, v] of Object.entries(body)) if (typeof v === 'string' && v.length > (k === 'url' ? 450 : 255)) return `${k} is too long`;
+        return body.ref === undefined || /^refs\/heads\/./.test(String(body.ref)) ? null : `ref is not a full ref name: ${String(body.ref)}`;
+      },
+      created: { status: 204, body: '' },
+    },
   };
   const shape = shapes[provider];
   return (req) => {
@@ -94,7 +113,9 @@ function fakeProvider(provider: StatusProvider, repoPath: string, token: string)
     for (const k of shape.required) if (typeof body[k] !== 'string') return json(422, { message: `${k} is missing` });
     for (const k of Object.keys(body)) if (!shape.allowed.includes(k)) return json(422, { message: `unknown field ${k}` });
     if (!shape.states.includes(body.state as string)) return json(422, { message: `state is invalid: ${String(body.state)}` });
-    return json(201, { id: 1, state: body.state });
+    const problem = shape.check?.(body);
+    if (problem) return json(400, { message: problem });
+    return shape.created ?? json(201, { id: 1, state: body.state });
   };
 }
 
@@ -176,6 +197,7 @@ describe('each provider gets its documented request', () => {
     ['gitlab', 'acme/platform/app', { state: 'running', name: 'sluice/default', target_url: REPORT, ref: 'master' }],
     ['gitea', 'acme/app', { state: 'pending', target_url: REPORT, context: 'sluice/default' }],
     ['bitbucket', 'acme/app', { key: 'sluice/default', state: 'INPROGRESS', name: 'sluice/default', url: REPORT, refname: 'master' }],
+    ['bitbucket-server', 'PLAT/app', { key: 'sluice/default', state: 'INPROGRESS', name: 'sluice/default', url: REPORT, ref: 'refs/heads/master' }],
   ])('%s: running, then the outcome, each accepted and logged', async (provider, repo, expected) => {
     rx.respondWith(fakeProvider(provider, repo, TOKEN));
     const s = await repoWith(provider, { repo });
@@ -191,15 +213,26 @@ describe('each provider gets its documented request', () => {
     const [req, final] = rx.requests;
     expect(req!.json).toMatchObject({ ...expected, description: `#${s.sessionId} running` });
     expect(req!.headers['user-agent']).toBe('Sluice-Status/1');
-    expect((final!.json as { state: string }).state).toBe({ github: 'failure', gitlab: 'failed', gitea: 'failure', bitbucket: 'FAILED' }[provider]);
+    expect((final!.json as { state: string }).state).toBe({ github: 'failure', gitlab: 'failed', gitea: 'failure', bitbucket: 'FAILED', 'bitbucket-server': 'FAILED' }[provider]);
 
+    const created = provider === 'bitbucket-server' ? 204 : 201;
     const logged = await rows(s.sessionId);
     expect(logged).toEqual([
-      expect.objectContaining({ provider, commit_id: SHA, context: 'sluice/default', attempt: 1, status_code: 201, outcome: 'delivered', error: null }),
-      expect.objectContaining({ provider, attempt: 1, status_code: 201, outcome: 'delivered' }),
+      expect.objectContaining({ provider, commit_id: SHA, context: 'sluice/default', attempt: 1, status_code: created, outcome: 'delivered', error: null }),
+      expect.objectContaining({ provider, attempt: 1, status_code: created, outcome: 'delivered' }),
     ]);
     expect(logged[0]!.url).toBe(`http://127.0.0.1:${rx.port}${req!.path}`);
     expect(logged.map((r) => r.state)).toEqual([(expected as { state: string }).state, (final!.json as { state: string }).state]);
+  });
+
+  it('Bitbucket Server: a stop is CANCELLED, a pull request build has no ref, a personal repository is ~USER/slug', async () => {
+    rx.respondWith(fakeProvider('bitbucket-server', '~JDOE/app', TOKEN));
+    const s = await repoWith('bitbucket-server', { repo: '~JDOE/app' });
+    const run = await runAttempts(() => activity()(input(s.sessionId, { phase: 'stopped', ref: null, description: `#${s.sessionId} stopped by alice` })), POLICY);
+    expect(run.result.posted).toBe(true);
+    expect(rx.requests[0]!.path).toBe(`/bitbucket/rest/api/latest/projects/~JDOE/repos/app/commits/${SHA}/builds`);
+    expect(rx.requests[0]!.json).toEqual({ key: 'sluice/default', state: 'CANCELLED', name: 'sluice/default', url: REPORT, description: `#${s.sessionId} stopped by alice` });
+    expect(await rows(s.sessionId)).toEqual([expect.objectContaining({ provider: 'bitbucket-server', state: 'CANCELLED', status_code: 204, outcome: 'delivered' })]);
   });
 
   it('GitHub sends its API version and media type', async () => {
@@ -275,7 +308,7 @@ describe('the token stays secret', () => {
   it('is in no row, error or log line, even when the provider echoes it back', async () => {
     // A provider that repeats what it was sent, credentials included, in its refusal.
     rx.respondWith((req) => json(401, { message: 'Bad credentials', got: { authorization: req.headers.authorization, 'private-token': req.headers['private-token'] } }));
-    for (const provider of ['github', 'gitlab', 'gitea', 'bitbucket'] as const) {
+    for (const provider of ['github', 'gitlab', 'gitea', 'bitbucket', 'bitbucket-server'] as const) {
       const s = await repoWith(provider);
       const failure = await failureOf(runAttempts(() => activity()(input(s.sessionId)), POLICY));
       expect(failure.type).toBe(FAILURE_TYPES.commitStatusDropped);
@@ -288,6 +321,24 @@ describe('the token stays secret', () => {
     // The provider did get it (in a header): the test would prove nothing otherwise.
     expect(rx.requests.some((r) => JSON.stringify(r.headers).includes(TOKEN))).toBe(true);
     expect(rx.requests.every((r) => !r.path.includes(TOKEN) && !r.body.includes(TOKEN))).toBe(true);
+  });
+
+  it('user:secret sent as Basic is in no row or error either, not even as the base64 the header carries', async () => {
+    const secret = 'jdoe:Sup3rS3cretPersonalToken';
+    const basic = Buffer.from(secret).toString('base64');
+    rx.respondWith((req) => json(401, { message: 'Authentication failed', got: req.headers.authorization }));
+    for (const provider of ['bitbucket', 'bitbucket-server'] as const) {
+      const s = await repoWith(provider, { token: secret });
+      const failure = await failureOf(runAttempts(() => activity()(input(s.sessionId)), POLICY));
+      expect(failure.type).toBe(FAILURE_TYPES.commitStatusDropped);
+      const stored = await everythingStored(s.sessionId);
+      expect(stored).toContain('Authentication failed');
+      for (const text of [stored, failure.message]) {
+        expect(text).not.toContain(basic);
+        expect(text).not.toContain('Sup3rS3cretPersonalToken');
+      }
+    }
+    expect(rx.requests.every((r) => r.headers.authorization === `Basic ${basic}`)).toBe(true);
   });
 
   it('a token sealed under another key is not sent: dropped, saying why', async () => {

@@ -38,17 +38,18 @@ function ok(r: StatusRequest | { error: string }): StatusRequest {
 }
 
 describe('states', () => {
-  it.each<[StatusPhase, string, string, string, string]>([
-    ['running', 'pending', 'running', 'pending', 'INPROGRESS'],
-    ['passed', 'success', 'success', 'success', 'SUCCESSFUL'],
-    ['failed', 'failure', 'failed', 'failure', 'FAILED'],
-    ['error', 'error', 'failed', 'error', 'FAILED'],
-    ['stopped', 'error', 'canceled', 'error', 'STOPPED'],
-  ])('%s is GitHub %s, GitLab %s, Gitea %s, Bitbucket %s', (phase, github, gitlab, gitea, bitbucket) => {
+  it.each<[StatusPhase, string, string, string, string, string]>([
+    ['running', 'pending', 'running', 'pending', 'INPROGRESS', 'INPROGRESS'],
+    ['passed', 'success', 'success', 'success', 'SUCCESSFUL', 'SUCCESSFUL'],
+    ['failed', 'failure', 'failed', 'failure', 'FAILED', 'FAILED'],
+    ['error', 'error', 'failed', 'error', 'FAILED', 'FAILED'],
+    ['stopped', 'error', 'canceled', 'error', 'STOPPED', 'CANCELLED'],
+  ])('%s is GitHub %s, GitLab %s, Gitea %s, Bitbucket %s, Bitbucket Server %s', (phase, github, gitlab, gitea, bitbucket, bitbucketServer) => {
     expect(providerState('github', phase)).toBe(github);
     expect(providerState('gitlab', phase)).toBe(gitlab);
     expect(providerState('gitea', phase)).toBe(gitea);
     expect(providerState('bitbucket', phase)).toBe(bitbucket);
+    expect(providerState('bitbucket-server', phase)).toBe(bitbucketServer);
   });
 
   it('a session posts an outcome for passed, failed, error and stopped; none when skipped or not ended', () => {
@@ -160,6 +161,53 @@ describe('Bitbucket Cloud', () => {
   });
 });
 
+describe('Bitbucket Server and Data Center', () => {
+  const BASE = 'https://bitbucket.acme.test';
+  const target = { provider: 'bitbucket-server' as const, apiUrl: BASE, repo: 'PLAT/app', token: TOKEN };
+
+  it('POST {base}/rest/api/latest/projects/{key}/repos/{slug}/commits/{sha}/builds with a Bearer token and key, state, name, url, description, ref', () => {
+    const r = ok(statusRequest(target, update()));
+    expect(r.method).toBe('POST');
+    expect(r.url).toBe(`${BASE}/rest/api/latest/projects/PLAT/repos/app/commits/${SHA}/builds`);
+    expect(r.headers).toEqual({
+      'content-type': 'application/json',
+      'user-agent': 'Sluice-Status/1',
+      accept: 'application/json',
+      authorization: `Bearer ${TOKEN}`,
+    });
+    expect(r.body).toEqual({ key: 'sluice/default', state: 'INPROGRESS', name: 'sluice/default', url: REPORT, description: '#12 running', ref: 'refs/heads/master' });
+    expect(r.state).toBe('INPROGRESS');
+  });
+
+  it.each<[StatusPhase, string]>([
+    ['passed', 'SUCCESSFUL'],
+    ['failed', 'FAILED'],
+    ['error', 'FAILED'],
+    ['stopped', 'CANCELLED'],
+  ])('%s: state %s in the body', (phase, state) => {
+    const r = ok(statusRequest(target, update({ phase, description: `#12 ${phase}` })));
+    expect(r.body).toEqual({ key: 'sluice/default', state, name: 'sluice/default', url: REPORT, description: `#12 ${phase}`, ref: 'refs/heads/master' });
+  });
+
+  it('no ref for a pull request or tag build; a context path kept; a personal repository', () => {
+    const r = ok(statusRequest({ ...target, apiUrl: `${BASE}/bitbucket/`, repo: '~JDOE/app' }, update({ ref: null, context: 'sluice' })));
+    expect(r.url).toBe(`${BASE}/bitbucket/rest/api/latest/projects/~JDOE/repos/app/commits/${SHA}/builds`);
+    expect(r.body).toEqual({ key: 'sluice', state: 'INPROGRESS', name: 'sluice', url: REPORT, description: '#12 running' });
+  });
+
+  it('user:secret goes as Basic; the token is in the Authorization header only', () => {
+    expect(ok(statusRequest({ ...target, token: 'jdoe:pat' }, update())).headers.authorization).toBe(`Basic ${Buffer.from('jdoe:pat').toString('base64')}`);
+    const r = ok(statusRequest(target, update()));
+    expect(r.url).not.toContain(TOKEN);
+    expect(JSON.stringify(r.body)).not.toContain(TOKEN);
+  });
+
+  it('the base URL is required; the repository is PROJECT/slug', () => {
+    expect(statusRequest({ ...target, apiUrl: null }, update())).toEqual({ error: 'status_api_url is required for bitbucket-server' });
+    expect(statusRequest({ ...target, repo: 'PLAT/sub/app' }, update())).toEqual({ error: 'status_repo: expected owner/name (PROJECT/repository slug)' });
+  });
+});
+
 describe('what makes no request', () => {
   it.each([
     ['a short commit id', { commitId: '0123456' }, /not a full commit id/],
@@ -187,6 +235,10 @@ describe('repository paths', () => {
     expect(statusRepoProblem('github', 'acme/sub/app')).toMatch(/owner\/name/);
     expect(statusRepoProblem('gitea', 'acme/..')).toMatch(/owner\/name/);
     expect(statusRepoProblem('bitbucket', 'acme/app name')).toMatch(/workspace/);
+    expect(statusRepoProblem('bitbucket-server', 'PLAT/app')).toBeNull();
+    expect(statusRepoProblem('bitbucket-server', '~jdoe/app')).toBeNull();
+    expect(statusRepoProblem('bitbucket-server', 'app')).toMatch(/PROJECT\/repository slug/);
+    expect(statusRepoProblem('bitbucket-server', 'scm/plat/app')).toMatch(/PROJECT\/repository slug/);
     expect(statusRepoProblem('gitlab', 'group/sub/app')).toBeNull();
     expect(statusRepoProblem('gitlab', '4711')).toBeNull();
     expect(statusRepoProblem('gitlab', 'app')).toMatch(/GitLab project/);
@@ -198,6 +250,13 @@ describe('repository paths', () => {
     expect(repoPathFromPullUrl('gitlab', 'ssh://git@gitlab.acme.test:2222/group/sub/app.git')).toBe('group/sub/app');
     expect(repoPathFromPullUrl('github', 'ssh://git@github.com/group/sub/app.git')).toBeNull();
     expect(repoPathFromPullUrl('github', '/srv/git/app.git')).toBeNull();
+    // Bitbucket Server: SSH on its own port, HTTP under /scm/ (after any context path); the key as spelled.
+    expect(repoPathFromPullUrl('bitbucket-server', 'ssh://git@bitbucket.acme.test:7999/plat/app.git')).toBe('plat/app');
+    expect(repoPathFromPullUrl('bitbucket-server', 'https://bitbucket.acme.test/scm/PLAT/app.git')).toBe('PLAT/app');
+    expect(repoPathFromPullUrl('bitbucket-server', 'https://bitbucket.acme.test/bitbucket/scm/plat/app.git')).toBe('plat/app');
+    expect(repoPathFromPullUrl('bitbucket-server', 'https://bitbucket.acme.test/scm/~jdoe/app.git')).toBe('~jdoe/app');
+    expect(repoPathFromPullUrl('bitbucket-server', 'https://bitbucket.acme.test/bitbucket/other/plat/app.git')).toBeNull();
+    expect(repoPathFromPullUrl('github', 'https://github.com/scm/acme/app.git')).toBeNull();
   });
 });
 

@@ -59,7 +59,13 @@ const PROVIDER_LABELS: Record<string, string> = {
 const SECRET_FIELDS = ['value', 'webhook_secret', 'status_token'];
 
 /** The hosting sites commit statuses go to, as people call them. */
-const STATUS_LABELS: Record<StatusProvider, string> = { github: 'GitHub', gitlab: 'GitLab', gitea: 'Gitea / Forgejo', bitbucket: 'Bitbucket Cloud' };
+const STATUS_LABELS: Record<StatusProvider, string> = {
+  github: 'GitHub',
+  gitlab: 'GitLab',
+  gitea: 'Gitea / Forgejo',
+  bitbucket: 'Bitbucket Cloud',
+  'bitbucket-server': 'Bitbucket Server / Data Center',
+};
 
 /** Browsers send a textarea's lines with CRLF; the API's text rules expect LF. */
 const unixLines = (value: string | undefined): string => (value ?? '').replace(/\r\n?/g, '\n');

@@ -23,15 +23,16 @@ export const statusSettingFields = {
   // Whose status API; null turns statuses off (the other settings are kept).
   status_provider: z.enum(STATUS_PROVIDERS).nullish(),
   // The API's base URL, for a self-hosted instance (GitHub Enterprise `https://ghe.example/api/v3`,
-  // GitLab `https://gitlab.example/api/v4`, Gitea `https://gitea.example/api/v1`); null: the
-  // provider's public API (none for Gitea).
+  // GitLab `https://gitlab.example/api/v4`, Gitea `https://gitea.example/api/v1`, Bitbucket
+  // Server the server's own `https://bitbucket.example`); null: the provider's public API (none
+  // for Gitea and Bitbucket Server).
   status_api_url: httpUrl
     .refine(withoutCredentials, 'must not contain credentials: set status_token')
     .refine((s) => !/[?#]/.test(s), 'a base URL without query or fragment')
     // Stored as fetch will read it (`https:/h/api` is `https://h/api`), without a trailing slash.
     .transform((s) => new URL(s).href.replace(/\/+$/, ''))
     .nullish(),
-  // The repository on the host: owner/name, or GitLab's project path or id.
+  // The repository on the host: owner/name (Bitbucket Server PROJECT/slug), or GitLab's project path or id.
   status_repo: plainText(300).nullish(),
   // The API token: a header value, so printable ASCII without spaces. null removes it.
   status_token: z
@@ -54,6 +55,12 @@ export interface StatusChange {
 
 const bad = (field: string, message: string) => new HttpError(400, 'invalid request', message, field);
 
+/** What a required API URL looks like, for the 400 that asks for one. */
+const API_URL_EXAMPLES: Partial<Record<StatusProvider, string>> = {
+  gitea: 'https://gitea.example/api/v1',
+  'bitbucket-server': 'https://bitbucket.example (the server, not its REST API)',
+};
+
 /** Where a token goes: the provider and the API base URL in effect; none with statuses off. */
 const tokenTarget = (provider: StatusProvider | null, apiUrl: string | null): string | null =>
   provider === null ? null : `${provider} ${apiUrl ?? DEFAULT_STATUS_API_URLS[provider] ?? ''}`;
@@ -75,7 +82,13 @@ export function checkStatusSettings(body: StatusFields & { pull_url?: string }, 
   const provider = change.status_provider !== undefined ? change.status_provider : (repo?.status_provider ?? null);
   if (provider === null) return change;
   const apiUrl = change.status_api_url !== undefined ? change.status_api_url : (repo?.status_api_url ?? null);
-  if (apiUrl === null && DEFAULT_STATUS_API_URLS[provider] === null) throw bad('status_api_url', `required for ${provider}: its API's base URL, e.g. https://gitea.example/api/v1`);
+  if (apiUrl === null && DEFAULT_STATUS_API_URLS[provider] === null) {
+    throw bad('status_api_url', `required for ${provider}: its API's base URL, e.g. ${API_URL_EXAMPLES[provider] ?? 'https://host/api'}`);
+  }
+  // Bitbucket Server's requests name their REST API (`/rest/api/latest/...`) themselves.
+  if (provider === 'bitbucket-server' && apiUrl !== null && /\/rest(?:\/|$)/i.test(new URL(apiUrl).pathname)) {
+    throw bad('status_api_url', 'the Bitbucket Server base URL (https://bitbucket.example, with its context path if any), not its REST API URL');
+  }
   let statusRepo = change.status_repo !== undefined ? change.status_repo : (repo?.status_repo ?? null);
   if (statusRepo === null) {
     statusRepo = repoPathFromPullUrl(provider, body.pull_url ?? repo?.pull_url ?? '');
