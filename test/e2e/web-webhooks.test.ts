@@ -11,6 +11,7 @@ import { Webhook } from 'standardwebhooks';
 import { describeWithBrowser, openBrowser, signIn, type Browser } from '../support/browser';
 import { startReceiver, type ReceivedRequest, type Receiver } from '../support/receiver';
 import { script, World } from '../support/world';
+import { eventually } from '../support/wait';
 
 /** Reshapes each event (and a ping, which has no repository), and adds a header. */
 const CLOSURE = `function transform_payload(p) {
@@ -145,8 +146,12 @@ describeWithBrowser('web-webhooks.test.ts')('the Web Hooks page', () => {
     const build = await w.build(repo);
     const events = await w.eventsOf(build.session, second);
     expect(events.map((e) => e.event)).toEqual(['received', 'start', 'test', 'stop']);
-    await page.reload();
     const eventsShown = () => page.locator('tr[data-delivery]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-event')));
+    // The receiver has `stop` a moment before its attempt is logged: reload until it is.
+    await eventually('the stop attempt to be logged', async () => {
+      await page.reload();
+      return (await eventsShown()).length === 5;
+    });
     await expect(eventsShown()).resolves.toEqual(['stop', 'test', 'start', 'received', 'ping']);
     await browser.screenshots('deliveries');
     await page.getByLabel('Event').selectOption('stop');
