@@ -193,6 +193,7 @@ describeWithBrowser('web-webhooks.test.ts')('the Web Hooks page', () => {
     const twice = ofXid(xid)(await second.waitFor((reqs) => ofXid(xid)(reqs).length === 2));
     expect(twice[1]!.body).toBe(twice[0]!.body);
     await page.getByRole('link', { name: 'Delivery log' }).first().click();
+    await page.waitForURL(`${base}/webhooks/${id}/deliveries`);
     await expect(eventsShown()).resolves.toEqual(['stop', 'stop', 'test', 'start', 'received', 'ping']);
   });
 
