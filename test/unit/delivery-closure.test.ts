@@ -11,6 +11,7 @@ import {
   runClosure,
   type ClosureResult,
 } from '../../src/delivery/closure';
+import { measured } from '../support/cpu';
 
 const PAYLOAD = {
   event: 'stop',
@@ -23,18 +24,9 @@ const PAYLOAD = {
 
 const OK_CLOSURE = 'function transform_payload(p) { return { status: "ok", headers: {}, body: { n: p.session } }; }';
 
-/**
- * A run with its wall-clock time and the CPU time this process spent on it. Upper bounds are
- * on CPU time: on a busy machine a run may wait for a core far longer than it runs (one took
- * 476 ms of wall-clock time for a 50 ms deadline in CI), and the deadline itself counts CPU
- * time where the system tells it (closure.ts), so a wall-clock bound would test the machine.
- */
-async function timed(source: string, limits = {}): Promise<{ result: ClosureResult; ms: number; cpuMs: number }> {
-  const started = performance.now();
-  const cpu = process.cpuUsage();
-  const result = await runClosure(source, PAYLOAD, limits);
-  const used = process.cpuUsage(cpu);
-  return { result, ms: performance.now() - started, cpuMs: (used.user + used.system) / 1000 };
+/** A run, with its wall-clock time and its thread's CPU time (support/cpu.ts: upper bounds go on that). */
+function timed(source: string, limits = {}): Promise<{ result: ClosureResult; ms: number; cpuMs: number }> {
+  return measured(() => runClosure(source, PAYLOAD, limits));
 }
 
 /** A following, ordinary run: still correct, and not slowed down by what came before. */
