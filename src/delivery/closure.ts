@@ -111,7 +111,7 @@ let schedstatReadable: boolean | undefined;
  * null where the system has no such file. Only this thread: not the process's, whose other
  * threads (V8 compiling the closure's hot code, say) would eat into the closure's budget.
  */
-function threadCpuMs(): number | null {
+export function threadCpuMs(): number | null {
   if (schedstatReadable === false) return null;
   try {
     const ns = Number(readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ', 1)[0]);
