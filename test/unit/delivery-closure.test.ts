@@ -29,6 +29,15 @@ function timed(source: string, limits = {}): Promise<{ result: ClosureResult; ms
   return measured(() => runClosure(source, PAYLOAD, limits));
 }
 
+/**
+ * How much CPU a run stopped by its deadline may have taken: far above a 50 ms deadline, far
+ * below jest's 5 s time-out, which is what would end a loop the deadline did not stop. Not
+ * closer to the deadline: in a virtual machine a thread's CPU time also counts the time the
+ * hypervisor gave its core to someone else, and CI read 212 ms for a loop stopped correctly.
+ * What a closure costs is for the bench to say, not a test.
+ */
+const STOPPED_WITHIN_MS = 1_000;
+
 /** A following, ordinary run: still correct, and not slowed down by what came before. */
 async function expectHealthy(): Promise<void> {
   const { result, cpuMs } = await timed(OK_CLOSURE);
@@ -164,7 +173,7 @@ describe('runClosure: fallbacks', () => {
       detail: `transform_payload ran past the ${DEFAULT_CLOSURE_LIMITS.deadlineMs} ms deadline`,
     });
     expect(ms).toBeGreaterThanOrEqual(DEFAULT_CLOSURE_LIMITS.deadlineMs - 1);
-    expect(cpuMs).toBeLessThan(DEFAULT_CLOSURE_LIMITS.deadlineMs + 150);
+    expect(cpuMs).toBeLessThan(STOPPED_WITHIN_MS);
     await expectHealthy();
   });
 
@@ -174,7 +183,7 @@ describe('runClosure: fallbacks', () => {
       { deadlineMs: 20 },
     );
     expect(result).toMatchObject({ kind: 'fallback', reason: 'timeout' });
-    expect(cpuMs).toBeLessThan(170);
+    expect(cpuMs).toBeLessThan(STOPPED_WITHIN_MS);
   });
 
   it('a loop in top-level code, or in the result encoding, times out too', async () => {
@@ -187,7 +196,7 @@ describe('runClosure: fallbacks', () => {
   it('catastrophic regular-expression backtracking times out', async () => {
     const { result, cpuMs } = await timed('function transform_payload() { return /(a+)+$/.test("a".repeat(40) + "b") }');
     expect(result).toMatchObject({ kind: 'fallback', reason: 'timeout' });
-    expect(cpuMs).toBeLessThan(DEFAULT_CLOSURE_LIMITS.deadlineMs + 150);
+    expect(cpuMs).toBeLessThan(STOPPED_WITHIN_MS);
   });
 
   it.each([
