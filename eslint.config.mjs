@@ -34,7 +34,7 @@ function layer({ packages = [], patterns = [], folders = [], why }) {
 const PURE = {
   packages: [...IO_LIBRARIES, ...TEMPORAL, ...NODE_BUILTINS.filter((m) => m !== 'crypto')],
   patterns: [['node:*', '!node:crypto']],
-  folders: ['db', 'api', 'activities', 'delivery', 'workflows', 'temporal', 'worker', 'runner'],
+  folders: ['db', 'api', 'activities', 'build', 'delivery', 'workflows', 'temporal', 'worker', 'runner'],
 };
 
 export const layers = [
@@ -43,7 +43,7 @@ export const layers = [
     rule: layer({
       packages: [...NODE_BUILTINS, ...IO_LIBRARIES, 'yaml', 'zod', '@temporalio/activity', '@temporalio/client', '@temporalio/worker'],
       patterns: ['node:*', '**/core/sluiceYml'],
-      folders: ['activities', 'db', 'delivery', 'api', 'providers', 'worker', 'runner'],
+      folders: ['activities', 'build', 'db', 'delivery', 'api', 'providers', 'worker', 'runner'],
       why: 'workflow code is deterministic and replayed: no Node built-ins, no parsing libraries (yaml, zod), no I/O; activities do that and workflows import only their types',
     }),
   },
@@ -59,7 +59,7 @@ export const layers = [
     files: ['src/db/**/*.ts'],
     rule: layer({
       packages: ['undici', 'fastify', 'ssh2', 'nodemailer', ...TEMPORAL],
-      folders: ['api', 'activities', 'delivery', 'workflows', 'providers', 'temporal', 'worker', 'runner'],
+      folders: ['api', 'activities', 'build', 'delivery', 'workflows', 'providers', 'temporal', 'worker', 'runner'],
       why: 'the data layer runs SQL and nothing else: no HTTP, no Temporal, no other layer (types excepted)',
     }),
   },
@@ -67,7 +67,7 @@ export const layers = [
     files: ['src/delivery/**/*.ts'],
     rule: layer({
       packages: ['pg', 'fastify', 'ssh2', ...TEMPORAL],
-      folders: ['api', 'activities', 'workflows', 'temporal', 'worker', 'runner'],
+      folders: ['api', 'activities', 'build', 'workflows', 'temporal', 'worker', 'runner'],
       why: 'delivery is a domain module the API and activities share: its SQL is in db/, and it knows nothing of Temporal or Fastify',
     }),
   },
@@ -75,7 +75,7 @@ export const layers = [
     files: ['src/api/**/*.ts'],
     rule: layer({
       packages: ['pg', '@temporalio/activity', '@temporalio/worker', '@temporalio/workflow'],
-      folders: ['activities', 'workflows', 'worker', 'runner'],
+      folders: ['activities', 'build', 'workflows', 'worker', 'runner'],
       why: 'the API runs no activity or workflow code and no SQL of its own: it calls db/, delivery/ and temporal/',
     }),
   },
@@ -84,7 +84,15 @@ export const layers = [
     rule: layer({
       packages: ['pg', 'fastify', '@temporalio/workflow', '@temporalio/client'],
       folders: ['api', 'workflows', 'worker', 'runner'],
-      why: 'activities are thin wrappers over db/, delivery/ and the build tools: no SQL of their own, no HTTP API, no workflow code',
+      why: 'activities are thin wrappers over db/, delivery/ and the build steps: no SQL of their own, no HTTP API, no workflow code',
+    }),
+  },
+  {
+    files: ['src/build/**/*.ts'],
+    rule: layer({
+      packages: ['fastify', ...TEMPORAL],
+      folders: ['api', 'activities', 'workflows', 'temporal', 'worker', 'runner', 'delivery'],
+      why: "the runner's build steps know nothing of Temporal, HTTP routes or workflows: activities wrap them, and their SQL is in db/",
     }),
   },
 ];

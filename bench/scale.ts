@@ -15,7 +15,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { LEASE_MS } from '../src/activities/build/lane';
+import { LEASE_MS } from '../src/build/tests/lane';
 import type { Cluster, ClusterRepo } from '../test/support/cluster';
 import type { RepoFiles } from '../test/support/gitRepo';
 import { eventually } from '../test/support/wait';

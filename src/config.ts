@@ -5,7 +5,7 @@ import { parseAllowList, type Cidr } from './delivery/ssrf';
 /**
  * Everything Sluice reads from its environment, validated once at start. Processes get a
  * Config object and pass it down; nothing else reads process.env (test processes get a
- * clean environment of their own, see activities/build/runTest.ts).
+ * clean environment of their own, see build/tests/runTestFile.ts).
  */
 export interface Config {
   databaseUrl: string;
@@ -31,7 +31,7 @@ export interface Config {
   buildUser?: string;
   /**
    * Runners: the further sandbox around tests (SLUICE_SANDBOX): `bwrap` (bubblewrap namespaces,
-   * activities/build/sandbox.ts) or `none` (the default).
+   * build/sandbox.ts) or `none` (the default).
    */
   sandbox?: 'none' | 'bwrap';
   /** Runners, with the sandbox: whether tests may use the network (SLUICE_SANDBOX_NETWORK=host, the default) or not (`none`). */

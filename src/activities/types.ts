@@ -114,7 +114,7 @@ export interface CheckoutResult {
 }
 
 /**
- * The tree a build activity needs, by commit: any runner can make it (activities/build/tree.ts),
+ * The tree a build activity needs, by commit: any runner can make it (build/checkout/tree.ts),
  * so no step depends on the runner that did an earlier one.
  */
 export interface TreeRef {

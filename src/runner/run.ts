@@ -2,12 +2,12 @@ import { chmod, mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createRunnerActivities } from '../activities';
-import { sweepTrees, treeDeps } from '../activities/build/tree';
+import { sweepTrees, treeDeps } from '../build/checkout/tree';
 import { DEFAULT_RUNNER_SLOTS, type Config } from '../config';
 import { createPool } from '../db/pool';
 import { createPresenceWorker } from '../temporal/presence';
 import { installRuntime } from '../temporal/runtime';
-import { checkSandbox, type Sandbox } from '../activities/build/sandbox';
+import { checkSandbox, type Sandbox } from '../build/sandbox';
 import { resolveBuildUser } from './buildUser';
 import { startReaper } from './reaper';
 

@@ -1,7 +1,7 @@
 /**
  * sessionWorkflow: one build of a suite. Started by the suite at its turn (or earlier, to
  * retry `received`, and then it waits for `go`; or stopped while it waited); makes sure
- * `received` went out (the API sends it first), builds (see build.ts), records the outcome and
+ * `received` went out (the API sends it first), builds (see building.ts), records the outcome and
  * tells the suite it is done, then pushes when it passed, chats and e-mails, sends `stop` (after
  * those, or after postBuildWaitMs if they take longer) and waits for its webhook deliveries.
  * A `stop` signal ends it whether it is queued or building; `squashed` while it is queued. A
@@ -12,7 +12,7 @@ import { emptyCounts } from '../core/counts';
 import { squashReason } from '../core/squash';
 import { buildPayload, queuedSnapshot, type SessionSnapshot } from '../core/payload';
 import type { EventName } from '../core/types';
-import { build, type Emit, type Outcome, type SessionProfile, type SessionResult } from './build';
+import { build, type Emit, type Outcome, type SessionProfile, type SessionResult } from './building';
 import { openCommitStatuses } from './commitStatus';
 import { BuildDeadline } from './deadline';
 import { openDeliveryLanes } from './deliveryLanes';
@@ -59,7 +59,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
     const named = profile ?? queuedProfile;
     lanes.push(() => buildPayload(event, { ...ctx, profileName: named.name, workers: named.workers }, snap, uuid4(), new Date()));
     // The tests start: the commit's status on the hosting site says it builds. A plan's parent
-    // emits its `test` without a profile (build.ts runPlan): its status sums up its parts'.
+    // emits its `test` without a profile (building.ts runPlan): its status sums up its parts'.
     if (event === 'test') statuses?.running(snap, profile ? profile.name : null);
   };
 

@@ -2,7 +2,7 @@
  * Running one profile's tests, spread over runners (workflow code only): a runner writes the
  * session's list of test files to PostgreSQL; then `workers` lanes, each a long activity on the
  * build queue with its own checkout, take files from that list until it is done (queue mode,
- * activities/build/lane.ts). Per file nothing crosses Temporal, so a build of thousands of
+ * build/tests/lane.ts). Per file nothing crosses Temporal, so a build of thousands of
  * files keeps a history of a few dozen events; the first failing file reaches the workflow as
  * one signal, and the counts come from the list, exact whichever runner ran what.
  */

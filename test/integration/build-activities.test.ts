@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { createBuildActivities } from '../../src/activities/build/activities';
-import { collectJUnitResults } from '../../src/activities/build/junit';
+import { collectJUnitResults } from '../../src/build/tests/junit';
 import { enqueueTests } from '../../src/db/testQueue';
 import { seal } from '../../src/crypto/sealed';
 import { startApiHarness, type ApiHarness } from '../support/apiApp';

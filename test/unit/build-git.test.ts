@@ -6,8 +6,8 @@ import {
   isSshUrl,
   scrubSecrets,
   summarizeGitStderr,
-} from '../../src/activities/build/git';
-import { checkTestPattern } from '../../src/activities/build/discover';
+} from '../../src/build/checkout/git';
+import { checkTestPattern } from '../../src/build/tests/discover';
 
 describe('isSshUrl', () => {
   it.each([

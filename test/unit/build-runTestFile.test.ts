@@ -1,4 +1,4 @@
-import { CommandSyntaxError, TailBuffer, checkTestPath, splitArgs, testEnvironment } from '../../src/activities/build/runTestFile';
+import { CommandSyntaxError, TailBuffer, checkTestPath, splitArgs, testEnvironment } from '../../src/build/tests/runTestFile';
 
 describe('splitArgs', () => {
   it.each([

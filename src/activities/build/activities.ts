@@ -19,13 +19,13 @@ import { FAILURE_TYPES } from '../failures';
 import { withHeartbeat } from '../heartbeat';
 import { readRepoConfig } from '../post/repoConfig';
 import type { CheckoutInput, CheckoutResult, QueueTestsInput, QueueTestsResult, RunLaneInput, RunLaneResult } from '../types';
-import { discoverTests, InvalidPatternError } from './discover';
-import { GitPullError } from './git';
-import { collectJUnitResults } from './junit';
-import { laneHasWork, runLane } from './lane';
-import type { BuildUser, ProcessGroups } from './runTestFile';
-import type { Sandbox } from './sandbox';
-import { ensureTree, fetchTree, markUsed, removeTree, treeDeps, TreeGoneError, treeDir } from './tree';
+import { discoverTests, InvalidPatternError } from '../../build/tests/discover';
+import { GitPullError } from '../../build/checkout/git';
+import { collectJUnitResults } from '../../build/tests/junit';
+import { laneHasWork, runLane } from '../../build/tests/lane';
+import type { BuildUser, ProcessGroups } from '../../build/tests/runTestFile';
+import type { Sandbox } from '../../build/sandbox';
+import { ensureTree, fetchTree, markUsed, removeTree, treeDeps, TreeGoneError, treeDir } from '../../build/checkout/tree';
 
 export interface BuildDeps {
   config: Config;

@@ -15,10 +15,10 @@ import type { Config } from '../../config';
 import { unseal } from '../../crypto/sealed';
 import { loadPullSource, recordKnownHosts } from '../../db/repos';
 import { endedSessions } from '../../db/sessions';
-import type { TreeRef } from '../types';
+import type { TreeRef } from '../../activities/types';
 import { fetchRepository, GitPullError, type FetchRepositoryResult, type HostKeys } from './git';
 import { fetchHgRepository } from './hg';
-import type { BuildUser } from './runTestFile';
+import type { BuildUser } from '../tests/runTestFile';
 
 export interface TreeDeps {
   pool: Pool;

@@ -11,8 +11,8 @@
  *   output says which one; the test still runs.
  */
 import type { Pool } from 'pg';
-import { unseal } from '../../crypto/sealed';
-import { listSecrets } from '../../db/secrets';
+import { unseal } from '../crypto/sealed';
+import { listSecrets } from '../db/secrets';
 
 export interface BuildSecrets {
   /** Name → value. */

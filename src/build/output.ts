@@ -1,5 +1,5 @@
 /** Test output as it is stored: with every secret value masked. */
-import { maskSecrets } from '../../core/mask';
+import { maskSecrets } from '../core/mask';
 
 /** How runTestFile marks output it cut at the front (TailBuffer). */
 const TRUNCATED_MARKER = /^\[sluice\] output truncated: [^\n]*\n/;

@@ -13,9 +13,9 @@ import { join } from 'node:path';
 import type { Pool } from 'pg';
 import { decodeReport, parseJUnit, type JUnitCase } from '../../core/junit';
 import { maskSecrets } from '../../core/mask';
-import type { CollectResultsInput, CollectResultsResult } from '../types';
+import type { CollectResultsInput, CollectResultsResult } from '../../activities/types';
 import { discoverTests, InvalidPatternError } from './discover';
-import { loadBuildSecrets } from './secrets';
+import { loadBuildSecrets } from '../secrets';
 import { replaceJUnitResults, type JUnitFileResult } from '../../db/testCases';
 import { repoIdOfSession, suiteJUnitPatternOfSession } from '../../db/sessions';
 

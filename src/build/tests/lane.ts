@@ -13,10 +13,10 @@
 import type { Pool } from 'pg';
 import type { Counts } from '../../core/types';
 import { claimFiles, queueProgress, recordFileResult, releaseClaims, renewClaims, type Claim } from '../../db/testQueue';
-import { buildEnvironment, loadBuildSecrets } from './secrets';
-import { maskOutput } from './output';
+import { buildEnvironment, loadBuildSecrets } from '../secrets';
+import { maskOutput } from '../output';
 import { runTestFile, type BuildUser, type ProcessGroups } from './runTestFile';
-import type { Sandbox } from './sandbox';
+import type { Sandbox } from '../sandbox';
 
 export const LEASE_MS = 5_000;
 const RENEW_EVERY_MS = 1_000;

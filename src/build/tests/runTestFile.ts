@@ -11,7 +11,7 @@ import { constants } from 'node:fs';
 import { access, chown, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { constants as osConstants, tmpdir } from 'node:os';
 import { isAbsolute, join, normalize, sep } from 'node:path';
-import { sandboxArgv, type Sandbox } from './sandbox';
+import { sandboxArgv, type Sandbox } from '../sandbox';
 
 export interface RunTestFileInput {
   workdir: string;
