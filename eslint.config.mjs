@@ -34,7 +34,7 @@ function layer({ packages = [], patterns = [], folders = [], why }) {
 const PURE = {
   packages: [...IO_LIBRARIES, ...TEMPORAL, ...NODE_BUILTINS.filter((m) => m !== 'crypto')],
   patterns: [['node:*', '!node:crypto']],
-  folders: ['db', 'api', 'activities', 'build', 'delivery', 'workflows', 'temporal', 'worker', 'runner'],
+  folders: ['db', 'api', 'activities', 'build', 'delivery', 'store', 'workflows', 'temporal', 'worker', 'runner'],
 };
 
 export const layers = [
@@ -43,7 +43,7 @@ export const layers = [
     rule: layer({
       packages: [...NODE_BUILTINS, ...IO_LIBRARIES, 'yaml', 'zod', '@temporalio/activity', '@temporalio/client', '@temporalio/worker'],
       patterns: ['node:*', '**/core/sluiceYml'],
-      folders: ['activities', 'build', 'db', 'delivery', 'api', 'providers', 'worker', 'runner'],
+      folders: ['activities', 'build', 'db', 'delivery', 'store', 'api', 'providers', 'worker', 'runner'],
       why: 'workflow code is deterministic and replayed: no Node built-ins, no parsing libraries (yaml, zod), no I/O; activities do that and workflows import only their types',
     }),
   },
@@ -85,6 +85,14 @@ export const layers = [
       packages: ['pg', 'fastify', '@temporalio/workflow', '@temporalio/client'],
       folders: ['api', 'workflows', 'worker', 'runner'],
       why: 'activities are thin wrappers over db/, delivery/ and the build steps: no SQL of their own, no HTTP API, no workflow code',
+    }),
+  },
+  {
+    files: ['src/store/**/*.ts'],
+    rule: layer({
+      packages: ['pg', 'fastify', ...TEMPORAL],
+      folders: ['api', 'activities', 'build', 'db', 'delivery', 'workflows', 'temporal', 'worker', 'runner'],
+      why: 'the blob store keeps bytes under keys and nothing else: no SQL, no Temporal, no HTTP routes',
     }),
   },
   {

@@ -70,6 +70,48 @@ export interface Config {
   retentionDays?: number;
   /** Workers: days a delivery attempt stays in its webhook's log (SLUICE_DELIVERY_RETENTION_DAYS, default DEFAULT_DELIVERY_RETENTION_DAYS); 0 keeps them. */
   deliveryRetentionDays?: number;
+  /**
+   * Where dependency caches and artifacts are kept (SLUICE_CACHE_URL and friends): runners
+   * write them, the API serves artifacts, workers delete them with their sessions. Default:
+   * DEFAULT_CACHE_DIR on the machine itself.
+   */
+  store?: StoreSettings;
+  /** Runners: their local copies of cache entries, and how much those may hold (least recently used go first). */
+  cacheLocal?: { dir: string; maxBytes: number };
+  /** Limits of the cache: one entry, and all of one repository's entries (least recently used go first). */
+  cacheLimits?: { maxEntryBytes: number; maxRepoBytes: number };
+  /** Limits of a build's artifacts: one file, and all of one build's. */
+  artifactLimits?: { maxFileBytes: number; maxBuildBytes: number };
+  /** Runners: time limit of one hook (SLUICE_HOOK_TIMEOUT_MS). */
+  hookTimeoutMs?: number;
+  /**
+   * Runners: admin connections of the services builds may ask for (SLUICE_SERVICE_*_URL); a
+   * worker gets a database and a role of its own on these servers, never these credentials.
+   */
+  services?: ServiceAdmins;
+}
+
+/** Where caches and artifacts live: a directory (local or a mount runners share), or an S3-compatible bucket. */
+export type StoreSettings =
+  | { kind: 'dir'; dir: string }
+  | {
+      kind: 's3';
+      bucket: string;
+      /** Key prefix inside the bucket ('' or ending in '/'). */
+      prefix: string;
+      /** S3-compatible servers (MinIO, Ceph, R2, ...); unset: AWS. */
+      endpoint?: string;
+      region: string;
+      accessKeyId?: string;
+      secretAccessKey?: string;
+      forcePathStyle: boolean;
+    };
+
+/** Admin URLs of the runner's service servers (a service with none cannot be asked for). */
+export interface ServiceAdmins {
+  postgresql?: string;
+  mysql?: string;
+  redis?: string;
 }
 
 /** Outgoing webhook deliveries' retry policy (SLUICE_WEBHOOK_RETRY_*). */
@@ -89,6 +131,16 @@ export const DEFAULT_MAX_TEST_FILES = 5_000;
 export const DEFAULT_RETENTION_DAYS = 90;
 export const DEFAULT_DELIVERY_RETENTION_DAYS = 30;
 const retentionDays = z.coerce.number().int().min(0).max(36_500);
+/** Where caches and artifacts go when SLUICE_CACHE_URL is unset (`npm start`: its data directory). */
+export const DEFAULT_CACHE_DIR = '/tmp/sluice-cache';
+export const DEFAULT_CACHE_LOCAL_DIR = '/tmp/sluice-cache-local';
+export const DEFAULT_HOOK_TIMEOUT_MS = 30 * 60_000;
+const MiB = 1024 * 1024;
+export const DEFAULT_CACHE_LIMITS = { maxEntryBytes: 2048 * MiB, maxRepoBytes: 10240 * MiB };
+export const DEFAULT_CACHE_LOCAL_MAX_BYTES = 20480 * MiB;
+export const DEFAULT_ARTIFACT_LIMITS = { maxFileBytes: 512 * MiB, maxBuildBytes: 2048 * MiB };
+const mebibytes = positiveInt.transform((n) => n * MiB);
+const serviceUrl = (scheme: RegExp, what: string) => z.string().refine((v) => scheme.test(v), `must be a ${what} URL`);
 
 const EnvSchema = z.object({
   DATABASE_URL: z.string().min(1).default('postgres://postgres@127.0.0.1:5432/sluice'),
@@ -123,6 +175,25 @@ const EnvSchema = z.object({
   SLUICE_POST_BUILD_WAIT_MS: z.coerce.number().int().min(0).default(DEFAULT_POST_BUILD_WAIT_MS),
   SLUICE_RETENTION_DAYS: retentionDays.default(DEFAULT_RETENTION_DAYS),
   SLUICE_DELIVERY_RETENTION_DAYS: retentionDays.default(DEFAULT_DELIVERY_RETENTION_DAYS),
+  SLUICE_CACHE_URL: z
+    .string()
+    .refine((v) => v.startsWith('/') || v.startsWith('file:///') || /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?$/.test(v), 'must be an absolute directory, file:///dir or s3://bucket[/prefix]')
+    .default(DEFAULT_CACHE_DIR),
+  SLUICE_CACHE_S3_ENDPOINT: z.url({ protocol: /^https?$/, error: 'SLUICE_CACHE_S3_ENDPOINT must be an http or https URL' }).optional(),
+  SLUICE_CACHE_S3_REGION: z.string().min(1).default('us-east-1'),
+  SLUICE_CACHE_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  SLUICE_CACHE_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  SLUICE_CACHE_S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).optional(),
+  SLUICE_CACHE_LOCAL_DIR: z.string().refine((v) => v.startsWith('/'), 'must be an absolute directory').default(DEFAULT_CACHE_LOCAL_DIR),
+  SLUICE_CACHE_LOCAL_MAX_MB: mebibytes.default(DEFAULT_CACHE_LOCAL_MAX_BYTES / MiB),
+  SLUICE_CACHE_MAX_ENTRY_MB: mebibytes.default(DEFAULT_CACHE_LIMITS.maxEntryBytes / MiB),
+  SLUICE_CACHE_MAX_REPO_MB: mebibytes.default(DEFAULT_CACHE_LIMITS.maxRepoBytes / MiB),
+  SLUICE_ARTIFACT_MAX_FILE_MB: mebibytes.default(DEFAULT_ARTIFACT_LIMITS.maxFileBytes / MiB),
+  SLUICE_ARTIFACT_MAX_BUILD_MB: mebibytes.default(DEFAULT_ARTIFACT_LIMITS.maxBuildBytes / MiB),
+  SLUICE_HOOK_TIMEOUT_MS: positiveInt.default(DEFAULT_HOOK_TIMEOUT_MS),
+  SLUICE_SERVICE_POSTGRESQL_URL: serviceUrl(/^postgres(ql)?:\/\//, 'postgres://').optional(),
+  SLUICE_SERVICE_MYSQL_URL: serviceUrl(/^(mysql|mariadb):\/\//, 'mysql://').optional(),
+  SLUICE_SERVICE_REDIS_URL: serviceUrl(/^rediss?:\/\//, 'redis://').optional(),
   SLUICE_WEBHOOK_ALLOW: z
     .string()
     .default('')
@@ -197,5 +268,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: Role = 'a
     temporalUiUrl: e.SLUICE_TEMPORAL_UI_URL?.replace(/\/+$/, ''),
     retentionDays: e.SLUICE_RETENTION_DAYS,
     deliveryRetentionDays: e.SLUICE_DELIVERY_RETENTION_DAYS,
+    store: storeSettings(e),
+    cacheLocal: { dir: e.SLUICE_CACHE_LOCAL_DIR, maxBytes: e.SLUICE_CACHE_LOCAL_MAX_MB },
+    cacheLimits: { maxEntryBytes: e.SLUICE_CACHE_MAX_ENTRY_MB, maxRepoBytes: e.SLUICE_CACHE_MAX_REPO_MB },
+    artifactLimits: { maxFileBytes: e.SLUICE_ARTIFACT_MAX_FILE_MB, maxBuildBytes: e.SLUICE_ARTIFACT_MAX_BUILD_MB },
+    hookTimeoutMs: e.SLUICE_HOOK_TIMEOUT_MS,
+    services: { postgresql: e.SLUICE_SERVICE_POSTGRESQL_URL, mysql: e.SLUICE_SERVICE_MYSQL_URL, redis: e.SLUICE_SERVICE_REDIS_URL },
+  };
+}
+
+function storeSettings(e: z.infer<typeof EnvSchema>): StoreSettings {
+  const url = e.SLUICE_CACHE_URL;
+  if (!url.startsWith('s3://')) return { kind: 'dir', dir: url.startsWith('file://') ? url.slice('file://'.length) : url };
+  const [bucket, ...rest] = url.slice('s3://'.length).split('/');
+  const prefix = rest.join('/').replace(/^\/+|\/+$/g, '');
+  return {
+    kind: 's3',
+    bucket: bucket!,
+    prefix: prefix === '' ? '' : `${prefix}/`,
+    endpoint: e.SLUICE_CACHE_S3_ENDPOINT,
+    region: e.SLUICE_CACHE_S3_REGION,
+    accessKeyId: e.SLUICE_CACHE_S3_ACCESS_KEY_ID,
+    secretAccessKey: e.SLUICE_CACHE_S3_SECRET_ACCESS_KEY,
+    // S3-compatible servers mostly want bucket names in the path; AWS wants them in the host.
+    forcePathStyle: e.SLUICE_CACHE_S3_FORCE_PATH_STYLE ? e.SLUICE_CACHE_S3_FORCE_PATH_STYLE === 'true' : e.SLUICE_CACHE_S3_ENDPOINT !== undefined,
   };
 }

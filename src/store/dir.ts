@@ -1,0 +1,73 @@
+/**
+ * The store as a directory: one file a blob, written to a temporary name and renamed into
+ * place, so a reader never sees half a blob. Readable by the runner's own user only (0700
+ * directories, 0600 files): a build running as the build user cannot read other builds' caches
+ * or artifacts from it.
+ */
+import { createReadStream } from 'node:fs';
+import { chmod, copyFile, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { checkKey, type BlobStore } from './index';
+
+export class DirStore implements BlobStore {
+  readonly description: string;
+
+  constructor(private readonly root: string) {
+    this.description = path.resolve(root);
+  }
+
+  private pathOf(key: string): string {
+    return path.join(this.root, ...checkKey(key).split('/'));
+  }
+
+  async putFile(key: string, file: string): Promise<void> {
+    const target = this.pathOf(key);
+    await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
+    const temporary = `${target}.${randomBytes(6).toString('hex')}.partial`;
+    try {
+      await copyFile(file, temporary);
+      await chmod(temporary, 0o600);
+      await rename(temporary, target);
+    } catch (err) {
+      await rm(temporary, { force: true });
+      throw err;
+    }
+  }
+
+  async getFile(key: string, file: string): Promise<boolean> {
+    try {
+      await copyFile(this.pathOf(key), file);
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
+    }
+  }
+
+  async open(key: string): Promise<{ stream: ReturnType<typeof createReadStream>; size: number } | null> {
+    const file = this.pathOf(key);
+    const info = await stat(file).catch(() => null);
+    if (!info?.isFile()) return null;
+    return { stream: createReadStream(file), size: info.size };
+  }
+
+  async delete(key: string): Promise<void> {
+    await rm(this.pathOf(key), { force: true });
+  }
+
+  async deletePrefix(prefix: string): Promise<number> {
+    // A prefix is a folder here: `artifacts/12/` names the folder of session 12's artifacts.
+    const dir = this.pathOf(prefix.replace(/\/+$/, ''));
+    const count = await countFiles(dir);
+    await rm(dir, { recursive: true, force: true });
+    return count;
+  }
+}
+
+async function countFiles(dir: string): Promise<number> {
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  let n = 0;
+  for (const e of entries) n += e.isDirectory() ? await countFiles(path.join(dir, e.name)) : 1;
+  return n;
+}
