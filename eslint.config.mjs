@@ -42,7 +42,7 @@ export const layers = [
     files: ['src/workflows/**/*.ts'],
     rule: layer({
       packages: [...NODE_BUILTINS, ...IO_LIBRARIES, 'yaml', 'zod', '@temporalio/activity', '@temporalio/client', '@temporalio/worker'],
-      patterns: ['node:*', '**/core/sluiceYml'],
+      patterns: ['node:*', '**/core/sluiceYml', '**/core/buildSetupSchema'],
       folders: ['activities', 'build', 'db', 'delivery', 'store', 'api', 'providers', 'worker', 'runner'],
       why: 'workflow code is deterministic and replayed: no Node built-ins, no parsing libraries (yaml, zod), no I/O; activities do that and workflows import only their types',
     }),

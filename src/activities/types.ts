@@ -4,6 +4,7 @@
  * passwords from PostgreSQL themselves, so Temporal's history never holds one.
  */
 import type { WebhookRetry } from '../config';
+import type { BuildSetup, BuildSetupSettings } from '../core/buildSetup';
 import type { Profile, RepoConfig } from '../core/profiles';
 import type { PostRetry, RetrySettings } from '../core/retry';
 import type { BuildTrust } from '../core/trust';
@@ -79,6 +80,10 @@ export interface SessionContext {
   readonly suitePlan: string[] | undefined;
   /** The trigger's `profile_name`, when it named one. */
   readonly requestedProfile: string | null;
+  /** The suite's hooks, cache, services and artifacts (sluice.yml may override them). Absent in histories recorded before them: none. */
+  readonly suiteSetup?: BuildSetupSettings;
+  /** The repository's default branch, whose cache entries its other branches may read. Absent in older histories: master. */
+  readonly defaultBranch?: string;
   /**
    * The suite's deadline for this build in minutes, from its turn to the end of its tests; past
    * it the build is stopped and ends in `error`. Null (absent in histories recorded before it

@@ -1,6 +1,6 @@
 /**
  * Profiles and build plans (spec §2 "Profile"), as pure functions: no I/O, no Node APIs and
- * no imports at all (no yaml, no zod), so the workflow may call them: they decide which
+ * no imports but types (no yaml, no zod), so the workflow may call them: they decide which
  * profiles a build runs, from settings the readRepoConfig activity parsed.
  *
  * A profile names a configuration: which files are tests (`test_pattern`), how to run one
@@ -18,6 +18,7 @@
  * replaces, key by key, the suite's profile of that name; its `plan` replaces the suite's (an
  * empty `plan: []` turns the suite's off); its `default_profile` picks the default.
  */
+import type { BuildSetupSettings } from './buildSetup';
 
 export interface Profile {
   name: string;
@@ -49,6 +50,8 @@ export interface RepoConfig {
   profiles: Record<string, ProfileSettings>;
   plan?: string[];
   default_profile?: string;
+  /** Its hooks, cache, services and artifacts (core/buildSetup.ts), where it sets any. */
+  setup?: BuildSetupSettings;
 }
 
 export interface ResolveInput {

@@ -16,12 +16,17 @@
  *     env: { LOG_LEVEL: debug }  # optional; scalars become strings
  *     workers: 4                 # optional; 1 to 64
  *     junit_pattern: "reports/*.xml"  # optional
+ * hooks: { worker_setup: ./script/db-schema }   # optional; core/buildSetup.ts says when each runs
+ * cache: { key_paths: [package-lock.json], save_paths: [node_modules, ~/.npm] }
+ * services: [postgresql, redis]
+ * artifacts: ["coverage/**"]
  * ```
  *
  * Unknown keys are errors (a typo should not silently do nothing). Errors name the line.
  */
 import { isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
+import { buildSetupShape, setupSettingsOf } from './buildSetupSchema';
 import { MAX_PLAN_PROFILES, MAX_WORKERS, PROFILE_NAME, type RepoConfig } from './profiles';
 
 export type ParseResult = { ok: true; config: RepoConfig } | { ok: false; error: string };
@@ -120,8 +125,10 @@ const fileSchema = z.strictObject(
       })
       .optional(),
     default_profile: profileName.optional(),
+    // What the build sets up around its tests (core/buildSetup.ts), as a suite's settings say it.
+    ...buildSetupShape,
   },
-  { error: `must be a mapping with the keys profiles, plan and default_profile` },
+  { error: `must be a mapping with the keys profiles, plan, default_profile, hooks, cache, services and artifacts` },
 );
 
 export function parseSluiceYml(text: string): ParseResult {
@@ -166,6 +173,8 @@ export function parseSluiceYml(text: string): ParseResult {
   const config: RepoConfig = { profiles: parsed.data.profiles ?? {} };
   if (parsed.data.plan !== undefined) config.plan = parsed.data.plan;
   if (parsed.data.default_profile !== undefined) config.default_profile = parsed.data.default_profile;
+  const setup = setupSettingsOf(parsed.data);
+  if (Object.keys(setup).length > 0) config.setup = setup;
   return { ok: true, config };
 }
 

@@ -14,6 +14,11 @@ export interface BuildTrust {
   secrets: boolean;
   /** A passed build is pushed to the CI server (when it has one). */
   push: boolean;
+  /**
+   * The build may write dependency cache entries (core/buildSetup.ts cacheScopes): a push that
+   * brought no `env` of its own. Absent in histories recorded before caches: no.
+   */
+  cache?: boolean;
 }
 
 export interface TrustSettings {
@@ -22,10 +27,11 @@ export interface TrustSettings {
 }
 
 export function buildTrust(
-  trigger: Pick<TriggerEvent, 'kind' | 'changeset' | 'sameRepository'>,
+  trigger: Pick<TriggerEvent, 'kind' | 'changeset' | 'sameRepository'> & { env?: TriggerEvent['env'] },
   settings: TrustSettings = { trustSameRepoPullRequests: false },
 ): BuildTrust {
   const kind = triggerKind(trigger);
   const trustedPullRequest = kind === 'pull-request' && settings.trustSameRepoPullRequests && trigger.sameRepository === true;
-  return { secrets: kind !== 'pull-request' || trustedPullRequest, push: kind === 'push' || kind === 'branch-create' };
+  const push = kind === 'push' || kind === 'branch-create';
+  return { secrets: kind !== 'pull-request' || trustedPullRequest, push, cache: push && Object.keys(trigger.env ?? {}).length === 0 };
 }

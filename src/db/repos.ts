@@ -12,6 +12,8 @@ export interface RepoSettings {
   ci_squash: boolean;
   branch_blacklist: string[];
   chat_url: string | null;
+  /** The branch whose cache entries the repository's other branches may read (migration 016). */
+  default_branch: string;
 }
 
 export interface RepoRow extends RepoSettings {
@@ -47,7 +49,7 @@ export interface NewRepo extends RepoSettings {
 
 // Never the private key: nothing in the API needs it.
 const COLUMNS = `r.id, r.org_id, o.name AS org_name, r.name, r.scm, r.pull_url, r.ci_push_url, r.pull_request_only,
-  r.trust_same_repo_pull_requests, r.ci_squash, r.branch_blacklist, r.chat_url, r.key_sealed, r.ssh_public_key,
+  r.trust_same_repo_pull_requests, r.ci_squash, r.branch_blacklist, r.chat_url, r.default_branch, r.key_sealed, r.ssh_public_key,
   (r.webhook_secret_sealed IS NOT NULL) AS webhook_secret_set, r.ssh_known_hosts, r.created_at,
   r.status_provider, r.status_api_url, r.status_repo, (r.status_token_sealed IS NOT NULL) AS status_token_set`;
 const FROM = 'FROM repos r JOIN orgs o ON o.id = r.org_id';
@@ -55,12 +57,13 @@ const FROM = 'FROM repos r JOIN orgs o ON o.id = r.org_id';
 export async function insertRepo(db: Db, repo: NewRepo): Promise<number> {
   const { rows } = await db.query<{ id: number }>(
     `INSERT INTO repos (org_id, name, scm, pull_url, ci_push_url, pull_request_only, ci_squash, branch_blacklist, chat_url,
-                        key_hash, key_sealed, ssh_public_key, ssh_private_key_sealed, trust_same_repo_pull_requests)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
+                        key_hash, key_sealed, ssh_public_key, ssh_private_key_sealed, trust_same_repo_pull_requests, default_branch)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
     [
       repo.org_id, repo.name, repo.scm, repo.pull_url, repo.ci_push_url, repo.pull_request_only, repo.ci_squash,
       repo.branch_blacklist, repo.chat_url, repo.key_hash, repo.key_sealed, repo.ssh_public_key, repo.ssh_private_key_sealed,
       repo.trust_same_repo_pull_requests,
+      repo.default_branch,
     ],
   );
   return rows[0]!.id;
@@ -98,6 +101,7 @@ const SETTINGS: readonly (keyof RepoSettings)[] = [
   'ci_squash',
   'branch_blacklist',
   'chat_url',
+  'default_branch',
 ];
 
 /** Sets the given settings; the column names come from the fixed list above, never from input. */

@@ -69,6 +69,13 @@ function contextOf(row: SessionWithRepo, webhookIds: number[], config: Config): 
     trust: buildTrust(row.trigger, { trustSameRepoPullRequests: row.trust_same_repo_pull_requests }),
     suiteProfiles: row.suite_profiles,
     suitePlan: row.suite_plan ?? undefined,
+    suiteSetup: {
+      ...(row.suite_hooks ? { hooks: row.suite_hooks } : {}),
+      ...(row.suite_cache !== null ? { cache: row.suite_cache } : {}),
+      ...(row.suite_services ? { services: row.suite_services } : {}),
+      ...(row.suite_artifacts ? { artifacts: row.suite_artifacts } : {}),
+    },
+    defaultBranch: row.default_branch,
     // A plan's parts have none of their own: their parent's deadline stops them.
     deadlineMinutes: row.parent_id === null ? row.suite_deadline_minutes : null,
     // A plan's part runs the profile its parent gave it; only the parent honours the trigger's.

@@ -1,4 +1,5 @@
 /** SQL for suites (one repository + one branch). */
+import type { CacheSettings, HookSettings, ServiceName } from '../core/buildSetup';
 import type { Profile } from '../core/profiles';
 import type { Db } from './transaction';
 
@@ -10,19 +11,21 @@ export interface SuiteRow extends SuiteSettings {
   created_at: Date;
 }
 
-const COLUMNS = 'id, repo_id, branch, test_pattern, test_command, workers, junit_pattern, profiles, plan, deadline_minutes, last_built_commit, created_at';
+const COLUMNS =
+  'id, repo_id, branch, test_pattern, test_command, workers, junit_pattern, profiles, plan, deadline_minutes, hooks, cache, services, artifacts, last_built_commit, created_at';
 
 export async function insertSuite(
   db: Db,
   suite: Pick<SuiteRow, 'repo_id' | 'branch'> &
     Pick<SuiteSettings, 'test_pattern' | 'test_command' | 'workers'> &
-    Partial<Pick<SuiteSettings, 'junit_pattern' | 'profiles' | 'plan' | 'deadline_minutes'>>,
+    Partial<Pick<SuiteSettings, 'junit_pattern' | 'profiles' | 'plan' | 'deadline_minutes' | 'hooks' | 'cache' | 'services' | 'artifacts'>>,
 ): Promise<SuiteRow> {
   const { rows } = await db.query<SuiteRow>(
-    `INSERT INTO suites (repo_id, branch, test_pattern, test_command, workers, junit_pattern, profiles, plan, deadline_minutes)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`,
+    `INSERT INTO suites (repo_id, branch, test_pattern, test_command, workers, junit_pattern, profiles, plan, deadline_minutes, hooks, cache, services, artifacts)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
     [suite.repo_id, suite.branch, suite.test_pattern, suite.test_command, suite.workers, suite.junit_pattern ?? null,
-      JSON.stringify(suite.profiles ?? []), suite.plan ?? null, suite.deadline_minutes ?? null],
+      JSON.stringify(suite.profiles ?? []), suite.plan ?? null, suite.deadline_minutes ?? null,
+      jsonOrNull(suite.hooks), jsonOrNull(suite.cache), suite.services ?? null, suite.artifacts ?? null],
   );
   return rows[0]!;
 }
@@ -39,9 +42,20 @@ export interface SuiteSettings {
   plan: string[] | null;
   /** How long one build may take, from its turn to the end of its tests (migration 013); null: no deadline. */
   deadline_minutes: number | null;
+  /** What builds set up around their tests (migration 016, core/buildSetup.ts); null: not set (sluice.yml or the defaults decide). */
+  hooks: HookSettings | null;
+  /** `false`: no cache. */
+  cache: CacheSettings | false | null;
+  services: ServiceName[] | null;
+  artifacts: string[] | null;
 }
 
-const SETTINGS: readonly (keyof SuiteSettings)[] = ['test_pattern', 'test_command', 'workers', 'junit_pattern', 'profiles', 'plan', 'deadline_minutes'];
+const SETTINGS: readonly (keyof SuiteSettings)[] = [
+  'test_pattern', 'test_command', 'workers', 'junit_pattern', 'profiles', 'plan', 'deadline_minutes', 'hooks', 'cache', 'services', 'artifacts',
+];
+/** jsonb columns take JSON text; null stays SQL NULL ("not set"), not a JSON null. */
+const JSON_COLUMNS = new Set<keyof SuiteSettings>(['profiles', 'hooks', 'cache']);
+const jsonOrNull = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
 
 /** Sets the given settings of a repository's suite; undefined when there is no such suite. */
 export async function updateSuiteSettings(db: Db, repoId: number, id: number, patch: Partial<SuiteSettings>): Promise<SuiteRow | undefined> {
@@ -53,7 +67,7 @@ export async function updateSuiteSettings(db: Db, repoId: number, id: number, pa
       ? `SELECT ${COLUMNS} FROM suites WHERE repo_id = $1 AND id = $2`
       : `UPDATE suites SET ${sets.join(', ')} WHERE repo_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
     // jsonb wants JSON text; pg would send a JavaScript array as a PostgreSQL array.
-    [repoId, id, ...columns.map((c) => (c === 'profiles' ? JSON.stringify(patch[c]) : patch[c]))],
+    [repoId, id, ...columns.map((c) => (JSON_COLUMNS.has(c) ? jsonOrNull(patch[c]) : patch[c]))],
   );
   return rows[0];
 }

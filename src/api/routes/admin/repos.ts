@@ -17,7 +17,7 @@ import { uniqueViolation, type Db } from '../../../db/transaction';
 import { findRepoById, findRepoByName, insertRepo, listRepos, setKnownHosts, setWebhookSecret, updateRepoSettings, type RepoRow } from '../../../db/repos';
 import { registerBranchRoutes } from './branches';
 import { checkStatusSettings, registerCommitStatusRoutes, statusSettingFields, statusSettingsView, storeStatusSettings } from './commitStatuses';
-import { httpUrl, plainText, resourceName, scmUrl } from './fields';
+import { branchName, httpUrl, plainText, resourceName, scmUrl } from './fields';
 import { loadOrg } from './orgs';
 import type { OrgRow } from '../../../db/orgs';
 
@@ -31,6 +31,8 @@ const settings = {
   // Branch names or glob patterns, as the spec's "by name or pattern".
   branch_blacklist: z.array(plainText(255)).max(100).optional(),
   chat_url: httpUrl.nullish(),
+  // The branch whose dependency caches the other branches may read (default master, the spec's).
+  default_branch: branchName.optional(),
   // Commit statuses on the hosting site (commitStatuses.ts; the token write-only).
   ...statusSettingFields,
 };
@@ -71,6 +73,7 @@ export function repoView(r: RepoRow, config: Config) {
     ci_squash: r.ci_squash,
     branch_blacklist: r.branch_blacklist,
     chat_url: r.chat_url,
+    default_branch: r.default_branch,
     key,
     webhook_url: `${config.baseUrl}/1/builds/${key}`,
     ssh_public_key: r.ssh_public_key,
@@ -122,6 +125,7 @@ export async function createRepo({ pool, config }: ApiDeps, org: OrgRow, input: 
       ci_squash: body.ci_squash ?? false,
       branch_blacklist: body.branch_blacklist ?? [],
       chat_url: body.chat_url ?? null,
+      default_branch: body.default_branch ?? 'master',
       key_hash: keyHash(key),
       key_sealed: seal(config.secretKey, key),
       ssh_public_key: pair.publicKey,

@@ -7,6 +7,7 @@ import { uniqueViolation, type Db } from '../../../db/transaction';
 import type { RepoRow } from '../../../db/repos';
 import { insertSuite, listSuites, updateSuiteSettings, type SuiteRow } from '../../../db/suites';
 import { MAX_PLAN_PROFILES, MAX_WORKERS, PROFILE_NAME } from '../../../core/profiles';
+import { buildSetupShape, hookSettingsOf } from '../../../core/buildSetupSchema';
 import { branchName, plainText, testPattern } from './fields';
 import { loadRepo } from './repos';
 
@@ -34,6 +35,12 @@ const plan = z.array(z.string().regex(PROFILE_NAME)).min(1).max(MAX_PLAN_PROFILE
 export const MAX_DEADLINE_MINUTES = 7 * 24 * 60;
 const deadline = z.number().int().min(1).max(MAX_DEADLINE_MINUTES).nullable();
 
+/**
+ * What builds set up around their tests, as sluice.yml says it (core/buildSetupSchema.ts); null
+ * leaves a key unset (sluice.yml, else the default, decides), `cache: false` turns the cache off.
+ */
+const setupKeys = buildSetupShape;
+
 const CreateSuite = z.strictObject({
   branch: branchName,
   test_pattern: testPattern,
@@ -44,6 +51,7 @@ const CreateSuite = z.strictObject({
   profiles: profiles.optional(),
   plan: plan.optional(),
   deadline_minutes: deadline.optional(),
+  ...setupKeys,
 });
 
 const PatchSuite = z.strictObject({
@@ -54,6 +62,7 @@ const PatchSuite = z.strictObject({
   profiles: profiles.optional(),
   plan: plan.optional(),
   deadline_minutes: deadline.optional(),
+  ...setupKeys,
 });
 
 export const suiteView = (s: SuiteRow) => ({
@@ -67,6 +76,10 @@ export const suiteView = (s: SuiteRow) => ({
   profiles: s.profiles,
   plan: s.plan,
   deadline_minutes: s.deadline_minutes,
+  hooks: s.hooks,
+  cache: s.cache,
+  services: s.services,
+  artifacts: s.artifacts,
   last_built_commit: s.last_built_commit,
   created_at: s.created_at,
 });
@@ -88,6 +101,10 @@ export async function createSuite(pool: Db, repo: RepoRow, input: unknown): Prom
       profiles: body.profiles ?? [],
       plan: body.plan ?? null,
       deadline_minutes: body.deadline_minutes ?? null,
+      hooks: body.hooks ? hookSettingsOf(body.hooks) : null,
+      cache: body.cache ?? null,
+      services: body.services ?? null,
+      artifacts: body.artifacts ?? null,
     });
   } catch (err) {
     if (uniqueViolation(err) === 'suites_repo_id_branch_key') throw conflict('branch', 'this repository has a suite for this branch');
@@ -97,8 +114,8 @@ export async function createSuite(pool: Db, repo: RepoRow, input: unknown): Prom
 
 /** Changes suite `id` of `repo` from a body of PATCH /repos/:repo/suites/:suite: a 400 naming a bad field, a 404. */
 export async function updateSuite(pool: Db, repo: RepoRow, id: number, input: unknown): Promise<SuiteRow> {
-  const body = validate(PatchSuite, input ?? {});
-  const suite = await updateSuiteSettings(pool, repo.id, id, body);
+  const { hooks, ...rest } = validate(PatchSuite, input ?? {});
+  const suite = await updateSuiteSettings(pool, repo.id, id, { ...rest, ...(hooks !== undefined ? { hooks: hooks && hookSettingsOf(hooks) } : {}) });
   if (!suite) throw notFound('suite');
   return suite;
 }
