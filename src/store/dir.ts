@@ -36,10 +36,14 @@ export class DirStore implements BlobStore {
   }
 
   async getFile(key: string, file: string): Promise<boolean> {
+    // Copied aside and renamed: `file` is the old one or the whole blob, never half of it.
+    const temporary = `${file}.${randomBytes(6).toString('hex')}.partial`;
     try {
-      await copyFile(this.pathOf(key), file);
+      await copyFile(this.pathOf(key), temporary);
+      await rename(temporary, file);
       return true;
     } catch (err) {
+      await rm(temporary, { force: true });
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
       throw err;
     }
@@ -58,9 +62,10 @@ export class DirStore implements BlobStore {
 
   async deletePrefix(prefix: string): Promise<number> {
     // A prefix is a folder here: `artifacts/12/` names the folder of session 12's artifacts.
-    const dir = this.pathOf(prefix.replace(/\/+$/, ''));
-    const count = await countFiles(dir);
-    await rm(dir, { recursive: true, force: true });
+    const at = this.pathOf(prefix.replace(/\/+$/, ''));
+    const info = await stat(at).catch(() => null);
+    const count = info === null ? 0 : info.isDirectory() ? await countFiles(at) : 1;
+    await rm(at, { recursive: true, force: true });
     return count;
   }
 }

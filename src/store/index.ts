@@ -8,6 +8,7 @@
 import type { Readable } from 'node:stream';
 import type { StoreSettings } from '../config';
 import { DirStore } from './dir';
+import { S3Store } from './s3';
 
 export interface BlobStore {
   /** Stores the file's content at `key`, replacing any blob there: a reader sees the old blob or the whole new one. */
@@ -18,7 +19,7 @@ export interface BlobStore {
   open(key: string): Promise<{ stream: Readable; size: number } | null>;
   /** Removes the blob; nothing there is no error. */
   delete(key: string): Promise<void>;
-  /** Removes every blob whose key starts with `prefix` (a session's artifacts); how many. */
+  /** Removes the blob at `prefix` and every blob under it, by whole segments (`artifacts/1` is not `artifacts/12`); how many. */
   deletePrefix(prefix: string): Promise<number>;
   /** What it is, for messages: a directory, or s3://bucket/prefix; never a credential. */
   readonly description: string;
@@ -38,5 +39,5 @@ export function checkKey(key: string): string {
 
 export function openStore(settings: StoreSettings): BlobStore {
   if (settings.kind === 'dir') return new DirStore(settings.dir);
-  throw new Error('the S3 store is not built yet');
+  return new S3Store(settings);
 }
