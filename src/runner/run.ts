@@ -3,8 +3,11 @@ import os from 'node:os';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createRunnerActivities } from '../activities';
 import { sweepTrees, treeDeps } from '../build/checkout/tree';
+import { sweepServices } from '../build/services';
 import { DEFAULT_RUNNER_SLOTS, type Config } from '../config';
+import { loadInstallation } from '../db/installation';
 import { createPool } from '../db/pool';
+import { endedSessions } from '../db/sessions';
 import { createPresenceWorker } from '../temporal/presence';
 import { installRuntime } from '../temporal/runtime';
 import { checkSandbox, type Sandbox } from '../build/sandbox';
@@ -74,8 +77,18 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
   const running = Promise.all(workers.map((w) => w.run()));
 
   const trees = treeDeps(config, pool);
+  // Service databases and users of ended sessions (a runner that crashed left them): on the servers of this runner.
+  let installation: string | undefined;
+  const sweepLeftServices = async () => {
+    if (!Object.values(config.services ?? {}).some(Boolean)) return;
+    installation ??= await loadInstallation(pool);
+    await sweepServices(config.services!, installation, (ids) => endedSessions(pool, ids));
+  };
   const sweep = () =>
-    sweepTrees(trees).catch((err: unknown) => console.warn(`sluice runner: sweeping old checkouts failed: ${(err as Error).message}`));
+    Promise.all([
+      sweepTrees(trees).catch((err: unknown) => console.warn(`sluice runner: sweeping old checkouts failed: ${(err as Error).message}`)),
+      sweepLeftServices().catch((err: unknown) => console.warn(`sluice runner: sweeping old service databases failed: ${(err as Error).message}`)),
+    ]);
   void sweep();
   const sweeper = setInterval(sweep, SWEEP_EVERY_MS);
   sweeper.unref();
