@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startApi } from './api/main';
+import { checkServices } from './build/services';
 import { loadConfig } from './config';
 import { migrate } from './db/migrate';
 import { createPool, ensureDatabase } from './db/pool';
@@ -71,6 +72,7 @@ async function main(): Promise<void> {
   }
   // One machine: receivers often run on it too, so loopback is open to webhooks by default.
   env.SLUICE_WEBHOOK_ALLOW ??= '127.0.0.0/8,::1/128';
+  const services = await localServices(env);
   const config = loadConfig(env);
   // Our own dev server has the search attributes from its command line; a server of yours gets
   // them here, as the api and worker roles register them. Not reachable soon: say so and stop.
@@ -96,10 +98,44 @@ async function main(): Promise<void> {
       `  Data          ${dataDir}`,
       `  Admin token   ${adminTokenWhere === 'SLUICE_ADMIN_TOKEN' ? 'from $SLUICE_ADMIN_TOKEN' : adminTokenWhere}`,
       `  Webhooks may reach ${env.SLUICE_WEBHOOK_ALLOW || 'public addresses only'} (SLUICE_WEBHOOK_ALLOW)`,
+      ...services,
       'Ctrl-C stops it.',
       '',
     ].join('\n'),
   );
+}
+
+const SERVICE_VARS = { postgresql: 'SLUICE_SERVICE_POSTGRESQL_URL', mysql: 'SLUICE_SERVICE_MYSQL_URL', redis: 'SLUICE_SERVICE_REDIS_URL' } as const;
+
+/**
+ * The services builds can have (`services:` in sluice.yml): each SLUICE_SERVICE_*_URL that is
+ * set, else the local server when it answers: PostgreSQL's of DATABASE_URL as the superuser
+ * `postgres`, MariaDB/MySQL's root@127.0.0.1:3306, Redis at 127.0.0.1:6379. Sets those in `env`
+ * and returns the lines that say so (never a password).
+ */
+async function localServices(env: NodeJS.ProcessEnv): Promise<string[]> {
+  const pg = new URL(env.DATABASE_URL!);
+  if (pg.username !== 'postgres') {
+    pg.username = 'postgres';
+    pg.password = ''; // DATABASE_URL's password is its own user's
+  }
+  pg.pathname = '/postgres';
+  const local = { postgresql: pg.toString(), mysql: 'mysql://root@127.0.0.1:3306', redis: 'redis://127.0.0.1:6379' };
+  const unset = (Object.keys(SERVICE_VARS) as (keyof typeof SERVICE_VARS)[]).filter((s) => !env[SERVICE_VARS[s]]);
+  const checks = await checkServices(Object.fromEntries(unset.map((s) => [s, local[s]])));
+  const lines = ['  Services for builds (sluice.yml `services:`):'];
+  for (const service of Object.keys(SERVICE_VARS) as (keyof typeof SERVICE_VARS)[]) {
+    const check = checks.find((c) => c.service === service);
+    if (!check) {
+      lines.push(`    ${service.padEnd(11)}from ${SERVICE_VARS[service]}`);
+    } else if (check.ok) {
+      env[SERVICE_VARS[service]] = local[service];
+      lines.push(`    ${service.padEnd(11)}the local server, ${check.detail}`);
+    } else {
+      lines.push(`    ${service.padEnd(11)}none (${check.detail}; set ${SERVICE_VARS[service]})`);
+    }
+  }
+  return lines;
 }
 
 /** Reads a secret kept in a file, creating it (owner-only) on first use. */
