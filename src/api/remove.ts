@@ -10,10 +10,17 @@
  *   again). `force` deletes without waiting for them, once they were asked to stop.
  * - Temporal unreachable (or no stopping wired here) while a build is under way: 503, nothing
  *   deleted.
+ *
+ * The deleted sessions' artifacts: the transaction that deletes the rows queues their blobs
+ * (migration 018), and once it committed the API starts deleting them from the store, without
+ * holding up the answer; what it does not get to (a store down, the API stopped) the worker's
+ * daily cleanup deletes.
  */
 import type { ApiDeps } from './app';
 import { HttpError } from './http';
 import { deleteIfIdle, type ActiveSession, type Doomed } from '../db/removal';
+import { drainArtifactDeletions } from '../db/artifacts';
+import { apiStore } from './artifacts';
 
 /** How long a delete waits for the builds it stopped to end. */
 export const STOP_WAIT_MS = 30_000;
@@ -41,7 +48,10 @@ export async function stopAndRemove(deps: ApiDeps, doomed: Doomed, opts: RemoveO
   const deadline = Date.now() + (opts.waitMs ?? STOP_WAIT_MS);
   for (;;) {
     const outcome = await deleteIfIdle(deps.pool, doomed, opts.force ? new Set([...orphans, ...asked.keys()]) : orphans);
-    if (outcome.deleted) return true;
+    if (outcome.deleted) {
+      deleteArtifactBlobs(deps);
+      return true;
+    }
     if (outcome.gone) return false;
     const toAsk = outcome.active.filter((s) => (asked.get(s.id) ?? -Infinity) + ASK_AGAIN_MS <= Date.now());
     if (toAsk.length === 0 && Date.now() > deadline) throw stillStopping(opts.what, outcome.active);
@@ -52,6 +62,12 @@ export async function stopAndRemove(deps: ApiDeps, doomed: Doomed, opts: RemoveO
     if (opts.force && toAsk.length > 0) continue;
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
+}
+
+/** Starts deleting the queued blobs of deleted sessions' artifacts; a failure leaves them queued for the cleanup. */
+function deleteArtifactBlobs(deps: ApiDeps): void {
+  const store = apiStore(deps.config);
+  void drainArtifactDeletions(deps.pool, (prefix) => store.deletePrefix(prefix)).catch(() => undefined);
 }
 
 /** False when nothing in Temporal holds the session: neither its workflow nor (queued) its suite's. */

@@ -67,6 +67,67 @@ function renderCommitStatuses(v: SessionView): string {
   return `<h2>Commit status</h2>\n<table>\n${rows}\n</table>\n`;
 }
 
+/** Sizes as people read them: `812 B`, `14.2 KiB`, `3.0 MiB`. */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let n = bytes / 1024;
+  let unit = 0;
+  while (n >= 1024 && unit < units.length - 1) {
+    n /= 1024;
+    unit += 1;
+  }
+  return `${n.toFixed(1)} ${units[unit]}`;
+}
+
+/** A hook's duration, `running` while it has none. */
+function hookDuration(h: SessionView['hooks'][number]): string {
+  return h.duration_ms === null ? (h.status === 'running' ? 'running' : '') : seconds(h.duration_ms);
+}
+
+/** The build's hooks: each run, its status, exit code, duration, and the end of its output. */
+function renderHooks(v: SessionView): string {
+  if (v.hooks.length === 0) return '';
+  const rows = v.hooks
+    .map(
+      (h) =>
+        `<tr><th>${escapeHtml(h.name)}</th><td>${h.worker === null ? 'build' : `worker ${escapeHtml(h.worker)}`}</td><td>${statusSpan(h.status)}</td>` +
+        `<td>${h.exit_code === null ? '' : `exit code ${escapeHtml(h.exit_code)}`}</td><td>${escapeHtml(hookDuration(h))}</td>` +
+        `<td><code>${escapeHtml(h.command)}</code>${h.detail ? `<br>${escapeHtml(h.detail)}` : ''}${
+          h.output_tail
+            ? `<details><summary>${h.output_truncated ? 'end of the output' : 'output'}</summary><pre>${escapeHtml(h.output_tail)}</pre></details>`
+            : ''
+        }</td></tr>`,
+    )
+    .join('\n');
+  return `<h2>Hooks</h2>\n<table>\n<tr><th>hook</th><th>where</th><th>status</th><th>exit</th><th>duration</th><th>command and output</th></tr>\n${rows}\n</table>\n`;
+}
+
+/** Each worker's setup: ready or failed, and its notes. */
+function renderWorkerSetup(v: SessionView): string {
+  if (v.worker_setup.length === 0) return '';
+  const items = v.worker_setup
+    .map((w) => {
+      const state = w.failure ? `<span class="failed">failed</span>: ${escapeHtml(w.failure)}` : w.ready_at ? '<span class="passed">ready</span>' : '<span class="running">setting up</span>';
+      const notes = w.notes.length === 0 ? '' : `<ul>${w.notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('')}</ul>`;
+      return `<li>worker ${escapeHtml(w.worker)}${w.runner ? ` on ${escapeHtml(w.runner)}` : ''}: ${state}${notes}</li>`;
+    })
+    .join('\n');
+  return `<h2>Workers</h2>\n<ul>\n${items}\n</ul>\n`;
+}
+
+/** The files the build kept, each a download (an attachment, never shown in Sluice's origin). */
+function renderArtifacts(v: SessionView): string {
+  if (v.artifacts.length === 0) return '';
+  const rows = v.artifacts
+    .map((a) => {
+      const u = new URL(a.url);
+      return `<tr><td><a href="${escapeHtml(`${u.pathname}${u.search}`)}" download rel="noopener noreferrer">${escapeHtml(a.path)}</a></td><td>worker ${escapeHtml(a.worker)}</td><td>${escapeHtml(formatBytes(a.size))}</td></tr>`;
+    })
+    .join('\n');
+  return `<h2>Artifacts</h2>\n<table>\n<tr><th>file</th><th>worker</th><th>size</th></tr>\n${rows}\n</table>\n`;
+}
+
 /** JUnit test cases: counts, the failing ones (name, classname, message), and unreadable reports. */
 function renderCases(v: SessionView): string {
   if (v.junit_files.length === 0 && v.cases.total === 0) return '';
@@ -181,7 +242,7 @@ ${changeset}
 <table>
 ${timing}
 </table>
-<h2>Tests</h2>
+${renderHooks(v)}${renderWorkerSetup(v)}${renderArtifacts(v)}<h2>Tests</h2>
 ${paging.summary}${paging.nav}
 ${tests}
 ${paging.nav}

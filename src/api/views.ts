@@ -12,6 +12,10 @@ import { countCases, listFailingCases, listJUnitFiles, type CaseCounts, type Fai
 import { listPostBuildSteps, type PostBuildStepRow } from '../db/postBuildSteps';
 import { listSessionStatusAttempts, type StatusAttemptRow } from '../db/commitStatuses';
 import { reportUrl } from '../core/reportUrl';
+import { listSessionArtifacts } from '../db/artifacts';
+import { listSessionHooks, type HookStatus } from '../db/sessionHooks';
+import { listSessionWorkers } from '../db/sessionWorkers';
+import { artifactUrl } from './artifacts';
 
 export interface SessionView {
   session: number;
@@ -46,6 +50,49 @@ export interface SessionView {
   post_build_steps?: PostBuildStepRow[];
   /** Attempts to post the session's commit statuses to the hosting site, in order; present once one was made. */
   commit_statuses?: StatusAttemptRow[];
+  /** The build's hooks (package setup included) in the order they started; a `running` one has no end yet. */
+  hooks: HookView[];
+  /** Each worker's setup: ready or failed, and its notes (what the cache restored, its services, what artifacts were left out). */
+  worker_setup: WorkerSetupView[];
+  /** The files the build kept, by worker and path; `url` downloads one (the report's token opens it). */
+  artifacts: ArtifactView[];
+}
+
+/** How much of a hook's output the views show: its end, where a failure says what went wrong. */
+export const HOOK_OUTPUT_TAIL_CHARS = 4_000;
+
+export interface HookView {
+  name: string;
+  /** 1..N; null for post_build, which runs once a build. */
+  worker: number | null;
+  command: string;
+  status: HookStatus;
+  exit_code: number | null;
+  duration_ms: number | null;
+  /** The last HOOK_OUTPUT_TAIL_CHARS characters of what it printed (secrets masked). */
+  output_tail: string;
+  /** Whether `output_tail` is only the end of the stored output. */
+  output_truncated: boolean;
+  /** What Sluice adds: how package setup was chosen, why a hook was skipped or killed. */
+  detail: string | null;
+  runner: string | null;
+  started_at: string;
+  finished_at: string | null;
+}
+
+export interface WorkerSetupView {
+  worker: number;
+  runner: string | null;
+  ready_at: string | null;
+  failure: string | null;
+  notes: string[];
+}
+
+export interface ArtifactView {
+  path: string;
+  worker: number;
+  size: number;
+  url: string;
 }
 
 /** How many test files (with their output) one report page shows. */
@@ -138,6 +185,7 @@ async function buildSessionView(db: Db, config: Config, row: SessionWithRepo, te
     cases,
     failing_cases: failingCases,
     junit_files: junitFiles,
+    ...(await loadSetupViews(db, config, id, row.report_token)),
   };
   if (row.parent_id !== null) view.parent_session = row.parent_id;
   if (row.stopped_by !== null) view.stopped_by = row.stopped_by;
@@ -147,6 +195,42 @@ async function buildSessionView(db: Db, config: Config, row: SessionWithRepo, te
   const statuses = await listSessionStatusAttempts(db, id);
   if (statuses.length > 0) view.commit_statuses = statuses;
   return view;
+}
+
+/** The last `chars` characters of `text`, never starting with half a surrogate pair. */
+function tail(text: string, chars: number): string {
+  if (text.length <= chars) return text;
+  const end = text.slice(-chars);
+  return /^[\udc00-\udfff]/.test(end) ? end.slice(1) : end;
+}
+
+/** A build's hooks, workers' setup and artifacts, as the session's views show them. */
+export async function loadSetupViews(db: Db, config: Config, id: number, reportToken: string): Promise<Pick<SessionView, 'hooks' | 'worker_setup' | 'artifacts'>> {
+  const [hooks, workers, artifacts] = await Promise.all([listSessionHooks(db, id), listSessionWorkers(db, id), loadArtifactViews(db, config, id, reportToken)]);
+  return {
+    hooks: hooks.map((h) => ({
+      name: h.name,
+      worker: h.worker,
+      command: h.command,
+      status: h.status,
+      exit_code: h.exit_code,
+      duration_ms: h.duration_ms,
+      output_tail: tail(h.output, HOOK_OUTPUT_TAIL_CHARS),
+      output_truncated: h.output.length > HOOK_OUTPUT_TAIL_CHARS,
+      detail: h.detail,
+      runner: h.runner,
+      started_at: h.started_at.toISOString(),
+      finished_at: h.finished_at?.toISOString() ?? null,
+    })),
+    worker_setup: workers.map((w) => ({ worker: w.worker, runner: w.runner, ready_at: w.ready_at?.toISOString() ?? null, failure: w.failure, notes: w.notes })),
+    artifacts,
+  };
+}
+
+/** The files a build kept, each with its download URL (opened by the report's token). */
+export async function loadArtifactViews(db: Db, config: Config, id: number, reportToken: string): Promise<ArtifactView[]> {
+  const rows = await listSessionArtifacts(db, id);
+  return rows.map((a) => ({ path: a.path, worker: a.worker, size: a.size, url: artifactUrl(config.baseUrl, id, a.id, reportToken) }));
 }
 
 export interface CiEventView {

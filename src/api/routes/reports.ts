@@ -9,8 +9,12 @@
  * report (counts, cases, steps) is always the whole session's. A `page` that is not a whole
  * number from 1 to MAX_REPORT_PAGE is a 400 naming `page`; a page past the last is answered,
  * with no files on it (a running build's files are still arriving).
+ *
+ * `GET /1/reports/<session>/artifacts/<artifact>?token=<token>`: one file the build kept,
+ * opened like the report (its token, or the admin token; else 404), always downloaded as an
+ * attachment that cannot run in Sluice's origin (api/artifacts.ts).
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../app';
 import { hasAdminToken, sameSecret } from '../auth';
@@ -18,6 +22,8 @@ import { notFound, parseId, validate } from '../http';
 import { renderReport } from '../reportPage';
 import { loadReportView } from '../views';
 import { reportTokenOf } from '../../db/sessions';
+import { findArtifact } from '../../db/artifacts';
+import { apiStore, sendArtifact } from '../artifacts';
 
 /** Far beyond any build's last page (5,000 files make 50), and small enough that its offset stays exact. */
 export const MAX_REPORT_PAGE = 100_000;
@@ -28,12 +34,17 @@ const ReportQuery = z.object({
 });
 
 export function registerReportRoutes(app: FastifyInstance, deps: ApiDeps): void {
+  /** Whether the request opens the session's report: its token, or the admin token. */
+  const opens = async (request: FastifyRequest<{ Querystring: { token?: unknown } }>, id: number): Promise<boolean> => {
+    const expected = await reportTokenOf(deps.pool, id);
+    const { token } = request.query;
+    return hasAdminToken(request, deps.config.adminToken) || (typeof token === 'string' && expected !== undefined && sameSecret(token, expected));
+  };
+
   app.get<{ Params: { session: string }; Querystring: { token?: unknown } }>('/1/reports/:session', async (request, reply) => {
     const id = parseId(request.params.session, 'session');
     const { page } = validate(ReportQuery, request.query, 'query');
-    const expected = await reportTokenOf(deps.pool, id);
-    const { token } = request.query;
-    const opened = hasAdminToken(request, deps.config.adminToken) || (typeof token === 'string' && expected !== undefined && sameSecret(token, expected));
+    const opened = await opens(request, id);
     const view = opened ? await loadReportView(deps.pool, deps.config, id, page) : undefined;
     if (!view) throw notFound('session');
     void reply.header('vary', 'Accept');
@@ -43,6 +54,15 @@ export function registerReportRoutes(app: FastifyInstance, deps: ApiDeps): void 
       .header('x-content-type-options', 'nosniff')
       .type('text/html; charset=utf-8')
       .send(renderReport(view));
+  });
+
+  // Not found, not opened, another session's, or its blob missing: the same 404.
+  app.get<{ Params: { session: string; artifact: string }; Querystring: { token?: unknown } }>('/1/reports/:session/artifacts/:artifact', async (request, reply) => {
+    const id = parseId(request.params.session, 'session');
+    const artifactId = parseId(request.params.artifact, 'artifact');
+    const artifact = (await opens(request, id)) ? await findArtifact(deps.pool, id, artifactId) : undefined;
+    if (!artifact || !(await sendArtifact(reply, apiStore(deps.config), artifact.store_key, artifact.path))) throw notFound('artifact');
+    return reply;
   });
 }
 

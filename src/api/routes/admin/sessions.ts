@@ -2,7 +2,10 @@
  * `GET /api/v1/sessions?org=&repo=&branch=&status=&limit=&before=`: sessions across
  * repositories, newest first, each as the builds list shows it; `before` (the last `session`
  * of a page) gives the next, older page.
- * `GET /api/v1/sessions/:session`: the session as the `stop` payload shows it, plus its tests.
+ * `GET /api/v1/sessions/:session`: the session as the `stop` payload shows it, plus its tests,
+ * hooks (each with the end of its output), workers' setup and artifacts.
+ * `GET /api/v1/sessions/:session/artifacts`: the files the build kept, `[{path, worker, size,
+ * url}]`; `url` downloads one, with the report's token in it (api/artifacts.ts).
  * `POST /api/v1/sessions/:session/stop {stopped_by}`: stop it, queued or building.
  * `POST /api/v1/sessions/:session/rebuild`: build its trigger again, at the commit it built,
  * forced: `201 {session, guid, url, status_uri}` of the new session (api/rebuild.ts).
@@ -11,11 +14,11 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../../app';
 import { notFound, parseId, validate } from '../../http';
-import { loadSessionView, sessionListView } from '../../views';
+import { loadArtifactViews, loadSessionView, sessionListView } from '../../views';
 import { SESSION_STATUSES } from '../../../core/types';
 import { rebuildSession } from '../../rebuild';
 import { requestStop } from '../../stopSession';
-import { listSessions } from '../../../db/sessions';
+import { listSessions, reportTokenOf } from '../../../db/sessions';
 import { loadOrg } from './orgs';
 import { loadRepo } from './repos';
 
@@ -48,6 +51,13 @@ export function registerSessionRoutes(app: FastifyInstance, deps: ApiDeps): void
     const view = await loadSessionView(deps.pool, deps.config, parseId(request.params.session, 'session'));
     if (!view) throw notFound('session');
     return view;
+  });
+
+  app.get<{ Params: { session: string } }>('/sessions/:session/artifacts', async (request) => {
+    const id = parseId(request.params.session, 'session');
+    const token = await reportTokenOf(deps.pool, id);
+    if (token === undefined) throw notFound('session');
+    return loadArtifactViews(deps.pool, deps.config, id, token);
   });
 
   // 202: the stop is asked for; the session's `stop` event (status `stopped`, `stopped_by`)
