@@ -6,22 +6,54 @@
  * when it runs, so changing them needs no change to the schedule.
  */
 import type { Pool } from 'pg';
-import { DEFAULT_DELIVERY_RETENTION_DAYS, DEFAULT_RETENTION_DAYS, type Config } from '../config';
+import { DEFAULT_CACHE_DIR, DEFAULT_DELIVERY_RETENTION_DAYS, DEFAULT_RETENTION_DAYS, type Config } from '../config';
+import { drainArtifactDeletions } from '../db/artifacts';
 import { deleteOldCiEvents, deleteOldDeliveries, deleteOldSessions, RETENTION_BATCH } from '../db/retention';
+import { openStore } from '../store';
 import { activityLog } from './attempt';
 import { currentContext } from './heartbeat';
 import type { CleanupResult } from './types';
 
-export function createCleanupActivity(deps: { pool: Pool; config: Config }): () => Promise<CleanupResult> {
+/** What the cleanup did: CleanupResult, and the artifacts' blobs it deleted. */
+export interface CleanupOutcome extends CleanupResult {
+  /** Deleted sessions whose artifacts' blobs are now gone from the store, and how many blobs. */
+  artifactSessions: number;
+  artifactBlobs: number;
+  /** Why the store stopped the deleting, if it did (the rest waits for the next run). */
+  artifactError?: string;
+}
+
+export function createCleanupActivity(deps: { pool: Pool; config: Config }): () => Promise<CleanupOutcome> {
   const sessionDays = deps.config.retentionDays ?? DEFAULT_RETENTION_DAYS;
   const deliveryDays = deps.config.deliveryRetentionDays ?? DEFAULT_DELIVERY_RETENTION_DAYS;
+  const store = openStore(deps.config.store ?? { kind: 'dir', dir: DEFAULT_CACHE_DIR });
   return async () => {
-    const result: CleanupResult = { sessionRetentionDays: sessionDays, deliveryRetentionDays: deliveryDays, sessions: 0, ciEvents: 0, deliveries: 0 };
+    const result: CleanupOutcome = {
+      sessionRetentionDays: sessionDays,
+      deliveryRetentionDays: deliveryDays,
+      sessions: 0,
+      ciEvents: 0,
+      deliveries: 0,
+      artifactSessions: 0,
+      artifactBlobs: 0,
+    };
     if (sessionDays > 0) {
       result.sessions = await inBatches((limit) => deleteOldSessions(deps.pool, sessionDays, limit));
       result.ciEvents = await inBatches((limit) => deleteOldCiEvents(deps.pool, sessionDays, limit));
     }
     if (deliveryDays > 0) result.deliveries = await inBatches((limit) => deleteOldDeliveries(deps.pool, deliveryDays, limit));
+    // Whatever the retention settings: sessions deleted through the API queue their blobs too.
+    const drained = await drainArtifactDeletions(deps.pool, async (prefix) => {
+      const n = await store.deletePrefix(prefix);
+      currentContext()?.heartbeat();
+      return n;
+    });
+    result.artifactSessions = drained.sessions;
+    result.artifactBlobs = drained.blobs;
+    if (drained.error !== null) {
+      result.artifactError = drained.error;
+      activityLog().warn(`artifacts of deleted sessions not all deleted from the store (${store.description}); the rest waits for the next cleanup`, { error: drained.error });
+    }
     activityLog().info('retention cleanup done', { ...result });
     return result;
   };
