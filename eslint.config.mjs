@@ -10,7 +10,7 @@ import globals from 'globals';
 /** Node built-ins, bare (`fs`) and prefixed (`node:fs`). */
 const NODE_BUILTINS = builtinModules.filter((m) => !m.startsWith('_'));
 /** Libraries that do I/O or speak to a service. */
-const IO_LIBRARIES = ['pg', 'undici', 'fastify', 'ssh2', 'nodemailer', 'tinyglobby'];
+const IO_LIBRARIES = ['pg', 'undici', 'fastify', 'ssh2', 'nodemailer', 'tinyglobby', 'mysql2', 'mysql2/promise', 'ioredis', 'tar', '@aws-sdk/client-s3'];
 const TEMPORAL = ['@temporalio/activity', '@temporalio/client', '@temporalio/common', '@temporalio/worker', '@temporalio/workflow'];
 const folder = (name) => [`**/${name}`, `**/${name}/**`];
 

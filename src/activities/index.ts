@@ -1,8 +1,10 @@
 import type { Pool } from 'pg';
-import type { Config } from '../config';
+import { DEFAULT_ARTIFACT_LIMITS, DEFAULT_CACHE_DIR, type Config } from '../config';
+import { cacheDeps } from '../build/cache';
+import { openStore, type BlobStore } from '../store';
 import { DEFAULT_STATUS_RETRY } from '../core/commitStatus';
 import { createBuildActivities } from './build/activities';
-import type { BuildUser, ProcessGroups } from '../build/tests/runTestFile';
+import type { BuildUser, ProcessGroups } from '../build/process';
 import type { Sandbox } from '../build/sandbox';
 import { createCommitStatusActivity } from './commitStatus';
 import { createCleanupActivity } from './cleanup';
@@ -45,10 +47,19 @@ export function createControlActivities(deps: ActivityDeps): ControlActivities {
   };
 }
 
-/** A runner's activities, on the build queue(s): checkouts, test lanes and the push. */
+/** A runner's activities, on the build queue(s): checkouts, test lanes (with their setup), the push and the post_build hook. */
 export function createRunnerActivities(
-  deps: ActivityDeps & { runner: string; processGroups?: ProcessGroups; runAs?: BuildUser; sandbox?: Sandbox },
+  deps: ActivityDeps & { runner: string; processGroups?: ProcessGroups; runAs?: BuildUser; sandbox?: Sandbox; store?: BlobStore },
 ): RunnerActivities {
   const { pushToCiServer } = createPostActivities({ config: deps.config, pool: deps.pool });
-  return { ...createBuildActivities(deps), pushToCiServer };
+  // One store a runner, for its caches and its builds' artifacts.
+  const store = deps.store ?? openStore(deps.config.store ?? { kind: 'dir', dir: DEFAULT_CACHE_DIR });
+  return {
+    ...createBuildActivities({
+      ...deps,
+      cache: cacheDeps(deps.config, deps.pool, store),
+      artifacts: { pool: deps.pool, store, limits: deps.config.artifactLimits ?? DEFAULT_ARTIFACT_LIMITS },
+    }),
+    pushToCiServer,
+  };
 }

@@ -147,6 +147,12 @@ export interface RunLaneInput {
   tree: TreeRef;
   /** 0 .. workers-1; lane 0 reuses the session's first checkout when it runs where that is. */
   lane: number;
+  /** How many lanes the build has (its workers meet before their tests). Absent in older histories: the lane runs alone, as before. */
+  lanes?: number;
+  /** What the build sets up around its tests (core/buildSetup.ts). Absent in older histories: nothing. */
+  setup?: BuildSetup;
+  /** Whose cache entries the build reads, and where it may write one (core/buildSetup.ts cacheScopes). */
+  cache?: { readScopes: string[]; writeScope: string | null };
   /** The session workflow, told of the first failure. */
   workflowId: string;
   command: string | null;
@@ -162,6 +168,26 @@ export interface RunLaneResult {
   /** Files this lane ran and counted (a retried lane may find none left). */
   ran: number;
   runner: string;
+  /** The build's setup failed (this worker's or another's): no test ran here; the message names the step and its last output. */
+  setupFailure?: string | null;
+  /** When this worker's steps ended (setup_cache, package_setup, ..., capture_cache), seconds since the epoch. */
+  timing?: Timing;
+}
+
+/** The `workersReady` signal's payload (core/signalNames.ts): the setup's timing keys, each the last worker's. */
+export interface WorkersReady {
+  timing: Timing;
+}
+
+/** The `post_build` hook: once a build, after its results are recorded, in the session's first checkout (or a new one). */
+export interface PostBuildHookInput {
+  tree: TreeRef;
+  command: string;
+  /** The profile's and the trigger's variables; the runner adds the secrets when `secrets`. */
+  env: Record<string, string>;
+  secrets: boolean;
+  /** SLUICE_BUILD_STATUS. */
+  status: 'passed' | 'failed' | 'error';
 }
 
 /** The `firstFail` signal's payload (core/signalNames.ts). */
@@ -343,6 +369,7 @@ export interface RunnerActivities {
   queueTests(input: QueueTestsInput): Promise<QueueTestsResult>;
   runLane(input: RunLaneInput): Promise<RunLaneResult>;
   pushToCiServer(input: PushInput): Promise<PushResult>;
+  postBuildHook(input: PostBuildHookInput): Promise<{ status: string }>;
 }
 
 /** Every activity, as workflow code proxies them (each on its role's queue). */

@@ -15,7 +15,7 @@
  */
 import { spawn } from 'node:child_process';
 import { lstatSync, readlinkSync } from 'node:fs';
-import type { BuildUser } from './tests/runTestFile';
+import type { BuildUser } from './process';
 
 export interface Sandbox {
   /** The bwrap executable. */

@@ -5,3 +5,6 @@
 
 /** Runner → session: the build's first failing file was recorded; carries `{ counts }` as they stood then. */
 export const FIRST_FAIL_SIGNAL = 'firstFail';
+
+/** Runner → session: every worker of the build is set up (the rendezvous); carries `{ timing }`, the setup's timing keys. */
+export const WORKERS_READY_SIGNAL = 'workersReady';

@@ -5,7 +5,7 @@
  * the secret key), memory or files, nor signal it.
  */
 import { readFileSync } from 'node:fs';
-import type { BuildUser } from '../build/tests/runTestFile';
+import type { BuildUser } from '../build/process';
 
 export function resolveBuildUser(name: string, passwd = '/etc/passwd'): BuildUser {
   if (process.getuid?.() !== 0) {

@@ -17,6 +17,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { CheckoutInput, CheckoutResult, RepoConfigResult, SessionContext, TreeRef } from '../activities/types';
+import { resolveBuildSetup, type BuildSetup } from '../core/buildSetup';
 import { checkoutTarget } from '../core/checkoutTarget';
 import { planStatus, sumCounts } from '../core/counts';
 import type { SessionSnapshot } from '../core/payload';
@@ -44,8 +45,12 @@ export interface Outcome {
   profile: SessionProfile | null;
   /** Set when tests ran: becomes the suite's last built commit. */
   builtCommit: string | null;
-  /** The commit checked out, for the push. */
+  /** The commit checked out, for the push and the post_build hook. */
   tree: TreeRef | null;
+  /** What the build set up (its post_build hook runs after the results are recorded), once known. */
+  setup?: BuildSetup;
+  /** The variables the build's hooks had (the profile's and the trigger's). */
+  env?: Record<string, string>;
 }
 
 export interface SessionResult {
@@ -87,8 +92,10 @@ export async function build(
     emit('start');
 
     let profile: ResolvedProfile;
+    let setup: BuildSetup;
     if (part) {
       profile = part.profile;
+      setup = part.setup ?? resolveBuildSetup(ctx.suiteSetup, undefined);
     } else {
       const skip = nothingToBuild(ctx, checkout, lastBuiltCommit);
       if (skip) {
@@ -102,22 +109,34 @@ export async function build(
         outcome.reason = chosen.error;
         return outcome;
       }
+      setup = resolveBuildSetup(ctx.suiteSetup, 'config' in checkout.repoConfig ? checkout.repoConfig.config?.setup : undefined);
+      outcome.setup = setup;
+      outcome.env = ctx.env;
       if (chosen.isPlan) {
-        await runPlan(ctx, snap, emit, checkout, chosen.profiles);
+        await runPlan(ctx, snap, emit, checkout, chosen.profiles, setup);
         outcome.builtCommit = checkout.commitId;
         return outcome;
       }
       profile = chosen.profiles[0]!;
+      outcome.env = { ...profile.env, ...ctx.env };
     }
     outcome.profile = { name: profile.name, workers: profile.workers };
     // From `test` on, the payload's `workers` is the number of runners the build uses.
     const listed = checkout.listed?.profileName === profile.name && checkout.listed.pattern === profile.test_pattern ? checkout.listed.total : null;
-    const run = await runProfile(ctx, snap, tree, profile, listed, (event, runners) => {
-      outcome.profile = { name: profile.name, workers: runners };
-      emit(event, outcome.profile);
-    });
+    const run = await runProfile(
+      ctx,
+      snap,
+      tree,
+      profile,
+      listed,
+      (event, runners) => {
+        outcome.profile = { name: profile.name, workers: runners };
+        emit(event, outcome.profile);
+      },
+      setup,
+    );
     outcome.reason = run.reason;
-    outcome.builtCommit = checkout.commitId;
+    if (!run.setupFailed) outcome.builtCommit = checkout.commitId;
   } catch (err) {
     if (isCancellation(err)) return outcome; // stopped: the caller says so
     // A checkout or test step that failed for good ends the build in `error`, saying why; the
@@ -177,6 +196,7 @@ async function runPlan(
   emit: Emit,
   checkout: CheckoutResult,
   profiles: ResolvedProfile[],
+  setup: BuildSetup,
 ): Promise<void> {
   // The parts' workflow ids, in this session's installation.
   const partWorkflowId = idsOf(workflowInfo().workflowId).session;
@@ -195,7 +215,7 @@ async function runPlan(
     ids.map((id, i) =>
       startChild('sessionWorkflow', {
         workflowId: partWorkflowId(id),
-        args: [{ sessionId: id, suiteId: ctx.suiteId, part: { commitId: checkout.commitId, profile: profiles[i]! } }],
+        args: [{ sessionId: id, suiteId: ctx.suiteId, part: { commitId: checkout.commitId, profile: profiles[i]!, setup } }],
         // A stop reaches the parts as a stop signal (below), not as a cancellation they could
         // not record; and they finish whatever happens to this workflow.
         cancellationType: ChildWorkflowCancellationType.ABANDON,

@@ -6,8 +6,9 @@
  */
 import { log } from '@temporalio/workflow';
 import type { BuildSummary, SessionContext, TreeRef } from '../activities/types';
+import type { BuildSetup } from '../core/buildSetup';
 import type { SessionSnapshot } from '../core/payload';
-import { notifications, pushing } from './proxies';
+import { notifications, postBuildHooks, pushing } from './proxies';
 import { failureMessage, now } from './status';
 
 /**
@@ -21,6 +22,20 @@ export async function pushIfPassed(ctx: SessionContext, snap: SessionSnapshot, t
   await pushing(ctx)
     .pushToCiServer(tree)
     .catch((err: unknown) => log.warn('push step failed without an outcome', { sessionId: ctx.sessionId, error: failureMessage(err) }));
+}
+
+/**
+ * The build's `post_build` hook (issue 21), once a build after its results are recorded, with
+ * SLUICE_BUILD_STATUS; a build stopped or skipped has none. Its outcome is recorded with the
+ * build's hooks and changes nothing of the result.
+ */
+export async function postBuildHook(ctx: SessionContext, snap: SessionSnapshot, outcome: { tree: TreeRef | null; setup?: BuildSetup; env?: Record<string, string> }): Promise<void> {
+  const command = outcome.setup?.hooks.post_build;
+  const status = snap.status;
+  if (!command || !outcome.tree || (status !== 'passed' && status !== 'failed' && status !== 'error')) return;
+  await postBuildHooks(ctx)
+    .postBuildHook({ tree: outcome.tree, command, env: outcome.env ?? ctx.env, secrets: ctx.trust.secrets, status })
+    .catch((err: unknown) => log.warn('post_build hook failed without an outcome', { sessionId: ctx.sessionId, error: failureMessage(err) }));
 }
 
 /** Chat, then e-mail; after the suite has moved on, so a slow server holds up no build. */

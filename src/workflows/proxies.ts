@@ -84,6 +84,21 @@ export function pushing(ctx: SessionContext) {
   });
 }
 
+/**
+ * The post_build hook, on a runner (in the session's checkout, or the commit fetched again). One
+ * run: a hook that fails is recorded and returned, not retried; another attempt only follows a
+ * runner lost under it. Its own time limit (SLUICE_HOOK_TIMEOUT_MS) bounds it, not this one.
+ */
+export function postBuildHooks(ctx: SessionContext) {
+  return proxyActivities<Activities>({
+    ...ON_RUNNER,
+    taskQueue: ctx.buildQueue,
+    startToCloseTimeout: '1 day',
+    summary: 'post_build hook',
+    retry: { maximumAttempts: 3, initialInterval: '2 seconds' },
+  });
+}
+
 /** Chat and e-mail, on the orchestration queue, each under its own policy. */
 export function notifications(ctx: SessionContext): Pick<Activities, 'postChat' | 'sendEmail'> {
   const retry = ctx.settings.postRetry;

@@ -16,7 +16,7 @@ import { build, type Emit, type Outcome, type SessionProfile, type SessionResult
 import { openCommitStatuses } from './commitStatus';
 import { BuildDeadline } from './deadline';
 import { openDeliveryLanes } from './deliveryLanes';
-import { notify, pushIfPassed } from './postBuild';
+import { notify, postBuildHook, pushIfPassed } from './postBuild';
 import { records } from './proxies';
 import { buildDoneSignal, goSignal, idsOf, partDoneSignal, squashedSignal, stopSignal, type SessionWorkflowInput } from './signals';
 import { failureMessage, now, setStatus } from './status';
@@ -142,6 +142,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
   const steps = CancellationScope.nonCancellable(async () => {
     if (!ran || input.part) return;
     if (outcome.tree) await pushIfPassed(ctx, snap, outcome.tree);
+    await postBuildHook(ctx, snap, outcome);
     if (snap.status !== 'skipped') await notify(ctx, snap, outcome.reason, profile.name);
   }).finally(() => {
     stepsDone = true;

@@ -3,9 +3,10 @@
  * scheme. Safe to import outside workflow code (the API uses them to signal-with-start).
  */
 import { defineSignal } from '@temporalio/workflow';
-import type { FirstFailure } from '../activities/types';
+import type { FirstFailure, WorkersReady } from '../activities/types';
+import type { BuildSetup } from '../core/buildSetup';
 import type { ResolvedProfile } from '../core/profiles';
-import { FIRST_FAIL_SIGNAL } from '../core/signalNames';
+import { FIRST_FAIL_SIGNAL, WORKERS_READY_SIGNAL } from '../core/signalNames';
 import type { EnqueueRequest as BuildEnqueueRequest, Counts, SessionStatus } from '../core/types';
 
 /** The `enqueue` signal's payload: the part of core's EnqueueRequest the suite needs (recorded in histories: keep its shape). */
@@ -53,6 +54,8 @@ export interface SquashedWorkflowInput {
 export interface PlanPart {
   commitId: string;
   profile: ResolvedProfile;
+  /** The plan's setup (hooks, cache, services, artifacts), as its parent resolved it. Absent in older histories: none. */
+  setup?: BuildSetup;
 }
 
 /** API → suite: a new session joins the suite's queue. */
@@ -84,6 +87,8 @@ export const stopSignal = defineSignal<[{ stoppedBy: string }]>('stop');
 
 /** Runner → session: the build's first failing file was recorded, with the counts as they stood then. */
 export const firstFailSignal = defineSignal<[FirstFailure]>(FIRST_FAIL_SIGNAL);
+/** Runner → session: every worker is set up (the rendezvous), with the setup's timing keys: tests start. */
+export const workersReadySignal = defineSignal<[WorkersReady]>(WORKERS_READY_SIGNAL);
 
 /**
  * The workflow ids of one Sluice installation (its id is kept in PostgreSQL, migration 014):

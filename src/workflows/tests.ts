@@ -1,24 +1,31 @@
 /**
  * Running one profile's tests, spread over runners (workflow code only): a runner writes the
  * session's list of test files to PostgreSQL; then `workers` lanes, each a long activity on the
- * build queue with its own checkout, take files from that list until it is done (queue mode,
- * build/tests/lane.ts). Per file nothing crosses Temporal, so a build of thousands of
- * files keeps a history of a few dozen events; the first failing file reaches the workflow as
- * one signal, and the counts come from the list, exact whichever runner ran what.
+ * build queue with its own checkout, set their worker up (cache, packages, services, hooks:
+ * build/lifecycle.ts), meet, and take files from that list until it is done (queue mode).
+ * Per file nothing crosses Temporal, so a build of thousands of files keeps a history of a few
+ * dozen events; the rendezvous (`test`) and the first failing file reach the workflow as one
+ * signal each, and the counts come from the list, exact whichever runner ran what.
+ *
+ * A setup that fails ends the build in `error` once: the first lane to report it cancels the
+ * others, and no test runs.
  */
 import { CancellationScope, isCancellation, log, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { SessionContext, TreeRef } from '../activities/types';
+import type { RunLaneResult, SessionContext, TreeRef } from '../activities/types';
+import { cacheScopes, type BuildSetup } from '../core/buildSetup';
 import { countTests } from '../core/counts';
 import type { SessionSnapshot } from '../core/payload';
 import type { ResolvedProfile } from '../core/profiles';
-import type { Counts, EventName, SessionStatus } from '../core/types';
+import type { Counts, EventName, SessionStatus, Timing } from '../core/types';
 import { lanes, records, runner } from './proxies';
-import { firstFailSignal } from './signals';
+import { firstFailSignal, workersReadySignal } from './signals';
 import { failureMessage, now, setStatus } from './status';
 
 export interface ProfileRun {
   /** Set when the run ended in error for a reason of its own (e.g. no file matched). */
   reason: string | null;
+  /** A setup step failed: no test ran, so the commit does not count as built. */
+  setupFailed?: boolean;
 }
 
 export async function runProfile(
@@ -30,24 +37,41 @@ export async function runProfile(
   listed: number | null,
   /** Sends an event; `runners` is what its payload's `workers` says. */
   emit: (event: EventName, runners: number) => void,
+  /** What each worker sets up before its tests. */
+  setup: BuildSetup,
 ): Promise<ProfileRun> {
   const { total } =
     listed !== null ? { total: listed } : await runner(ctx).queueTests({ tree, suiteId: ctx.suiteId, profileName: profile.name, pattern: profile.test_pattern });
   // One lane per runner, never more lanes than files (the runner that listed none counts as one).
   const runners = Math.min(profile.workers, Math.max(total, 1));
   snap.counts = countTests(total, 0, []);
-  snap.timing.exec = now();
-  emit('test', runners);
   if (total === 0) {
+    snap.timing.exec = now();
+    emit('test', runners);
     snap.timing.post_build = now();
     setStatus(snap, 'error');
     return { reason: `no file matches the test pattern ${JSON.stringify(profile.test_pattern)}` };
   }
 
+  // `test` goes out when every worker is set up (the lane that completes the rendezvous says
+  // so, with the setup's timing); a first failure, or the end, sends it if that signal was lost.
+  let testSent = false;
+  const sendTest = () => {
+    if (testSent) return;
+    testSent = true;
+    snap.timing.exec ??= now();
+    emit('test', runners);
+  };
+  setHandler(workersReadySignal, ({ timing }) => {
+    if (snap.stoppedBy || testSent) return;
+    snap.timing = { ...snap.timing, ...timing };
+    sendTest();
+  });
   let failedOnce = false;
   const firstFail = (counts: Counts) => {
     if (failedOnce) return;
     failedOnce = true;
+    sendTest();
     snap.counts = counts;
     emit('first-fail', runners);
   };
@@ -59,33 +83,61 @@ export async function runProfile(
   // Profile env under the trigger's env; the runner adds the repository's secrets over both
   // (none for a pull request).
   const env = { ...profile.env, ...ctx.env };
+  const cache = cacheScopes({ branch: ctx.branch, defaultBranch: ctx.defaultBranch ?? 'master', mayWrite: ctx.trust.cache === true });
   const { runLane } = lanes(ctx);
-  const ended = await Promise.all(
-    Array.from({ length: runners }, (_, lane) =>
-      runLane({
-        tree,
-        lane,
-        workflowId: workflowInfo().workflowId,
-        command: profile.test_command,
-        env,
-        secrets: ctx.trust.secrets,
-        timeoutMs: ctx.settings.testTimeoutMs,
-        junitPattern: profile.junit_pattern,
-      }).then(
-        () => null,
-        (err: unknown) => err,
+  // Cancelled by the first setup failure (the other workers stop what they are setting up), or
+  // with the session's scope by a stop.
+  const lanesScope = new CancellationScope();
+  let setupFailure: string | null = null;
+  const failSetup = (reason: string) => {
+    if (setupFailure !== null || testSent) return;
+    setupFailure = reason;
+    lanesScope.cancel();
+  };
+  const ended: unknown[] = await lanesScope.run(() =>
+    Promise.all(
+      Array.from({ length: runners }, (_, lane) =>
+        runLane({
+          tree,
+          lane,
+          lanes: runners,
+          setup,
+          cache,
+          workflowId: workflowInfo().workflowId,
+          command: profile.test_command,
+          env,
+          secrets: ctx.trust.secrets,
+          timeoutMs: ctx.settings.testTimeoutMs,
+          junitPattern: profile.junit_pattern,
+        }).then(
+          (result): unknown => {
+            if (result.setupFailure) failSetup(result.setupFailure);
+            return result;
+          },
+          (err: unknown) => {
+            // A lane lost for good before the tests began would keep the others waiting at the rendezvous.
+            if (!isCancellation(err)) failSetup(`worker ${lane + 1} could not be set up: ${failureMessage(err)}`);
+            return err;
+          },
+        ),
       ),
     ),
   );
+  const results = ended.filter(isLaneResult);
+  snap.timing = { ...snap.timing, ...latest(results.map((r) => r.timing ?? {}), snap.timing.exec) };
   // Whatever the lanes came to, the counts are the list's.
   const counts = await CancellationScope.nonCancellable(() => records.testCounts(ctx.sessionId));
   snap.counts = { ...counts, started: 0, notstarted: counts.notstarted + counts.started };
-  const cancelled = ended.find((e) => e !== null && isCancellation(e));
+  if (setupFailure !== null) {
+    setStatus(snap, 'error');
+    return { reason: setupFailure, setupFailed: true };
+  }
+  const cancelled = ended.find((e) => !isLaneResult(e) && isCancellation(e));
   if (cancelled) throw cancelled;
-  snap.timing.post_build = now();
-  if (profile.junit_pattern) snap.timing.artifact_collect = now();
+  snap.timing.post_build ??= now();
+  if (counts.passed + counts.failed + counts.error > 0) sendTest();
 
-  const failures = ended.filter((e) => e !== null);
+  const failures = ended.filter((e) => !isLaneResult(e));
   for (const err of failures) log.warn('test lane failed', { sessionId: ctx.sessionId, error: failureMessage(err) });
   // The signal was lost (the runner could not reach Temporal): `first-fail` still precedes `stop`.
   if (!failedOnce && counts.failed + counts.error > 0) firstFail(snap.counts);
@@ -99,4 +151,23 @@ export async function runProfile(
   }
   setStatus(snap, status);
   return { reason: null };
+}
+
+function isLaneResult(e: unknown): e is RunLaneResult {
+  return typeof e === 'object' && e !== null && 'runner' in e && 'ran' in e;
+}
+
+/**
+ * The build's timing keys from its workers': each step is done when every worker has done it
+ * (the latest), except `exec`, the tests' start, which the rendezvous already set.
+ */
+function latest(timings: Timing[], exec: number | undefined): Timing {
+  const out: Timing = {};
+  for (const t of timings) {
+    for (const [key, value] of Object.entries(t)) {
+      if (value === undefined || (key === 'exec' && exec !== undefined)) continue;
+      out[key] = key === 'exec' ? Math.min(out[key] ?? value, value) : Math.max(out[key] ?? 0, value);
+    }
+  }
+  return out;
 }

@@ -80,7 +80,7 @@ async function runFile(
       junitPattern: opts.junitPattern ?? null,
     }),
   ).result;
-  expect(lane).toEqual({ ran: 1, runner: 'runner-under-test' });
+  expect(lane).toMatchObject({ ran: 1, runner: 'runner-under-test', setupFailure: null });
   const { rows } = await h.db.pool.query('SELECT status, exit_code, runner FROM test_results WHERE session_id = $1 AND path = $2', [session, path]);
   return rows[0];
 }
@@ -276,9 +276,9 @@ describe('runLane', () => {
       expect(names).not.toContain(name);
       expect(output).not.toContain(value);
     }
-    // Only the clean base, the trigger's env and the secrets (sh adds PWD, SHLVL and _).
+    // Only the clean base, the trigger's env, the secrets and the worker's number (sh adds PWD, SHLVL and _).
     expect(names.filter((n) => !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(n)).sort()).toEqual(
-      ['CI', 'DEPLOY_TOKEN', 'FROM_TRIGGER', 'HOME', 'LANG', 'PATH', 'SHARED', 'SLUICE', 'TINY'].sort(),
+      ['CI', 'DEPLOY_TOKEN', 'FROM_TRIGGER', 'HOME', 'LANG', 'PATH', 'SHARED', 'SLUICE', 'SLUICE_WORKER_COUNT', 'SLUICE_WORKER_ID', 'TINY'].sort(),
     );
   });
 

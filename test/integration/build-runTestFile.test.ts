@@ -5,7 +5,8 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { processGroupAlive, runTestFile, type RunTestFileInput } from '../../src/build/tests/runTestFile';
+import { processGroupAlive } from '../../src/build/process';
+import { runTestFile, type RunTestFileInput } from '../../src/build/tests/runTestFile';
 import { checkSandbox, type Sandbox } from '../../src/build/sandbox';
 import { bwrapWorks, isAlive, processesMatching } from '../support/pids';
 

@@ -49,7 +49,6 @@ function deps(over: Partial<LaneDeps> = {}): LaneDeps & { firstFailures: Counts[
   const firstFailures: Counts[] = [];
   return {
     pool: db.pool,
-    secretKey,
     runner: 'host-1',
     firstFailure: async (c) => {
       firstFailures.push(c);
@@ -61,13 +60,12 @@ function deps(over: Partial<LaneDeps> = {}): LaneDeps & { firstFailures: Counts[
 
 const job = (s: { sessionId: number; repoId: number; workdir: string }, lane: number, over: Partial<LaneJob> = {}): LaneJob => ({
   sessionId: s.sessionId,
-  repoId: s.repoId,
   lane,
   attempt: 1,
   workdir: s.workdir,
   command: null,
   env: { LANE: String(lane) },
-  secrets: true,
+  secretValues: [],
   timeoutMs: 10_000,
   ...over,
 });

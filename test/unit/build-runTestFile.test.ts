@@ -1,4 +1,5 @@
-import { CommandSyntaxError, TailBuffer, checkTestPath, splitArgs, testEnvironment } from '../../src/build/tests/runTestFile';
+import { TailBuffer } from '../../src/build/process';
+import { CommandSyntaxError, checkTestPath, splitArgs, testEnvironment } from '../../src/build/tests/runTestFile';
 
 describe('splitArgs', () => {
   it.each([

@@ -11,21 +11,34 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { Pool } from 'pg';
-import { DEFAULT_MAX_TEST_FILES, type Config } from '../../config';
-import { FIRST_FAIL_SIGNAL } from '../../core/signalNames';
-import type { Counts } from '../../core/types';
+import { DEFAULT_HOOK_TIMEOUT_MS, DEFAULT_MAX_TEST_FILES, type Config } from '../../config';
+import type { BuildSetup } from '../../core/buildSetup';
+import { FIRST_FAIL_SIGNAL, WORKERS_READY_SIGNAL } from '../../core/signalNames';
+import type { Counts, Timing } from '../../core/types';
+import { loadInstallation } from '../../db/installation';
 import { enqueueTests, recordedDurations } from '../../db/testQueue';
 import { FAILURE_TYPES } from '../failures';
 import { withHeartbeat } from '../heartbeat';
 import { readRepoConfig } from '../post/repoConfig';
-import type { CheckoutInput, CheckoutResult, QueueTestsInput, QueueTestsResult, RunLaneInput, RunLaneResult } from '../types';
-import { discoverTests, InvalidPatternError } from '../../build/tests/discover';
+import type {
+  CheckoutInput,
+  CheckoutResult,
+  PostBuildHookInput,
+  QueueTestsInput,
+  QueueTestsResult,
+  RunLaneInput,
+  RunLaneResult,
+  WorkersReady,
+} from '../types';
+import type { ArtifactDeps } from '../../build/artifacts';
+import type { CacheDeps } from '../../build/cache';
+import { ensureTree, fetchTree, holdTree, homeDir, markUsed, removeTree, treeDeps, TreeGoneError, treeDir } from '../../build/checkout/tree';
 import { GitPullError } from '../../build/checkout/git';
-import { collectJUnitResults } from '../../build/tests/junit';
-import { laneHasWork, runLane } from '../../build/tests/lane';
-import type { BuildUser, ProcessGroups } from '../../build/tests/runTestFile';
+import { runPostBuildHook, runWorker } from '../../build/lifecycle';
+import type { BuildUser, ProcessGroups } from '../../build/process';
 import type { Sandbox } from '../../build/sandbox';
-import { ensureTree, fetchTree, markUsed, removeTree, treeDeps, TreeGoneError, treeDir } from '../../build/checkout/tree';
+import { discoverTests, InvalidPatternError } from '../../build/tests/discover';
+import { laneHasWork } from '../../build/tests/lane';
 
 export interface BuildDeps {
   config: Config;
@@ -38,7 +51,14 @@ export interface BuildDeps {
   runAs?: BuildUser;
   /** The further sandbox tests run in (SLUICE_SANDBOX=bwrap), if any. */
   sandbox?: Sandbox;
+  /** Where dependency caches live; null: this runner keeps none. */
+  cache?: CacheDeps | null;
+  /** Where artifacts go; null: none are kept. */
+  artifacts?: ArtifactDeps | null;
 }
+
+/** A build that sets nothing up: what lanes of histories recorded before setups run with. */
+const NO_SETUP: BuildSetup = { hooks: { package_setup: false }, cache: false, services: [], artifacts: [] };
 
 /** What a failed fetch means for the activity: stopped, worth another attempt, or final. */
 export function checkoutFailure(err: unknown): Error {
@@ -51,8 +71,11 @@ export function checkoutFailure(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
 }
 
-export function createBuildActivities({ config, pool, runner, processGroups, runAs, sandbox }: BuildDeps) {
+export function createBuildActivities({ config, pool, runner, processGroups, runAs, sandbox, cache = null, artifacts = null }: BuildDeps) {
   const trees = treeDeps(config, pool);
+  // This installation's id names the services' databases; read once.
+  let installationId: Promise<string> | undefined;
+  const installation = () => (installationId ??= loadInstallation(pool));
 
   /**
    * The session's list of the files in `workdir` that match `pattern`, written to PostgreSQL
@@ -111,48 +134,90 @@ export function createBuildActivities({ config, pool, runner, processGroups, run
       return { total: await listTests(workdir, input.tree.sessionId, input.suiteId, input.profileName, input.pattern) };
     },
 
-    /** One lane: its own checkout, files from the shared list until none is left, its JUnit reports. */
+    /**
+     * One lane: a worker of the build on its own checkout, through the whole of its lifecycle
+     * (build/lifecycle.ts): cache, package setup, services, hooks, the rendezvous with the other
+     * workers, files from the shared list until none is left, artifacts, the cache saved.
+     */
     async runLane(input: RunLaneInput): Promise<RunLaneResult> {
       const ctx = Context.current();
       const { sessionId } = input.tree;
       // A retry after a lost runner may find every file done by the other lanes.
       if (!(await laneHasWork(pool, sessionId))) return { ran: 0, runner };
       const workdir = treeDir(config.workspaceDir, sessionId, input.lane);
+      const signalSession = (name: string) => async (payload: unknown) => {
+        // Best effort: the workflow also sends `test` and `first-fail` at the end if these never arrived.
+        try {
+          await ctx.client.workflow.getHandle(input.workflowId).signal(name, payload);
+        } catch (err) {
+          ctx.log.warn(`${name} signal not delivered`, { sessionId, error: String(err) });
+        }
+      };
       return withHeartbeat(async (signal) => {
         await ensureTree(trees, input.tree, workdir, 'pristine', signal).catch((err: unknown) => {
           throw checkoutFailure(err);
         });
         await markUsed(workdir, runAs);
-        const firstFailure = async (counts: Counts) => {
-          // Best effort: the workflow also sends `first-fail` at the end if this never arrived.
-          try {
-            await ctx.client.workflow.getHandle(input.workflowId).signal(FIRST_FAIL_SIGNAL, { counts });
-          } catch (err) {
-            ctx.log.warn('first-fail signal not delivered', { sessionId, error: String(err) });
-          }
-        };
-        const out = await runLane(
-          { pool, secretKey: config.secretKey, runner, processGroups, runAs, sandbox, firstFailure, signal },
+        const out = await runWorker(
+          {
+            pool,
+            secretKey: config.secretKey,
+            runner,
+            processGroups,
+            runAs,
+            sandbox,
+            hookTimeoutMs: config.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS,
+            cache,
+            artifacts,
+            services: config.services ?? {},
+            signal,
+            firstFailure: (counts: Counts) => signalSession(FIRST_FAIL_SIGNAL)({ counts }),
+            allReady: (timing: Timing) => signalSession(WORKERS_READY_SIGNAL)({ timing } satisfies WorkersReady),
+          },
           {
             sessionId,
             repoId: input.tree.repoId,
-            lane: input.lane,
+            worker: input.lane + 1,
+            workers: input.lanes ?? 1,
             attempt: ctx.info.attempt,
-            workdir,
+            tree: workdir,
+            home: homeDir(workdir),
             command: input.command,
             env: input.env,
             secrets: input.secrets,
             timeoutMs: input.timeoutMs,
+            junitPattern: input.junitPattern,
+            setup: input.setup ?? NO_SETUP,
+            cache: input.cache ?? { readScopes: [], writeScope: null },
+            savesCache: input.lane === 0,
+            installation: await installation(),
           },
         );
         // Stopped: running tests' process groups are dead; the session reports it as stopped.
         if (out.stopped) throw new CancelledFailure('stopped while running');
-        if (input.junitPattern && out.ran > 0) {
-          await collectJUnitResults({ pool, secretKey: config.secretKey }, { sessionId, workdir, pattern: input.junitPattern, lane: input.lane });
-        }
-        // Lane 0's tree is the session's first checkout: kept for the push, swept when the session ends.
+        // Lane 0's tree is the session's first checkout: kept for the push and post_build, swept when the session ends.
         if (input.lane > 0) await removeTree(workdir);
-        return { ran: out.ran, runner };
+        return { ran: out.ran, runner, setupFailure: out.setupFailure, timing: out.timing };
+      }, 1_000);
+    },
+
+    /** The `post_build` hook, once a build: in the session's first checkout when this runner still has it. */
+    async postBuildHook(input: PostBuildHookInput): Promise<{ status: string }> {
+      const workdir = treeDir(config.workspaceDir, input.tree.sessionId);
+      return withHeartbeat(async (signal) => {
+        const release = holdTree(workdir);
+        try {
+          await ensureTree(trees, input.tree, workdir, 'objects', signal).catch((err: unknown) => {
+            throw checkoutFailure(err);
+          });
+          await markUsed(workdir, runAs);
+          return await runPostBuildHook(
+            { pool, secretKey: config.secretKey, runner, processGroups, runAs, sandbox, hookTimeoutMs: config.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS, signal },
+            { sessionId: input.tree.sessionId, repoId: input.tree.repoId, tree: workdir, home: homeDir(workdir), command: input.command, env: input.env, secrets: input.secrets, status: input.status },
+          );
+        } finally {
+          release();
+        }
       }, 1_000);
     },
   };

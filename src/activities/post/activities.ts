@@ -22,7 +22,7 @@ import type { Config } from '../../config';
 import { unseal } from '../../crypto/sealed';
 import { activityLog, attemptsText, currentAttempt, isFinal, retryLater, type AttemptInfo } from '../attempt';
 import { displayUrl, GitPullError, type HostKeys } from '../../build/checkout/git';
-import { ensureTree, keepLearnedHostKeys, treeDeps, treeDir, withHostKeyHint } from '../../build/checkout/tree';
+import { ensureTree, holdTree, keepLearnedHostKeys, treeDeps, treeDir, withHostKeyHint } from '../../build/checkout/tree';
 import { FAILURE_TYPES, type FailureType } from '../failures';
 import { withHeartbeat } from '../heartbeat';
 import type { ChatInput, ChatResult, EmailInput, EmailResult, PushInput, PushResult } from '../types';
@@ -94,6 +94,7 @@ export function createPostActivities(deps: PostDeps) {
       const target = displayUrl(pushUrl);
       let pushedIt = false;
       const hg = repo.scm === 'hg';
+      let release = () => {};
       const result: StepAttempt = await withHeartbeat(async (signal) => {
         try {
           const problem = (hg ? hgPushInputProblem : pushInputProblem)({ pushUrl, pullUrl: repo.pullUrl, branch: input.branch, commitId: input.commitId });
@@ -101,6 +102,8 @@ export function createPostActivities(deps: PostDeps) {
           // git pushes from the session's checkout if this runner has it, else from the commit
           // fetched afresh; hg fetches into a repository of its own (hgPush.ts says why).
           const workdir = treeDir(config.workspaceDir, input.sessionId);
+          // The session has ended: the runner's sweep must not take the tree from under the push.
+          release = holdTree(workdir);
           if (!hg) await ensureTree(treeDeps(config, pool), input, workdir, 'objects', signal);
           // Read again: a fetch just now may have learned the pull URL's host key.
           const hostKeys: HostKeys = { known: (await loadPushTarget(pool, input.repoId))?.sshKnownHosts ?? repo.sshKnownHosts };
@@ -141,6 +144,8 @@ export function createPostActivities(deps: PostDeps) {
           const detail = info.attempt > 1 ? `${message} ${attemptsText(info.attempt)}` : message;
           const retryable = (err instanceof GitPushError || err instanceof GitPullError) && err.retryable;
           return retryable ? { ok: false, detail, retry: { error: message } } : { ok: false, detail };
+        } finally {
+          release();
         }
       });
       const { detail } = await settle('push', input.sessionId, info, result);

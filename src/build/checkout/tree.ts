@@ -6,7 +6,8 @@
  *
  * Lane 0 of a session uses `session-<id>` (also the session's first checkout, the one sluice.yml
  * and the list of test files come from); lane k > 0 uses `session-<id>-<k>`. Beside each tree a
- * marker (`<tree>.json`) says which commit it holds and whether tests have run in it yet.
+ * marker (`<tree>.json`) says which commit it holds and whether tests have run in it yet, and
+ * the worker's home (`<tree>.home`) keeps what its hooks and tests leave there (`~/.npm`, ...).
  */
 import { lchown, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -18,7 +19,7 @@ import { endedSessions } from '../../db/sessions';
 import type { TreeRef } from '../../activities/types';
 import { fetchRepository, GitPullError, type FetchRepositoryResult, type HostKeys } from './git';
 import { fetchHgRepository } from './hg';
-import type { BuildUser } from '../tests/runTestFile';
+import type { BuildUser } from '../process';
 
 export interface TreeDeps {
   pool: Pool;
@@ -42,6 +43,25 @@ export function treeDir(workspaceDir: string, sessionId: number, lane = 0): stri
 }
 
 const markerOf = (workdir: string) => `${workdir}.json`;
+/** The home of the worker whose checkout `workdir` is: HOME of its hooks and tests, `~` of its cache paths. */
+export const homeDir = (workdir: string) => `${workdir}.home`;
+
+/**
+ * Trees a step of this process is using after their session ended (the push, the post_build
+ * hook): the sweep leaves them alone until released.
+ */
+const held = new Map<string, number>();
+export function holdTree(workdir: string): () => void {
+  held.set(workdir, (held.get(workdir) ?? 0) + 1);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    const n = (held.get(workdir) ?? 1) - 1;
+    if (n <= 0) held.delete(workdir);
+    else held.set(workdir, n);
+  };
+}
 
 async function readMarker(workdir: string): Promise<Marker | null> {
   try {
@@ -130,6 +150,7 @@ async function chownTree(dir: string, owner: BuildUser): Promise<void> {
 export async function removeTree(workdir: string): Promise<void> {
   await rm(markerOf(workdir), { force: true });
   await rm(workdir, { recursive: true, force: true });
+  await rm(homeDir(workdir), { recursive: true, force: true });
 }
 
 /**
@@ -141,7 +162,7 @@ export async function sweepTrees(deps: TreeDeps): Promise<number> {
   const names = await readdir(deps.workspaceDir).catch(() => [] as string[]);
   const bySession = new Map<number, string[]>();
   for (const name of names) {
-    const m = /^session-(\d+)(?:-\d+)?(?:\.json)?$/.exec(name);
+    const m = /^session-(\d+)(?:-\d+)?(?:\.json|\.home)?$/.exec(name);
     if (!m) continue;
     const id = Number(m[1]);
     bySession.set(id, [...(bySession.get(id) ?? []), name]);
@@ -151,7 +172,9 @@ export async function sweepTrees(deps: TreeDeps): Promise<number> {
   let removed = 0;
   for (const id of ended) {
     for (const name of bySession.get(id) ?? []) {
-      await rm(path.join(deps.workspaceDir, name), { recursive: true, force: true });
+      const file = path.join(deps.workspaceDir, name);
+      if (held.has(file.replace(/\.(json|home)$/, ''))) continue;
+      await rm(file, { recursive: true, force: true });
       removed += 1;
     }
   }

@@ -13,9 +13,9 @@
 import type { Pool } from 'pg';
 import type { Counts } from '../../core/types';
 import { claimFiles, queueProgress, recordFileResult, releaseClaims, renewClaims, type Claim } from '../../db/testQueue';
-import { buildEnvironment, loadBuildSecrets } from '../secrets';
 import { maskOutput } from '../output';
-import { runTestFile, type BuildUser, type ProcessGroups } from './runTestFile';
+import type { BuildUser, ProcessGroups } from '../process';
+import { runTestFile } from './runTestFile';
 import type { Sandbox } from '../sandbox';
 
 export const LEASE_MS = 5_000;
@@ -29,21 +29,24 @@ const FIRST_GUESS_MS = 1_000;
 
 export interface LaneJob {
   sessionId: number;
-  repoId: number;
   lane: number;
   /** Which attempt of this lane's activity this is (a retry follows a lost runner). */
   attempt: number;
   workdir: string;
+  /** The worker's home, shared with its hooks; none: each file gets a fresh one. */
+  home?: string;
   command: string | null;
+  /** The build's variables (profile, trigger, secrets, services: build/lifecycle.ts), over the clean base. */
   env: Record<string, string>;
-  /** Whether the repository's secrets are added (not for a pull request). */
-  secrets: boolean;
+  /** Values masked in stored output. */
+  secretValues: string[];
+  /** Appended to every file's output (secrets that could not be unsealed). */
+  note?: string;
   timeoutMs: number;
 }
 
 export interface LaneDeps {
   pool: Pool;
-  secretKey: Buffer;
   /** This runner's name (host-pid): recorded with each file it runs. */
   runner: string;
   /** Where each test's process group is reported, so none outlives the runner (runner/reaper.ts). */
@@ -75,14 +78,8 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
   const claim: Claim = { token: `lane ${job.lane} attempt ${job.attempt} on ${deps.runner}`, lane: job.lane, leaseMs: LEASE_MS };
   // An earlier attempt of this lane lost its runner: what it held goes back now, not at lease end.
   await releaseClaims(pool, job.sessionId, { lane: job.lane, exceptToken: claim.token });
-  // Secrets are read once per lane, from PostgreSQL, never through Temporal (see secrets.ts),
-  // and only for a build they may reach.
-  const secrets = job.secrets ? await loadBuildSecrets(pool, deps.secretKey, job.repoId) : { values: {}, unreadable: [] };
-  const env = buildEnvironment(job.env, secrets.values);
-  const secretValues = Object.values(secrets.values);
-  const unreadable = secrets.unreadable
-    .map((name) => `[sluice] secret ${name} could not be decrypted (was SLUICE_SECRET_KEY changed?); it was not set\n`)
-    .join('');
+  const { env, secretValues } = job;
+  const unreadable = job.note ?? '';
 
   // A file whose lease another lane took over is killed: its result would not count.
   const running = new Map<string, AbortController>();
@@ -118,6 +115,7 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
         try {
           const result = await runTestFile({
             workdir: job.workdir,
+            home: job.home,
             path: file.path,
             command: job.command,
             env,

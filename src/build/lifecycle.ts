@@ -1,0 +1,449 @@
+/**
+ * A worker's life in a build, step by step: the list below is the lifecycle (GitLab Runner keeps
+ * its job stages the same way), and each step is one function of one file of this folder.
+ *
+ *   step            file                 timing key (spec §6; the session's is the last worker's)
+ *   checkout        checkout/tree.ts     setup (the session's first checkout; the activity's)
+ *   cache restore   cache/               setup_cache
+ *   pre_setup       hooks.ts             setup_hooks
+ *   package setup   packages.ts          package_setup
+ *   services        services/            services_setup
+ *   worker_setup    hooks.ts             worker_hooks
+ *   post_setup      hooks.ts             setup_hooks
+ *   rendezvous      (here)               worker_rendezvous: every worker is ready; then `test`
+ *   tests           tests/lane.ts        exec … post_build
+ *   post_worker     hooks.ts             setup_post_hooks
+ *   artifacts       artifacts.ts, JUnit  artifact_collect
+ *   cache save      cache/               capture_cache
+ *   (always)        services released, whatever happened
+ *
+ * Once a build: `post_build` (runPostBuildHook below), after the results are recorded
+ * (post_build_hook). A step that has nothing to do does not run, and its key stays absent.
+ *
+ * A setup step that fails (a setup hook, a service the runner does not have) fails the build
+ * once: the first failure is recorded for the session, every other worker stops at the
+ * rendezvous (or is cancelled by the workflow), and no test runs. After the tests, a failing
+ * step is recorded and shown but changes nothing. A stopped build skips what is left, but
+ * always gives its services back.
+ */
+import { chown, mkdir } from 'node:fs/promises';
+import type { Pool } from 'pg';
+import type { ServiceAdmins } from '../config';
+import type { BuildSetup, CacheSettings, HookName } from '../core/buildSetup';
+import type { Counts, Timing } from '../core/types';
+import { markWorkerFailed, markWorkerReady, recordWorkerStep, rendezvous, setupTiming } from '../db/sessionWorkers';
+import { collectArtifacts, type ArtifactDeps } from './artifacts';
+import { restoreCache, saveCache, type CacheDeps, type Restored } from './cache';
+import { hookFailure, runHook, skipHook, type HookPlace } from './hooks';
+import { defaultCache, detectPackageManagers, packageEnv, type PackageManager } from './packages';
+import type { BuildUser, ProcessGroups } from './process';
+import type { Sandbox } from './sandbox';
+import { loadBuildSecrets } from './secrets';
+import { provisionServices, ServiceUnavailableError, type WorkerServices } from './services';
+import { collectJUnitResults } from './tests/junit';
+import { runLane } from './tests/lane';
+import { TEST_PATH, testEnvironment } from './tests/runTestFile';
+
+export interface WorkerJob {
+  sessionId: number;
+  repoId: number;
+  /** 1..N (the lane's number + 1): SLUICE_WORKER_ID. */
+  worker: number;
+  /** N: SLUICE_WORKER_COUNT, and how many the rendezvous waits for. */
+  workers: number;
+  /** Which attempt of this worker's activity (a retry follows a lost runner). */
+  attempt: number;
+  /** The worker's checkout, made by the caller. */
+  tree: string;
+  /** The worker's home: made here, shared by its hooks and tests (`~` of cache paths). */
+  home: string;
+  command: string | null;
+  /** The profile's and the trigger's variables. */
+  env: Record<string, string>;
+  /** Whether the repository's secrets reach hooks and tests (not for a pull request: core/trust.ts). */
+  secrets: boolean;
+  timeoutMs: number;
+  junitPattern: string | null;
+  setup: BuildSetup;
+  cache: { readScopes: string[]; writeScope: string | null };
+  /** This worker saves the build's cache entry (one worker does: the first). */
+  savesCache: boolean;
+  /** This installation's id: names the worker's service databases. */
+  installation: string;
+}
+
+export interface WorkerDeps {
+  pool: Pool;
+  secretKey: Buffer;
+  /** This runner's name (host-pid). */
+  runner: string;
+  processGroups?: ProcessGroups;
+  runAs?: BuildUser;
+  sandbox?: Sandbox;
+  hookTimeoutMs: number;
+  /** Where caches live; null: this runner keeps none. */
+  cache: CacheDeps | null;
+  artifacts: ArtifactDeps | null;
+  services: ServiceAdmins;
+  /** Aborted when the session is stopped. */
+  signal?: AbortSignal;
+  /** The build's first failing file, with the counts as they stood then. */
+  firstFailure(counts: Counts): Promise<void>;
+  /** Every worker is ready, with the build's setup timing: the session sends `test`. */
+  allReady(timing: Timing): Promise<void>;
+}
+
+export interface WorkerOutcome {
+  /** Files this worker ran and counted. */
+  ran: number;
+  stopped: boolean;
+  /** The build's setup failed (here or on another worker): no test ran here. */
+  setupFailure: string | null;
+  /** When each of this worker's steps ended, seconds since the epoch. */
+  timing: Timing;
+}
+
+/** A setup step failed: the build ends in `error` with this message. */
+class SetupFailed extends Error {}
+
+/** What the steps share while a worker lives. */
+interface Worker {
+  deps: WorkerDeps;
+  job: WorkerJob;
+  /** The worker's variables over the clean base: profile, trigger, secrets, packages, services, SLUICE_WORKER_*. */
+  env: Record<string, string>;
+  /** Values masked in everything stored. */
+  secretValues: string[];
+  /** Appended to each test's output: secrets that would not unseal. */
+  note: string;
+  managers: PackageManager[];
+  /** The entry this build keeps (configured, else the package managers' default); null: none. */
+  cacheSettings: CacheSettings | null;
+  restored: Restored | null;
+  /** Package setup ran and passed (or was not needed): the tree is worth caching. */
+  packagesOk: boolean;
+  services: WorkerServices | null;
+  ran: number;
+  stopped: boolean;
+  notes: string[];
+}
+
+interface Step {
+  name: string;
+  /** The timing key its end sets, when it ran. */
+  key?: string;
+  /** Setup steps fail the build; the others are recorded and shown. */
+  setup: boolean;
+  /** Whether it did anything. */
+  run(w: Worker): Promise<boolean>;
+}
+
+const now = () => Date.now() / 1000;
+/** How often a ready worker looks whether the others are. */
+const RENDEZVOUS_POLL_MS = 100;
+
+// --- the steps --------------------------------------------------------------------------------
+
+const STEPS: readonly Step[] = [
+  { name: 'cache restore', key: 'setup_cache', setup: true, run: restoreStep },
+  { name: 'pre_setup', key: 'setup_hooks', setup: true, run: (w) => setupHook(w, 'pre_setup') },
+  { name: 'package setup', key: 'package_setup', setup: true, run: packageSetup },
+  { name: 'services', key: 'services_setup', setup: true, run: servicesStep },
+  { name: 'worker_setup', key: 'worker_hooks', setup: true, run: (w) => setupHook(w, 'worker_setup') },
+  { name: 'post_setup', key: 'setup_hooks', setup: true, run: (w) => setupHook(w, 'post_setup') },
+  { name: 'rendezvous', setup: true, run: meet },
+  { name: 'tests', key: 'post_build', setup: false, run: tests },
+  { name: 'post_worker', key: 'setup_post_hooks', setup: false, run: postWorker },
+  { name: 'artifacts', key: 'artifact_collect', setup: false, run: artifacts },
+  { name: 'cache save', key: 'capture_cache', setup: false, run: saveStep },
+];
+
+/** The steps' names, in order (tests walk them). */
+export const WORKER_STEPS = STEPS.map((s) => s.name);
+
+async function restoreStep(w: Worker): Promise<boolean> {
+  if (!w.cacheSettings || !w.deps.cache) return false;
+  const { job } = w;
+  w.restored = await restoreCache(w.deps.cache, w.cacheSettings, cacheTarget(w), w.deps.signal);
+  w.notes.push(...w.restored.notes);
+  if (w.restored.hit !== 'miss') {
+    w.notes.push(`cache: restored ${w.restored.paths.join(', ')} (${w.restored.hit === 'exact' ? 'this key' : 'an older key'}, branch ${w.restored.scope}, from ${w.restored.source === 'local' ? "this runner's copy" : 'the store'})`);
+  } else {
+    w.notes.push(`cache: nothing to restore for branch ${job.cache.readScopes.join(' or ')}`);
+  }
+  return true;
+}
+
+async function setupHook(w: Worker, name: Exclude<HookName, 'package_setup' | 'post_worker' | 'post_build'>): Promise<boolean> {
+  const command = w.job.setup.hooks[name];
+  if (!command) return false;
+  const outcome = await runHook(hookPlace(w), { name, command });
+  if (outcome.status !== 'passed' && !w.deps.signal?.aborted) throw new SetupFailed(hookFailure(outcome, w.job.worker));
+  return true;
+}
+
+async function packageSetup(w: Worker): Promise<boolean> {
+  const configured = w.job.setup.hooks.package_setup;
+  if (configured === false) return false;
+  const place = hookPlace(w);
+  // Installs reach the registries, even where tests have no network.
+  const sandbox = w.deps.sandbox ? { ...w.deps.sandbox, network: true } : undefined;
+  const runs = typeof configured === 'string' ? [{ command: configured, detail: 'the package_setup hook', installs: null as string | null }] : w.managers;
+  if (runs.length === 0) return false;
+  for (const run of runs) {
+    const restored = w.restored;
+    if (run.installs && restored?.hit === 'exact' && restored.paths.includes(run.installs)) {
+      await skipHook(place, { name: 'package_setup', command: run.command, detail: `${run.detail}; not needed: the cache restored ${run.installs} for exactly these files` });
+      continue;
+    }
+    const outcome = await runHook(place, { name: 'package_setup', command: run.command, detail: run.detail, sandbox });
+    if (outcome.status !== 'passed' && !w.deps.signal?.aborted) throw new SetupFailed(hookFailure(outcome, w.job.worker));
+  }
+  w.packagesOk = true;
+  return true;
+}
+
+async function servicesStep(w: Worker): Promise<boolean> {
+  const names = w.job.setup.services;
+  if (names.length === 0) return false;
+  try {
+    w.services = await provisionServices(w.deps.services, names, { installation: w.job.installation, sessionId: w.job.sessionId, worker: w.job.worker });
+  } catch (err) {
+    if (err instanceof ServiceUnavailableError) throw new SetupFailed(`worker ${w.job.worker}: ${err.message}`);
+    throw err;
+  }
+  // The worker's database, user and password win over anything the build's variables say.
+  Object.assign(w.env, w.services.env);
+  w.secretValues.push(...w.services.secrets);
+  w.notes.push(`services: ${names.join(', ')}`);
+  return true;
+}
+
+/** Every worker waits for every other before any test runs; the one that completes the set tells the session. */
+async function meet(w: Worker): Promise<boolean> {
+  const { deps, job } = w;
+  let state = await markWorkerReady(deps.pool, job.sessionId, job.worker, deps.runner);
+  if (state.failure === null && state.ready >= job.workers) await deps.allReady({ ...(await setupTiming(deps.pool, job.sessionId)), exec: now() });
+  while (state.failure === null && state.ready < job.workers) {
+    if (deps.signal?.aborted) return false;
+    await sleep(RENDEZVOUS_POLL_MS, deps.signal);
+    state = await rendezvous(deps.pool, job.sessionId);
+  }
+  if (state.failure !== null) throw new SetupFailed(state.failure, { cause: 'another worker' });
+  return true;
+}
+
+async function tests(w: Worker): Promise<boolean> {
+  const { deps, job } = w;
+  const out = await runLane(
+    { pool: deps.pool, runner: deps.runner, processGroups: deps.processGroups, runAs: deps.runAs, sandbox: deps.sandbox, firstFailure: deps.firstFailure, signal: deps.signal },
+    {
+      sessionId: job.sessionId,
+      lane: job.worker - 1,
+      attempt: job.attempt,
+      workdir: job.tree,
+      home: job.home,
+      command: job.command,
+      env: w.env,
+      secretValues: w.secretValues,
+      note: w.note,
+      timeoutMs: job.timeoutMs,
+    },
+  );
+  w.ran = out.ran;
+  w.stopped = out.stopped;
+  return true;
+}
+
+async function postWorker(w: Worker): Promise<boolean> {
+  const command = w.job.setup.hooks.post_worker;
+  if (!command) return false;
+  // Recorded and shown; its failure changes nothing of the build's result.
+  await runHook(hookPlace(w), { name: 'post_worker', command });
+  return true;
+}
+
+async function artifacts(w: Worker): Promise<boolean> {
+  const { deps, job } = w;
+  let ran = false;
+  if (job.setup.artifacts.length > 0 && deps.artifacts) {
+    const kept = await collectArtifacts(deps.artifacts, { sessionId: job.sessionId, worker: job.worker, tree: job.tree, patterns: job.setup.artifacts });
+    w.notes.push(`artifacts: ${kept.files} file${kept.files === 1 ? '' : 's'} kept`, ...kept.notes);
+    ran = true;
+  }
+  if (job.junitPattern && w.ran > 0) {
+    await collectJUnitResults({ pool: deps.pool, secretKey: deps.secretKey }, { sessionId: job.sessionId, workdir: job.tree, pattern: job.junitPattern, lane: job.worker - 1 });
+    ran = true;
+  }
+  return ran;
+}
+
+async function saveStep(w: Worker): Promise<boolean> {
+  const { deps, job, restored } = w;
+  if (!job.savesCache || !w.cacheSettings || !deps.cache || !restored || !w.packagesOk) return false;
+  if (job.cache.writeScope === null || restored.hit === 'exact') return false;
+  const saved = await saveCache(deps.cache, w.cacheSettings, cacheTarget(w), restored, deps.signal);
+  w.notes.push(`cache: ${saved.note}`);
+  return true;
+}
+
+// --- running them -----------------------------------------------------------------------------
+
+export async function runWorker(deps: WorkerDeps, job: WorkerJob): Promise<WorkerOutcome> {
+  await mkdir(job.home, { recursive: true, mode: 0o700 });
+  if (deps.runAs) await chown(job.home, deps.runAs.uid, deps.runAs.gid);
+  // Secrets are read here, from PostgreSQL, never through Temporal, and only for a build they may reach.
+  const secrets = job.secrets ? await loadBuildSecrets(deps.pool, deps.secretKey, job.repoId) : { values: {}, unreadable: [] };
+  const managers = job.setup.hooks.package_setup === undefined ? await detectPackageManagers(job.tree) : [];
+  const w: Worker = {
+    deps,
+    job,
+    env: workerEnvironment(job, secrets.values, packageEnv(managers, job.tree, job.home)),
+    secretValues: Object.values(secrets.values),
+    note: secrets.unreadable.map((name) => `[sluice] secret ${name} could not be decrypted (was SLUICE_SECRET_KEY changed?); it was not set\n`).join(''),
+    managers,
+    cacheSettings: job.setup.cache === false ? null : (job.setup.cache ?? (job.setup.hooks.package_setup === undefined ? defaultCache(managers) : null)),
+    restored: null,
+    packagesOk: job.setup.hooks.package_setup === false,
+    services: null,
+    ran: 0,
+    stopped: false,
+    notes: [],
+  };
+  const timing: Timing = {};
+  let setupFailure: string | null = null;
+  try {
+    for (const step of STEPS) {
+      if (deps.signal?.aborted || w.stopped) {
+        w.stopped = true;
+        break;
+      }
+      if (step.name === 'tests') timing.exec = now();
+      let ran: boolean;
+      try {
+        ran = await step.run(w);
+      } catch (err) {
+        if (!(err instanceof SetupFailed)) throw err;
+        setupFailure = await failSetup(w, err);
+        break;
+      }
+      if (ran && step.key) timing[step.key] = now();
+      if ((ran && step.key) || w.notes.length > 0) {
+        await recordWorkerStep(deps.pool, job.sessionId, job.worker, deps.runner, ran && step.key ? { [step.key]: timing[step.key]! } : {}, w.notes.splice(0));
+      }
+    }
+  } finally {
+    await w.services?.release();
+  }
+  return { ran: w.ran, stopped: w.stopped || deps.signal?.aborted === true, setupFailure, timing };
+}
+
+/**
+ * A setup step failed here, or another worker's did (`cause`). The build's first failure is
+ * kept; a worker run again after the others started testing (its runner died) fails alone: the
+ * others go on with its files.
+ */
+async function failSetup(w: Worker, err: SetupFailed): Promise<string | null> {
+  const { deps, job } = w;
+  if (err.cause === 'another worker') return err.message;
+  const before = await rendezvous(deps.pool, job.sessionId);
+  if (before.failure === null && before.ready >= job.workers) return null;
+  return (await markWorkerFailed(deps.pool, job.sessionId, job.worker, deps.runner, err.message)).failure ?? err.message;
+}
+
+// --- once a build -----------------------------------------------------------------------------
+
+export interface PostBuildJob {
+  sessionId: number;
+  repoId: number;
+  tree: string;
+  home: string;
+  command: string;
+  env: Record<string, string>;
+  secrets: boolean;
+  /** SLUICE_BUILD_STATUS: passed, failed or error. */
+  status: string;
+}
+
+/** The `post_build` hook, once a build after its results are recorded; its failure changes nothing. */
+export async function runPostBuildHook(deps: Omit<WorkerDeps, 'firstFailure' | 'allReady' | 'cache' | 'artifacts' | 'services'>, job: PostBuildJob): Promise<{ status: string }> {
+  await mkdir(job.home, { recursive: true, mode: 0o700 });
+  if (deps.runAs) await chown(job.home, deps.runAs.uid, deps.runAs.gid);
+  const secrets = job.secrets ? await loadBuildSecrets(deps.pool, deps.secretKey, job.repoId) : { values: {}, unreadable: [] };
+  const env = testEnvironment(job.home, { ...job.env, ...secrets.values, SLUICE_BUILD_STATUS: job.status });
+  const outcome = await runHook(
+    {
+      pool: deps.pool,
+      sessionId: job.sessionId,
+      worker: null,
+      runner: deps.runner,
+      tree: job.tree,
+      home: job.home,
+      env,
+      secrets: Object.values(secrets.values),
+      timeoutMs: deps.hookTimeoutMs,
+      signal: deps.signal,
+      processGroups: deps.processGroups,
+      runAs: deps.runAs,
+      sandbox: deps.sandbox,
+    },
+    { name: 'post_build', command: job.command },
+  );
+  return { status: outcome.status };
+}
+
+// --- what the steps share ---------------------------------------------------------------------
+
+/**
+ * The worker's variables, later ones winning: the profile's and the trigger's, the repository's
+ * secrets (a trigger may not replace one: build/secrets.ts), where the package managers put
+ * things, and the worker's number. Services add theirs when they are made. A PATH from the
+ * package managers goes in front of the base PATH.
+ */
+function workerEnvironment(job: WorkerJob, secrets: Record<string, string>, packages: Record<string, string>): Record<string, string> {
+  const { PATH: pathPrefix, ...others } = packages;
+  return {
+    ...job.env,
+    ...secrets,
+    ...others,
+    ...(pathPrefix ? { PATH: `${pathPrefix}${TEST_PATH}` } : {}),
+    SLUICE_WORKER_ID: String(job.worker),
+    SLUICE_WORKER_COUNT: String(job.workers),
+  };
+}
+
+function hookPlace(w: Worker): HookPlace {
+  const { deps, job } = w;
+  return {
+    pool: deps.pool,
+    sessionId: job.sessionId,
+    worker: job.worker,
+    runner: deps.runner,
+    tree: job.tree,
+    home: job.home,
+    env: testEnvironment(job.home, { ...w.env, SLUICE_CACHE_HIT: w.restored?.hit ?? 'miss' }),
+    secrets: w.secretValues,
+    timeoutMs: deps.hookTimeoutMs,
+    signal: deps.signal,
+    processGroups: deps.processGroups,
+    runAs: deps.runAs,
+    sandbox: deps.sandbox,
+  };
+}
+
+function cacheTarget(w: Worker) {
+  const { job, deps } = w;
+  return { repoId: job.repoId, readScopes: job.cache.readScopes, writeScope: job.cache.writeScope, tree: job.tree, home: job.home, owner: deps.runAs };
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
