@@ -16,6 +16,7 @@ import { loadSessionView, sessionListView } from '../views';
 import { requestStop } from '../stopSession';
 import { sessionWorkflowLink } from '../../temporal/uiLink';
 import { formatDuration, formatTime, notFoundPage, page, type WebScope } from './pages';
+import { formatBytes } from '../reportPage';
 import { signedIn, type SignedIn } from './signIn';
 
 /** How often an open build page's stream reads the build. */
@@ -28,6 +29,12 @@ const TIMING_ORDER = [
   'worker_rendezvous', 'post_build_hook',
 ];
 const timingRank = (key: string): number => (TIMING_ORDER.includes(key) ? TIMING_ORDER.indexOf(key) : TIMING_ORDER.length);
+
+/**
+ * How long the page keeps following a build after it ended: a post_build hook starts once the
+ * result is recorded, and the page should show it start and end without a reload.
+ */
+const FOLLOW_AFTER_END_MS = 60_000;
 
 /** Failed files whose output the build page shows first, and how much of each (the report has it all). */
 const FAILURES_SHOWN = 20;
@@ -59,10 +66,14 @@ export function liveView(
   const c = view.counts;
   const toGo = c.notstarted + c.started;
   const ended = hasEnded(view.status);
+  const hookRunning = view.hooks.some((h) => h.status === 'running');
+  const endedAt = view.timing.done !== undefined ? view.timing.done * 1000 : Date.parse(view.updated_at);
   return {
     session: view.session,
     status: view.status,
     ended,
+    // Nothing more to follow: ended, no hook running, and not just now (a post_build hook may be about to start).
+    settled: ended && !hookRunning && Date.now() - endedAt > FOLLOW_AFTER_END_MS,
     commit: view.commit_id ? view.commit_id.slice(0, 10) : 'commit not known yet',
     reason: view.reason,
     canStop: !ended && canStopHere,
@@ -77,6 +88,32 @@ export function liveView(
     ].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
     parts: parts.map((p) => ({ session: p.id, profile: p.profile_name, status: p.status })),
     failures,
+    hooks: view.hooks.map((h) => ({
+      // Which run this is, so the page keeps its output open across updates.
+      key: `${h.name}/${h.worker ?? 'build'}/${h.started_at}`,
+      name: h.name,
+      where: h.worker === null ? 'the build' : `worker ${h.worker}`,
+      status: h.status,
+      exitCode: h.exit_code === null ? '' : String(h.exit_code),
+      duration: h.status === 'running' ? 'running' : formatDuration(h.duration_ms),
+      command: h.command,
+      detail: h.detail ?? '',
+      output: h.output_tail,
+      outputLabel: h.output_truncated ? 'End of the output' : 'Output',
+    })),
+    workers: view.worker_setup.map((w) => ({
+      worker: w.worker,
+      runner: w.runner ?? '',
+      // As a status the page colours: ready, failed, or still setting up.
+      state: w.failure !== null ? 'failed' : w.ready_at !== null ? 'ready' : 'setting up',
+      stateClass: w.failure !== null ? 'failed' : w.ready_at !== null ? 'passed' : 'running',
+      failure: w.failure ?? '',
+      notes: w.notes,
+    })),
+    artifacts: view.artifacts.map((a) => {
+      const u = new URL(a.url);
+      return { path: a.path, worker: a.worker, size: formatBytes(a.size), href: `${u.pathname}${u.search}` };
+    }),
     timeline: Object.entries(view.timing)
       // By time; keys recorded in the same instant in the order spec §6 lists them.
       .sort((a, b) => a[1] - b[1] || timingRank(a[0]) - timingRank(b[0]))
@@ -153,7 +190,7 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
       const text = JSON.stringify(live);
       if (text !== last) await reply.sse.send({ event: 'build', data: live });
       last = text;
-      if (live.ended) break;
+      if (live.settled) break;
       await new Promise((resolve) => setTimeout(resolve, LIVE_POLL_MS));
     }
     reply.sse.close();

@@ -17,6 +17,22 @@
     span.textContent = status;
     return span;
   };
+  const el = (tag, text, className) => {
+    const node = document.createElement(tag);
+    if (text !== undefined) node.textContent = text;
+    if (className) node.className = className;
+    return node;
+  };
+  const code = (text, className) => el('code', text, className);
+  // Sections redrawn only when what they show changed; an output someone opened stays open.
+  const drawn = {};
+  const redraw = (name, items, draw) => {
+    const text = JSON.stringify(items);
+    if (drawn[name] === text) return;
+    drawn[name] = text;
+    $(`[data-${name}-section]`).hidden = items.length === 0;
+    draw($(`[data-${name}]`), items);
+  };
   const source = new EventSource(root.dataset.live);
   source.addEventListener('build', (event) => {
     const b = JSON.parse(event.data);
@@ -85,7 +101,65 @@
         return article;
       }),
     );
+    redraw('hooks', b.hooks, (list, hooks) => {
+      const open = new Set([...list.querySelectorAll('[data-hook]')].filter((li) => li.querySelector('details[open]')).map((li) => li.dataset.hook));
+      list.replaceChildren(
+        ...hooks.map((h) => {
+          const li = el('li', undefined, 'hook');
+          li.dataset.hook = h.key;
+          const head = el('div');
+          const name = el('strong');
+          name.append(code(h.name));
+          head.append(name, ` · ${h.where} · `, statusSpan(h.status));
+          if (h.exitCode) head.append(` · exit code ${h.exitCode}`);
+          head.append(' · ', el('span', h.duration, 'muted'));
+          const command = el('div', undefined, 'muted');
+          command.append(code(h.command, 'wrap'));
+          li.append(head, command);
+          if (h.detail) li.append(el('div', h.detail, 'muted'));
+          if (h.output) {
+            const details = el('details');
+            details.open = open.has(h.key);
+            details.append(el('summary', h.outputLabel), el('pre', h.output));
+            li.append(details);
+          }
+          return li;
+        }),
+      );
+    });
+    redraw('workers', b.workers, (list, workers) => {
+      list.replaceChildren(
+        ...workers.map((w) => {
+          const li = el('li', `worker ${w.worker}`);
+          if (w.runner) li.append(' ', el('span', `on ${w.runner}`, 'muted'));
+          li.append(': ', el('span', w.state, `status status-${w.stateClass}`));
+          if (w.failure) li.append(` ${w.failure}`);
+          if (w.notes.length > 0) {
+            const notes = el('ul');
+            notes.append(...w.notes.map((n) => el('li', n)));
+            li.append(notes);
+          }
+          return li;
+        }),
+      );
+    });
+    redraw('artifacts', b.artifacts, (body, artifacts) => {
+      body.replaceChildren(
+        ...artifacts.map((a) => {
+          const tr = document.createElement('tr');
+          const file = cell('File', '');
+          const link = el('a');
+          link.href = a.href;
+          link.download = '';
+          link.rel = 'noopener noreferrer';
+          link.append(code(a.path));
+          file.append(link);
+          tr.append(file, cell('Worker', String(a.worker)), cell('Size', a.size));
+          return tr;
+        }),
+      );
+    });
     document.title = `Build #${b.session} (${b.status}) · Sluice`;
-    if (b.ended) source.close();
+    if (b.settled) source.close();
   });
 })();
