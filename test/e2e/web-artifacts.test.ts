@@ -12,6 +12,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { collectArtifacts } from '../../src/build/artifacts';
+import type { StoreSettings } from '../../src/config';
 import { finishHook, startHook } from '../../src/db/sessionHooks';
 import { markWorkerReady, recordWorkerStep } from '../../src/db/sessionWorkers';
 import { openStore } from '../../src/store';
@@ -24,12 +25,13 @@ describeWithBrowser('web-artifacts.test.ts')('hooks and artifacts on the web pag
   let browser: Browser;
   let spy: Receiver;
   let work: string;
+  const storeSettings = (): StoreSettings => ({ kind: 'dir', dir: path.join(work, 'store') });
 
   beforeAll(async () => {
     work = await mkdtemp(path.join(os.tmpdir(), 'sluice-web-artifacts-'));
     w = await World.start();
     // This Sluice's API reads artifacts from a store of this test's own.
-    w.sluice.config.store = { kind: 'dir', dir: path.join(work, 'store') };
+    w.sluice.config.store = storeSettings();
     spy = await startReceiver();
     browser = await openBrowser();
   });
@@ -77,7 +79,7 @@ describeWithBrowser('web-artifacts.test.ts')('hooks and artifacts on the web pag
     await writeFile(path.join(tree, 'coverage', 'index.html'), evil);
     await writeFile(path.join(tree, 'coverage', 'lcov.info'), 'TN:\nend_of_record\n');
     const kept = await collectArtifacts(
-      { pool, store: openStore(w.sluice.config.store), limits: { maxFileBytes: 1 << 20, maxBuildBytes: 1 << 24 } },
+      { pool, store: openStore(storeSettings()), limits: { maxFileBytes: 1 << 20, maxBuildBytes: 1 << 24 } },
       { sessionId: build.session, worker: 1, tree, patterns: ['coverage/**'] },
     );
     expect(kept).toMatchObject({ files: 2, notes: [] });
@@ -134,20 +136,17 @@ describeWithBrowser('web-artifacts.test.ts')('hooks and artifacts on the web pag
     // Even framed by a page of Sluice's own origin (one without the pages' CSP, which forbids frames), it does not render there.
     await page.goto(`${w.sluice.url}/healthz`);
     const framed = page.waitForEvent('download');
-    await page.evaluate((src) => {
-      const frame = document.createElement('iframe');
-      frame.src = src;
-      document.body.append(frame);
-    }, direct);
+    // (Strings: the browser's globals are not in this file's types.)
+    await page.evaluate(`document.body.append(Object.assign(document.createElement('iframe'), { src: ${JSON.stringify(direct)} }))`);
     await framed;
-    expect(await page.evaluate(() => localStorage.getItem('pwned'))).toBeNull();
+    expect(await page.evaluate("localStorage.getItem('pwned')")).toBeNull();
     await page.goto(`${w.sluice.url}/builds/${build.session}`);
     expect(await page.title()).toMatch(/^Build #\d+/);
 
     // Nothing of it ran: the receiver heard nothing, and Sluice's origin has no trace of it.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(spy.requests.map((r) => r.path)).toEqual([]);
-    expect(await page.evaluate(() => localStorage.getItem('pwned'))).toBeNull();
+    expect(await page.evaluate("localStorage.getItem('pwned')")).toBeNull();
     for (const frame of page.frames()) expect(await frame.title().catch(() => '')).not.toBe('PWNED');
   });
 });
