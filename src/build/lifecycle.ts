@@ -167,9 +167,9 @@ async function restoreStep(w: Worker): Promise<boolean> {
   w.restored = await restoreCache(w.deps.cache, w.cacheSettings, cacheTarget(w), w.deps.signal);
   w.notes.push(...w.restored.notes);
   if (w.restored.hit !== 'miss') {
-    w.notes.push(`cache: restored ${w.restored.paths.join(', ')} (${w.restored.hit === 'exact' ? 'this key' : 'an older key'}, branch ${w.restored.scope}, from ${w.restored.source === 'local' ? "this runner's copy" : 'the store'})`);
+    w.notes.push(`cache restored ${w.restored.paths.join(', ')} (${w.restored.hit === 'exact' ? 'this key' : 'an older key'}, branch ${w.restored.scope}, from ${w.restored.source === 'local' ? "this runner's copy" : 'the store'})`);
   } else {
-    w.notes.push(`cache: nothing to restore for branch ${job.cache.readScopes.join(' or ')}`);
+    w.notes.push(`cache empty: no entry of branch ${job.cache.readScopes.join(' or ')} to restore`);
   }
   return true;
 }
@@ -278,13 +278,13 @@ async function artifacts(w: Worker): Promise<boolean> {
   return ran;
 }
 
+/** Saves the entry when the build may write one and its key missed; says why not otherwise (saveCache decides). */
 async function saveStep(w: Worker): Promise<boolean> {
   const { deps, job, restored } = w;
   if (!job.savesCache || !w.cacheSettings || !deps.cache || !restored || !w.packagesOk) return false;
-  if (job.cache.writeScope === null || restored.hit === 'exact') return false;
   const saved = await saveCache(deps.cache, w.cacheSettings, cacheTarget(w), restored, deps.signal);
-  w.notes.push(`cache: ${saved.note}`);
-  return true;
+  w.notes.push(saved.note);
+  return saved.saved;
 }
 
 // --- running them -----------------------------------------------------------------------------

@@ -44,11 +44,35 @@ export function requireEnv(name: string): string {
 
 
 export async function startSluice(
-  opts: { webhookRetry?: Partial<WebhookRetry>; postRetry?: PostRetry; testTimeoutMs?: number; suiteHistoryLimit?: number; smtpUrl?: string; runnerSlots?: number; maxTestFiles?: number; postBuildWaitMs?: number; buildUser?: string; sandbox?: Config['sandbox']; sandboxNetwork?: boolean; temporalUiUrl?: string; suiteLivenessMs?: number; runnerWaitMs?: number } = {},
+  opts: {
+    webhookRetry?: Partial<WebhookRetry>;
+    postRetry?: PostRetry;
+    testTimeoutMs?: number;
+    suiteHistoryLimit?: number;
+    smtpUrl?: string;
+    runnerSlots?: number;
+    maxTestFiles?: number;
+    postBuildWaitMs?: number;
+    buildUser?: string;
+    sandbox?: Config['sandbox'];
+    sandboxNetwork?: boolean;
+    temporalUiUrl?: string;
+    suiteLivenessMs?: number;
+    runnerWaitMs?: number;
+    /** The service servers builds may ask for (SLUICE_SERVICE_*_URL); none by default. */
+    services?: Config['services'];
+    /** Where caches and artifacts go; default a directory of this Sluice's own. */
+    store?: Config['store'];
+    hookTimeoutMs?: number;
+    /** Runners started with this Sluice (each its own process's runner in one process); default 1. */
+    runners?: number;
+  } = {},
 ): Promise<Sluice> {
   const port = await freePort();
   const tag = randomBytes(4).toString('hex');
   const workspaceDir = await mkdtemp(path.join(os.tmpdir(), 'sluice-ws-'));
+  // Its own cache store and runner's local copies, beside the workspaces: files never share entries.
+  const cacheDir = `${workspaceDir}-cache`;
   const config: Config = {
     databaseUrl: requireEnv('SLUICE_TEST_DATABASE_URL'),
     temporalAddress: requireEnv('SLUICE_TEST_TEMPORAL_ADDRESS'),
@@ -84,11 +108,18 @@ export async function startSluice(
     temporalUiUrl: opts.temporalUiUrl,
     suiteLivenessMs: opts.suiteLivenessMs,
     runnerWaitMs: opts.runnerWaitMs,
+    services: opts.services ?? {},
+    store: opts.store ?? { kind: 'dir', dir: path.join(cacheDir, 'store') },
+    cacheLocal: { dir: path.join(cacheDir, 'local'), maxBytes: 1024 * 1024 * 1024 },
+    hookTimeoutMs: opts.hookTimeoutMs,
   };
 
   // Each part is stopped again, newest first, by stop() or when a later one fails to start (a
   // worker left polling would keep jest from exiting).
-  const parts: (() => Promise<unknown>)[] = [() => rm(workspaceDir, { recursive: true, force: true })];
+  const parts: (() => Promise<unknown>)[] = [
+    () => rm(workspaceDir, { recursive: true, force: true }),
+    () => rm(cacheDir, { recursive: true, force: true }),
+  ];
   const stopAll = async () => {
     for (const stop of parts.splice(0).reverse()) await stop();
   };
@@ -103,8 +134,10 @@ export async function startSluice(
       workflowBundle: { codePath: requireEnv('SLUICE_TEST_WORKFLOW_BUNDLE') },
     });
     parts.push(() => worker.shutdown());
-    const runner: RunnerHandle = await runRunner(config, { slots: opts.runnerSlots });
-    parts.push(() => runner.shutdown());
+    for (let i = 0; i < (opts.runners ?? 1); i++) {
+      const runner: RunnerHandle = await runRunner(config, { slots: opts.runnerSlots });
+      parts.push(() => runner.shutdown());
+    }
     const app: FastifyInstance = buildApp({
       config,
       pool,
