@@ -8,19 +8,23 @@
 import type { Pool } from 'pg';
 import { DEFAULT_CACHE_DIR, DEFAULT_DELIVERY_RETENTION_DAYS, DEFAULT_RETENTION_DAYS, type Config } from '../config';
 import { drainArtifactDeletions } from '../db/artifacts';
+import { drainCacheDeletions } from '../db/cacheEntries';
 import { deleteOldCiEvents, deleteOldDeliveries, deleteOldSessions, RETENTION_BATCH } from '../db/retention';
 import { openStore } from '../store';
 import { activityLog } from './attempt';
 import { currentContext } from './heartbeat';
 import type { CleanupResult } from './types';
 
-/** What the cleanup did: CleanupResult, and the artifacts' blobs it deleted. */
+/** What the cleanup did: CleanupResult, and the artifacts' and caches' blobs it deleted. */
 export interface CleanupOutcome extends CleanupResult {
   /** Deleted sessions whose artifacts' blobs are now gone from the store, and how many blobs. */
   artifactSessions: number;
   artifactBlobs: number;
   /** Why the store stopped the deleting, if it did (the rest waits for the next run). */
   artifactError?: string;
+  /** Deleted repositories whose cache entries' blobs are now gone from the store. */
+  cacheRepos: number;
+  cacheError?: string;
 }
 
 export function createCleanupActivity(deps: { pool: Pool; config: Config }): () => Promise<CleanupOutcome> {
@@ -36,6 +40,7 @@ export function createCleanupActivity(deps: { pool: Pool; config: Config }): () 
       deliveries: 0,
       artifactSessions: 0,
       artifactBlobs: 0,
+      cacheRepos: 0,
     };
     if (sessionDays > 0) {
       result.sessions = await inBatches((limit) => deleteOldSessions(deps.pool, sessionDays, limit));
@@ -53,6 +58,13 @@ export function createCleanupActivity(deps: { pool: Pool; config: Config }): () 
     if (drained.error !== null) {
       result.artifactError = drained.error;
       activityLog().warn(`artifacts of deleted sessions not all deleted from the store (${store.description}); the rest waits for the next cleanup`, { error: drained.error });
+    }
+    // Deleted repositories' cache entries, whose rows went with them.
+    const caches = await drainCacheDeletions(deps.pool, (prefix) => store.deletePrefix(prefix));
+    result.cacheRepos = caches.repos;
+    if (caches.error !== null) {
+      result.cacheError = caches.error;
+      activityLog().warn(`caches of deleted repositories not all deleted from the store (${store.description}); the rest waits for the next cleanup`, { error: caches.error });
     }
     activityLog().info('retention cleanup done', { ...result });
     return result;

@@ -20,6 +20,7 @@ import type { ApiDeps } from './app';
 import { HttpError } from './http';
 import { deleteIfIdle, type ActiveSession, type Doomed } from '../db/removal';
 import { drainArtifactDeletions } from '../db/artifacts';
+import { drainCacheDeletions } from '../db/cacheEntries';
 import { apiStore } from './artifacts';
 
 /** How long a delete waits for the builds it stopped to end. */
@@ -64,10 +65,15 @@ export async function stopAndRemove(deps: ApiDeps, doomed: Doomed, opts: RemoveO
   }
 }
 
-/** Starts deleting the queued blobs of deleted sessions' artifacts; a failure leaves them queued for the cleanup. */
+/**
+ * Starts deleting the queued blobs of deleted sessions' artifacts and deleted repositories'
+ * caches; a failure leaves them queued for the cleanup.
+ */
 function deleteArtifactBlobs(deps: ApiDeps): void {
   const store = apiStore(deps.config);
-  void drainArtifactDeletions(deps.pool, (prefix) => store.deletePrefix(prefix)).catch(() => undefined);
+  void drainArtifactDeletions(deps.pool, (prefix) => store.deletePrefix(prefix))
+    .then(() => drainCacheDeletions(deps.pool, (prefix) => store.deletePrefix(prefix)))
+    .catch(() => undefined);
 }
 
 /** False when nothing in Temporal holds the session: neither its workflow nor (queued) its suite's. */

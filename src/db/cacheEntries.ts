@@ -80,3 +80,28 @@ export async function liveStoreKeys(db: Db, storeKeys: readonly string[]): Promi
   const { rows } = await db.query<{ storeKey: string }>('SELECT store_key AS "storeKey" FROM cache_entries WHERE store_key = ANY($1::text[])', [storeKeys]);
   return new Set(rows.map((r) => r.storeKey));
 }
+
+/** Where a repository's entries are in the store: everything under it goes with the repository. */
+export const repoCachePrefix = (repoId: number) => `caches/${repoId}`;
+
+/**
+ * Deletes the blobs of deleted repositories' cache entries (migration 019 queues them), a
+ * repository at a time; one whose blobs could not all go stays queued. How many repositories.
+ */
+export async function drainCacheDeletions(db: Db, deletePrefix: (prefix: string) => Promise<number>, batch = 100): Promise<{ repos: number; error: string | null }> {
+  let repos = 0;
+  for (;;) {
+    const { rows } = await db.query<{ repo_id: string }>('SELECT repo_id FROM cache_deletions ORDER BY queued_at LIMIT $1', [batch]);
+    for (const { repo_id } of rows) {
+      const id = Number(repo_id);
+      try {
+        await deletePrefix(repoCachePrefix(id));
+      } catch (err) {
+        return { repos, error: `repository ${id}: ${(err as Error).message}` };
+      }
+      await db.query('DELETE FROM cache_deletions WHERE repo_id = $1', [id]);
+      repos += 1;
+    }
+    if (rows.length < batch) return { repos, error: null };
+  }
+}

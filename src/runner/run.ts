@@ -3,8 +3,9 @@ import os from 'node:os';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createRunnerActivities } from '../activities';
 import { sweepTrees, treeDeps } from '../build/checkout/tree';
+import { sweepLocalCache } from '../build/cache';
 import { sweepServices } from '../build/services';
-import { DEFAULT_RUNNER_SLOTS, type Config } from '../config';
+import { DEFAULT_CACHE_LOCAL_DIR, DEFAULT_CACHE_LOCAL_MAX_BYTES, DEFAULT_RUNNER_SLOTS, type Config } from '../config';
 import { loadInstallation } from '../db/installation';
 import { createPool } from '../db/pool';
 import { endedSessions } from '../db/sessions';
@@ -88,6 +89,10 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
     Promise.all([
       sweepTrees(trees).catch((err: unknown) => console.warn(`sluice runner: sweeping old checkouts failed: ${(err as Error).message}`)),
       sweepLeftServices().catch((err: unknown) => console.warn(`sluice runner: sweeping old service databases failed: ${(err as Error).message}`)),
+      // Local copies of cache entries evicted (or deleted with their repository) elsewhere.
+      sweepLocalCache({ pool, local: config.cacheLocal ?? { dir: DEFAULT_CACHE_LOCAL_DIR, maxBytes: DEFAULT_CACHE_LOCAL_MAX_BYTES } }).catch((err: unknown) =>
+        console.warn(`sluice runner: sweeping old local cache copies failed: ${(err as Error).message}`),
+      ),
     ]);
   void sweep();
   const sweeper = setInterval(sweep, SWEEP_EVERY_MS);

@@ -96,7 +96,7 @@ it('deletes ended sessions older than the limit with their results, outputs, cas
   const newAttempt = await delivery(5, recent.session);
 
   const result = await createCleanupActivity({ pool: db.pool, config: config(90, 30) })();
-  expect(result).toEqual({ sessionRetentionDays: 90, deliveryRetentionDays: 30, sessions: 4, ciEvents: 4, deliveries: 1, artifactSessions: 0, artifactBlobs: 0 });
+  expect(result).toEqual({ sessionRetentionDays: 90, deliveryRetentionDays: 30, sessions: 4, ciEvents: 4, deliveries: 1, artifactSessions: 0, artifactBlobs: 0, cacheRepos: 0 });
 
   for (const gone of [old, oldFailed, parent, shared]) {
     expect(await exists('sessions', gone.session)).toBe(false);
@@ -127,6 +127,7 @@ it('0 days keeps them for good; the defaults are 90 and 30 days', async () => {
     deliveries: 0,
     artifactSessions: 0,
     artifactBlobs: 0,
+    cacheRepos: 0,
   });
   expect(await exists('sessions', old.session)).toBe(true);
   expect(await exists('deliveries', attempt)).toBe(true);

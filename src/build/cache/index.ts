@@ -14,7 +14,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Pool } from 'pg';
 import { DEFAULT_CACHE_DIR, DEFAULT_CACHE_LIMITS, DEFAULT_CACHE_LOCAL_DIR, DEFAULT_CACHE_LOCAL_MAX_BYTES, type Config } from '../../config';
-import { deleteEntry, evictEntries, findExactEntry, findNewestEntry, insertEntry, liveStoreKeys, touchEntry, type CacheEntryRow } from '../../db/cacheEntries';
+import { deleteEntry, evictEntries, findExactEntry, findNewestEntry, insertEntry, liveStoreKeys, repoCachePrefix, touchEntry, type CacheEntryRow } from '../../db/cacheEntries';
 import { openStore, type BlobStore } from '../../store';
 import { checkEntry, EntryTooBig, packEntry, unpackEntry } from './archive';
 import { chownEntry, copyIn, copyOut, tidyEntry, type Owner } from './copy';
@@ -71,8 +71,6 @@ export function cacheDeps(config: Pick<Config, 'store' | 'cacheLocal' | 'cacheLi
   };
 }
 
-/** Where a repository's entries are in the store: delete this prefix with the repository. */
-export const repoCachePrefix = (repoId: number) => `caches/${repoId}`;
 
 const MiB = 1024 * 1024;
 const mib = (n: number) => `${(n / MiB).toFixed(n < 10 * MiB ? 1 : 0)} MiB`;
