@@ -110,7 +110,8 @@ describe('build secrets', () => {
         [
           `[ "$API_TOKEN" = "${VALUE}" ] || { echo "wrong token: $API_TOKEN"; exit 1; }`,
           'echo "using $API_TOKEN for $TARGET"',
-          'env | grep -E "^(DATABASE_URL|SLUICE_)" && exit 2',
+          // Nothing of the runner's: its database URL, its SLUICE_ settings (the worker's own number is the build's).
+          'env | grep -E "^(DATABASE_URL|SLUICE_)" | grep -vE "^SLUICE_WORKER_(ID|COUNT)=" && exit 2',
           'exit 0',
         ].join('\n'),
       ),

@@ -55,7 +55,8 @@ function hostileScript(daemonMarker: string, apiPort: number): string {
     '  (exec 3</proc/$R/mem) 2>/dev/null && echo "BREACH: opened the runner\'s memory"',
     '  kill -0 $R 2>/dev/null && echo "BREACH: could signal the runner"',
     'fi',
-    'ls -A "$(dirname "$PWD")" 2>/dev/null | grep -v -x "$(basename "$PWD")" | grep -q . && echo "BREACH: listed the other checkouts"',
+    // Its own checkout and its worker's home (HOME, beside it) are all it may see there.
+    'ls -A "$(dirname "$PWD")" 2>/dev/null | grep -v -x -e "$(basename "$PWD")" -e "$(basename "$HOME")" | grep -q . && echo "BREACH: listed the other checkouts"',
     'ls /root >/dev/null 2>&1 && echo "BREACH: listed /root"',
     '[ -S /run/postgresql/.s.PGSQL.5432 ] && echo "sees the database socket"',
     `bash -c 'exec 3<>/dev/tcp/127.0.0.1/${apiPort}' 2>/dev/null && echo "reached the API"`,

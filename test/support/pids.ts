@@ -8,10 +8,14 @@ import { isRunning } from '../../src/temporal/leftover';
  */
 export const isAlive = isRunning;
 
-/** Processes whose command line contains `marker` (pgrep, which never lists itself). */
-export function processesMatching(marker: string): string[] {
+/**
+ * Processes whose whole command line is `commandLine`, taken literally (pgrep, which never lists
+ * itself): `sleep 31.77` must not also find `sleep 3137712.7`, another test's daemon.
+ */
+export function processesMatching(commandLine: string): string[] {
+  const literal = commandLine.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   try {
-    return execFileSync('pgrep', ['-f', marker], { encoding: 'utf8' }).split('\n').filter(Boolean);
+    return execFileSync('pgrep', ['-f', '-x', literal], { encoding: 'utf8' }).split('\n').filter(Boolean);
   } catch {
     return []; // pgrep exits 1 when nothing matches
   }
