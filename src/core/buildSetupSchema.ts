@@ -1,7 +1,7 @@
 /**
  * The rules of a build's setup keys (`hooks`, `cache`, `services`, `artifacts`), one zod schema
- * for sluice.yml (core/sluiceYml.ts) and the suites API alike, so both refuse the same mistakes
- * with the same words. What the keys mean is in core/buildSetup.ts. Uses zod: workflow code
+ * for sluice.yml (core/sluiceYml.ts, which words its errors with the line) and the suites API
+ * alike, so both refuse the same mistakes. What the keys mean is in core/buildSetup.ts. Uses zod: workflow code
  * must not import this file (it gets the parsed settings).
  */
 import { z } from 'zod';

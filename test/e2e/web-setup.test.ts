@@ -107,6 +107,21 @@ describeWithBrowser('web-setup.test.ts')('the CI Setup and Branches pages', () =
     await page.waitForURL(/\?saved=suite/);
     await expect(master.locator(':scope > summary').textContent()).resolves.toContain('2 workers');
 
+    // Hooks, cache, services and artifacts, as sluice.yml writes them: a mistake is refused on the
+    // form; what is saved is what the API says, shown again as YAML.
+    await master.locator(':scope > summary').click();
+    const setupField = page.getByRole('form', { name: 'Suite master' }).getByLabel('Setup');
+    await page.getByRole('form', { name: 'Suite master' }).getByText('Hooks, cache, services and artifacts').click();
+    await setupField.fill('services: [postgres]');
+    await page.getByRole('form', { name: 'Suite master' }).getByRole('button', { name: 'Save suite master' }).click();
+    await expect(page.getByRole('form', { name: 'Suite master' }).getByRole('alert').textContent()).resolves.toBe('services.0: expected one of "postgresql", "mysql", "redis"');
+    await page.getByRole('form', { name: 'Suite master' }).getByLabel('Setup').fill('hooks:\n  worker_setup: echo schema ready\nartifacts: ["coverage/**"]');
+    await page.getByRole('form', { name: 'Suite master' }).getByRole('button', { name: 'Save suite master' }).click();
+    await page.waitForURL(/\?saved=suite/);
+    const [savedSuite] = await w.sluice.admin<Array<Record<string, unknown>>>('GET', `/api/v1/repos/${repoId}/suites`);
+    expect(savedSuite).toMatchObject({ hooks: { worker_setup: 'echo schema ready' }, artifacts: ['coverage/**'], cache: null, services: null });
+    await expect(master.locator('textarea[name="setup"]').inputValue()).resolves.toContain('worker_setup: echo schema ready');
+
     // A setting: CI squash, kept.
     const settings = page.getByRole('form', { name: 'Settings' });
     await expect(settings.getByLabel(/CI squash/).isChecked()).resolves.toBe(false);

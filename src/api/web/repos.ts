@@ -76,15 +76,33 @@ const numberField = (value: string | undefined): number | undefined => (given(va
 /** A `true`/`false` button value as a toggle; absent: unchanged. */
 const toggle = (value: string | undefined): boolean | undefined => (value === undefined ? undefined : value === 'true');
 
-/** Profiles typed as YAML (JSON is YAML too); empty is none. Unreadable text is a 400 on the field. */
-function profilesField(value: string | undefined): unknown {
+/** Profiles (or a setup) typed as YAML (JSON is YAML too); empty is none. Unreadable text is a 400 on the field. */
+function profilesField(value: string | undefined, field = 'profiles'): unknown {
   const text = unixLines(value).trim();
   if (text === '') return [];
   try {
     return parseYaml(text);
   } catch (err) {
-    throw new HttpError(400, 'invalid request', `not YAML or JSON: ${(err as Error).message.split('\n')[0]}`, 'profiles');
+    throw new HttpError(400, 'invalid request', `not YAML or JSON: ${(err as Error).message.split('\n')[0]}`, field);
   }
+}
+
+/** The setup keys a suite's Setup field takes, as sluice.yml writes them at its top. */
+const SETUP_KEYS = ['hooks', 'cache', 'services', 'artifacts'] as const;
+
+/**
+ * A suite's setup typed as YAML (sluice.yml's `hooks`, `cache`, `services` and `artifacts`); each
+ * key left out is unset (null; creating: not given). The API's rules check what the keys say.
+ */
+function setupField(value: string | undefined, creating: boolean): Record<string, unknown> {
+  const parsed = profilesField(value, 'setup');
+  const given = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+  if (Array.isArray(parsed) ? parsed.length > 0 : parsed !== null && typeof parsed !== 'object') {
+    throw new HttpError(400, 'invalid request', 'must be a mapping with the keys hooks, cache, services and artifacts', 'setup');
+  }
+  const unknown = Object.keys(given).filter((k) => !(SETUP_KEYS as readonly string[]).includes(k));
+  if (unknown.length > 0) throw new HttpError(400, 'invalid request', `unknown key ${JSON.stringify(unknown[0])}: the keys are hooks, cache, services and artifacts`, 'setup');
+  return Object.fromEntries(SETUP_KEYS.map((k) => [k, given[k] ?? (creating ? undefined : null)]));
 }
 
 /** The settings form as a PATCH /repos/:repo body: every field given, empty ones cleared. */
@@ -109,6 +127,7 @@ function suiteBody(v: Record<string, string>, creating: boolean) {
     profiles: profilesField(v.profiles),
     plan: plan.length > 0 ? plan : creating ? undefined : null,
     deadline_minutes: numberField(v.deadline_minutes) ?? (creating ? undefined : null),
+    ...setupField(v.setup, creating),
   };
   return creating ? { branch: given(v.branch) ?? '', ...body } : body;
 }
@@ -124,7 +143,14 @@ const suiteForm = (s: SuiteRow) => ({
   profiles: s.profiles.length > 0 ? toYaml(s.profiles) : '',
   plan: (s.plan ?? []).join('\n'),
   deadline_minutes: s.deadline_minutes === null ? '' : String(s.deadline_minutes),
+  setup: setupYaml(s),
 });
+
+/** A suite's setup keys that are set, as the YAML its form shows. */
+function setupYaml(s: SuiteRow): string {
+  const set = Object.fromEntries(SETUP_KEYS.filter((k) => s[k] !== null).map((k) => [k, s[k]]));
+  return Object.keys(set).length > 0 ? toYaml(set) : '';
+}
 
 /** An id for a branch's row and the fragment that scrolls to it (a name may hold `/`). */
 const branchAnchor = (name: string): string => `branch-${encodeURIComponent(name)}`;
