@@ -72,6 +72,9 @@ async function main(): Promise<void> {
   }
   // One machine: receivers often run on it too, so loopback is open to webhooks by default.
   env.SLUICE_WEBHOOK_ALLOW ??= '127.0.0.0/8,::1/128';
+  // Caches and artifacts, and the runner's copies of cache entries, live with the rest of its state.
+  env.SLUICE_CACHE_URL ??= path.join(dataDir, 'cache');
+  env.SLUICE_CACHE_LOCAL_DIR ??= path.join(dataDir, 'cache-local');
   const services = await localServices(env);
   const config = loadConfig(env);
   // Our own dev server has the search attributes from its command line; a server of yours gets

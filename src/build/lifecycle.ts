@@ -120,8 +120,6 @@ interface Worker {
   /** The entry this build keeps (configured, else the package managers' default); null: none. */
   cacheSettings: CacheSettings | null;
   restored: Restored | null;
-  /** Package setup ran and passed (or was not needed): the tree is worth caching. */
-  packagesOk: boolean;
   services: WorkerServices | null;
   ran: number;
   stopped: boolean;
@@ -199,7 +197,6 @@ async function packageSetup(w: Worker): Promise<boolean> {
     const outcome = await runHook(place, { name: 'package_setup', command: run.command, detail: run.detail, sandbox });
     if (outcome.status !== 'passed' && !w.deps.signal?.aborted) throw new SetupFailed(hookFailure(outcome, w.job.worker));
   }
-  w.packagesOk = true;
   return true;
 }
 
@@ -278,10 +275,13 @@ async function artifacts(w: Worker): Promise<boolean> {
   return ran;
 }
 
-/** Saves the entry when the build may write one and its key missed; says why not otherwise (saveCache decides). */
+/**
+ * Saves the entry when the build may write one and its key missed; says why not otherwise
+ * (saveCache decides). Only a worker whose setup passed gets here: the tree is worth keeping.
+ */
 async function saveStep(w: Worker): Promise<boolean> {
   const { deps, job, restored } = w;
-  if (!job.savesCache || !w.cacheSettings || !deps.cache || !restored || !w.packagesOk) return false;
+  if (!job.savesCache || !w.cacheSettings || !deps.cache || !restored) return false;
   const saved = await saveCache(deps.cache, w.cacheSettings, cacheTarget(w), restored, deps.signal);
   w.notes.push(saved.note);
   return saved.saved;
@@ -304,7 +304,6 @@ export async function runWorker(deps: WorkerDeps, job: WorkerJob): Promise<Worke
     managers,
     cacheSettings: job.setup.cache === false ? null : (job.setup.cache ?? (job.setup.hooks.package_setup === undefined ? defaultCache(managers) : null)),
     restored: null,
-    packagesOk: job.setup.hooks.package_setup === false,
     services: null,
     ran: 0,
     stopped: false,
