@@ -10,12 +10,14 @@ import path from 'node:path';
 import { startCluster } from '../test/support/cluster';
 import { eventFigures } from './events';
 import { scaleFigures } from './scale';
+import { setupFigures } from './setup';
 import { markdown, type Row } from './table';
 
 /** The parts of the bench, in the order they run; `npm run bench -- events` runs one. */
 const PARTS = {
   events: { title: 'Events: ingest, overhead, bursts (issue 11)', figures: eventFigures },
   scale: { title: 'Scale: runners (issue 9)', figures: scaleFigures },
+  setup: { title: 'Setup: package setup and the dependency cache (issue 21)', figures: setupFigures },
 } as const;
 
 async function main(): Promise<void> {

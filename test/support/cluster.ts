@@ -53,11 +53,18 @@ export async function startCluster(opts: { runners: number; env?: NodeJS.Process
     buildDist(180_000),
   ]);
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'sluice-cluster-'));
-  // Loopback receivers are allowed; runners take one lane at a time.
+  // Loopback receivers are allowed; runners take one lane at a time. The cache store and the
+  // runners' local copies (one machine: they share them) are the cluster's own.
   const env = await sluiceEnv({
     databaseUrl: db.url,
     temporalAddress: temporal.address,
-    env: { SLUICE_WEBHOOK_ALLOW: '127.0.0.0/8', SLUICE_RUNNER_SLOTS: '1', ...opts.env },
+    env: {
+      SLUICE_WEBHOOK_ALLOW: '127.0.0.0/8',
+      SLUICE_RUNNER_SLOTS: '1',
+      SLUICE_CACHE_URL: path.join(tmp, 'cache-store'),
+      SLUICE_CACHE_LOCAL_DIR: path.join(tmp, 'cache-local'),
+      ...opts.env,
+    },
   });
   // Workers and runners get no admin token: only the API uses it.
   const { SLUICE_ADMIN_TOKEN: _adminToken, ...backEnv } = env;

@@ -1,0 +1,101 @@
+/**
+ * The setup figures (issue 21), on Sluice in its production shape (test/support/cluster.ts):
+ * - package setup of a project with about 100 MB of node_modules (bench/fixtures/node-100mb:
+ *   typescript, jest, eslint, webpack, babel, lodash; 10,000 files), from a cold cache (`npm ci`
+ *   from the registry) and from a warm one (node_modules restored from the runner's copy, the
+ *   install skipped): checkout done (`setup`) → dependencies ready (`package_setup`), warm
+ *   beside cold in the same run;
+ * - a restore from a runner's local copy, beside a plain `cp -a` of the same tree, both of the
+ *   node_modules the cold build installed, three times each (the median).
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { restoreCache, type CacheDeps } from '../src/build/cache';
+import { openStore } from '../src/store';
+import type { Cluster } from '../test/support/cluster';
+import type { Row } from './table';
+
+const FIXTURE = path.join(__dirname, 'fixtures', 'node-100mb');
+/** What package setup caches for an npm project by default (build/packages.ts). */
+const NPM_CACHE = { key_paths: ['package-lock.json'], save_paths: ['node_modules'] };
+const RUNS = 3;
+
+export async function setupFigures(c: Cluster, log: (line: string) => void): Promise<Row[]> {
+  const files = {
+    'package.json': { content: await readFile(path.join(FIXTURE, 'package.json'), 'utf8') },
+    'package-lock.json': { content: await readFile(path.join(FIXTURE, 'package-lock.json'), 'utf8') },
+    'test/deps_test.js': { content: "require('lodash'); require('typescript'); console.log('dependencies load');\n" },
+  };
+  const repo = await c.makeRepo(files, { branch: 'master', test_pattern: 'test/*_test.js', test_command: 'node' });
+
+  const ready = async (label: string) => {
+    const session = await c.build(repo, { branch: 'master', force: true });
+    const stop = (await c.eventsOf(session, 900_000)).find((e) => e.event === 'stop')!;
+    if (stop.status !== 'passed') throw new Error(`${label} build ${session} ended ${stop.status}`);
+    const t = stop.timing as Record<string, number>;
+    const seconds = t.package_setup! - t.setup!;
+    log(`${label} build: dependencies ready ${seconds.toFixed(1)} s after the checkout`);
+    return seconds;
+  };
+  log('cold build: npm ci of ~100 MB of node_modules from the registry');
+  const cold = await ready('cold');
+  log('warm build: the same lock file, node_modules from the runner’s copy');
+  const warm = await ready('warm');
+
+  const local = await localRestore(c, repo.id, files['package-lock.json'].content, log);
+  return [
+    {
+      name: 'Package setup, ~100 MB node_modules, warm cache (checkout → dependencies ready)',
+      value: warm,
+      unit: 's',
+      baseline: { name: 'cold cache: npm ci from the registry', value: cold },
+      target: { text: 'cold ≥ 4 × warm', met: cold >= 4 * warm },
+      note: `${(cold / warm).toFixed(1)}× faster`,
+    },
+    {
+      name: 'Restore from a runner’s local copy (~100 MB, 10,000 files; median of 3)',
+      value: local.restore,
+      unit: 's',
+      baseline: { name: 'cp -a of the same tree', value: local.copy },
+      target: { text: '≤ 1.5 × cp -a', met: local.restore <= 1.5 * local.copy },
+      note: `${(local.restore / local.copy).toFixed(2)}× cp -a`,
+    },
+  ];
+}
+
+/**
+ * Restores the entry the cold build saved into fresh checkouts, the way a runner does (from the
+ * local copy the runners share on this machine), and copies the restored tree with `cp -a`.
+ */
+async function localRestore(c: Cluster, repoId: number, lock: string, log: (line: string) => void): Promise<{ restore: number; copy: number }> {
+  const deps: CacheDeps = {
+    pool: c.db.pool,
+    store: openStore({ kind: 'dir', dir: c.env.SLUICE_CACHE_URL! }),
+    local: { dir: c.env.SLUICE_CACHE_LOCAL_DIR!, maxBytes: 20 * 2 ** 30 },
+    limits: { maxEntryBytes: 2 * 2 ** 30, maxRepoBytes: 10 * 2 ** 30 },
+  };
+  const work = await mkdtemp(path.join(c.tmp, 'restore-'));
+  const restores: number[] = [];
+  const copies: number[] = [];
+  try {
+    for (let i = 0; i < RUNS; i++) {
+      const tree = path.join(work, `tree-${i}`);
+      await mkdir(tree, { recursive: true });
+      await writeFile(path.join(tree, 'package-lock.json'), lock);
+      let started = performance.now();
+      const restored = await restoreCache(deps, NPM_CACHE, { repoId, readScopes: ['master'], writeScope: null, tree, home: path.join(work, `home-${i}`) });
+      restores.push((performance.now() - started) / 1000);
+      if (restored.hit !== 'exact' || restored.source !== 'local') throw new Error(`expected a hit on the local copy, got ${restored.hit} from ${restored.source}: ${restored.notes.join('; ')}`);
+      started = performance.now();
+      execFileSync('cp', ['-a', path.join(tree, 'node_modules'), path.join(work, `copy-${i}`)]);
+      copies.push((performance.now() - started) / 1000);
+      log(`restore ${restores.at(-1)!.toFixed(2)} s, cp -a ${copies.at(-1)!.toFixed(2)} s`);
+      await rm(path.join(work, `copy-${i}`), { recursive: true, force: true });
+    }
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  return { restore: median(restores), copy: median(copies) };
+}
