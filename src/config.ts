@@ -139,6 +139,7 @@ const MiB = 1024 * 1024;
 export const DEFAULT_CACHE_LIMITS = { maxEntryBytes: 2048 * MiB, maxRepoBytes: 10240 * MiB };
 export const DEFAULT_CACHE_LOCAL_MAX_BYTES = 20480 * MiB;
 export const DEFAULT_ARTIFACT_LIMITS = { maxFileBytes: 512 * MiB, maxBuildBytes: 2048 * MiB };
+// Megabytes in, bytes out; a default is given in bytes (zod takes a default as the output, untransformed).
 const mebibytes = positiveInt.transform((n) => n * MiB);
 const serviceUrl = (scheme: RegExp, what: string) => z.string().refine((v) => scheme.test(v), `must be a ${what} URL`);
 
@@ -185,11 +186,11 @@ const EnvSchema = z.object({
   SLUICE_CACHE_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   SLUICE_CACHE_S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).optional(),
   SLUICE_CACHE_LOCAL_DIR: z.string().refine((v) => v.startsWith('/'), 'must be an absolute directory').default(DEFAULT_CACHE_LOCAL_DIR),
-  SLUICE_CACHE_LOCAL_MAX_MB: mebibytes.default(DEFAULT_CACHE_LOCAL_MAX_BYTES / MiB),
-  SLUICE_CACHE_MAX_ENTRY_MB: mebibytes.default(DEFAULT_CACHE_LIMITS.maxEntryBytes / MiB),
-  SLUICE_CACHE_MAX_REPO_MB: mebibytes.default(DEFAULT_CACHE_LIMITS.maxRepoBytes / MiB),
-  SLUICE_ARTIFACT_MAX_FILE_MB: mebibytes.default(DEFAULT_ARTIFACT_LIMITS.maxFileBytes / MiB),
-  SLUICE_ARTIFACT_MAX_BUILD_MB: mebibytes.default(DEFAULT_ARTIFACT_LIMITS.maxBuildBytes / MiB),
+  SLUICE_CACHE_LOCAL_MAX_MB: mebibytes.default(DEFAULT_CACHE_LOCAL_MAX_BYTES),
+  SLUICE_CACHE_MAX_ENTRY_MB: mebibytes.default(DEFAULT_CACHE_LIMITS.maxEntryBytes),
+  SLUICE_CACHE_MAX_REPO_MB: mebibytes.default(DEFAULT_CACHE_LIMITS.maxRepoBytes),
+  SLUICE_ARTIFACT_MAX_FILE_MB: mebibytes.default(DEFAULT_ARTIFACT_LIMITS.maxFileBytes),
+  SLUICE_ARTIFACT_MAX_BUILD_MB: mebibytes.default(DEFAULT_ARTIFACT_LIMITS.maxBuildBytes),
   SLUICE_HOOK_TIMEOUT_MS: positiveInt.default(DEFAULT_HOOK_TIMEOUT_MS),
   SLUICE_SERVICE_POSTGRESQL_URL: serviceUrl(/^postgres(ql)?:\/\//, 'postgres://').optional(),
   SLUICE_SERVICE_MYSQL_URL: serviceUrl(/^(mysql|mariadb):\/\//, 'mysql://').optional(),
