@@ -51,12 +51,16 @@ afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
 
+/** What each `npm start` printed. */
+const printed = new WeakMap<ChildProcess, () => string>();
+
 /** `npm start`, in a process group of its own; resolves once it says it is running. */
 async function npmStart(): Promise<ChildProcess> {
   const child = spawn('npm', ['start'], { cwd: REPO_ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   started.push(child);
   let out = '';
   for (const s of [child.stdout!, child.stderr!]) s.on('data', (d: Buffer) => (out += d.toString()));
+  printed.set(child, () => out);
   await eventually('npm start to be running', async () => {
     if (child.exitCode !== null) throw new Error(`npm start exited:\n${out.slice(-3000)}`);
     return out.includes('Sluice is running.');
@@ -107,6 +111,8 @@ const eventsOf = (session: number) => receiver.requests.map((r) => r.json as Pay
 
 it('npm start killed with SIGKILL mid-build and started again finishes every build it accepted', async () => {
   const first = await npmStart();
+  // It gives builds this machine's PostgreSQL, MariaDB and Redis, which answer here (.ci/run starts them).
+  for (const service of ['postgresql', 'mysql', 'redis']) expect(printed.get(first)!()).toMatch(new RegExp(`${service}\\s+the local server`));
   const slowPid = path.join(tmp, 'slow.pid');
   const runs = path.join(tmp, 'runs.log');
   const bare = path.join(tmp, 'app.git');

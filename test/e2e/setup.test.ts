@@ -7,6 +7,8 @@
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { git, pushCommit } from '../support/gitRepo';
+import { openStore } from '../../src/store';
+import { startS3Server, type S3Server } from '../support/s3Server';
 import { script, World, type Payload, type Repo } from '../support/world';
 
 let w: World;
@@ -217,6 +219,40 @@ describe('package setup and the dependency cache', () => {
     const v = await view(second.session);
     expect(v.worker_setup[0]!.notes.join('\n')).toMatch(/refused/i);
     expect(v.hooks.find((h) => h.name === 'package_setup')!.status).toBe('passed');
+  });
+});
+
+describe('the cache in an S3-compatible bucket (gofakes3)', () => {
+  let s3: S3Server;
+  let onS3: World;
+  beforeAll(async () => {
+    s3 = await startS3Server();
+    await s3.makeBucket('sluice-e2e');
+    onS3 = await World.start({ store: s3.settings('sluice-e2e', 'ci/') });
+  });
+  afterAll(async () => {
+    await onS3?.stop();
+    await s3?.stop();
+  });
+
+  it('a cold build saves the entry in the bucket; a runner without a copy downloads it, and the install is skipped', async () => {
+    const repo = await onS3.makeRepo(NODE_PROJECT, { suite: NODE_SUITE });
+    const cold = await onS3.build(repo);
+    expect((await onS3.eventsOf(cold.session)).at(-1)!.status).toBe('passed');
+    const { rows } = await onS3.sluice.pool.query<{ store_key: string }>('SELECT store_key FROM cache_entries WHERE repo_id = $1', [repo.id]);
+    expect(rows).toHaveLength(1);
+    // The blob is in the bucket, under the store's prefix, as another runner would read it.
+    const blob = await openStore(s3.settings('sluice-e2e', 'ci/')).open(rows[0]!.store_key);
+    expect(blob?.size).toBeGreaterThan(0);
+    blob?.stream.destroy();
+
+    // A runner that never saw the entry: its local copies are gone.
+    await rm(onS3.sluice.config.cacheLocal!.dir, { recursive: true, force: true });
+    const warm = await onS3.build(repo, { force: true });
+    expect((await onS3.eventsOf(warm.session)).at(-1)!.status).toBe('passed');
+    const v = (await onS3.session(warm.session)) as View;
+    expect(v.worker_setup[0]!.notes.join('\n')).toMatch(/cache restored node_modules \(this key, branch master, from the store\)/);
+    expect(v.hooks.find((h) => h.name === 'package_setup')!.status).toBe('skipped');
   });
 });
 
