@@ -43,6 +43,7 @@ import { provisionServices, ServiceUnavailableError, type WorkerServices } from 
 import { collectJUnitResults } from './tests/junit';
 import { runLane } from './tests/lane';
 import { TEST_PATH, testEnvironment } from './tests/runTestFile';
+import { sleep } from './sleep';
 
 export interface WorkerJob {
   sessionId: number;
@@ -433,16 +434,4 @@ function hookPlace(w: Worker): HookPlace {
 function cacheTarget(w: Worker) {
   const { job, deps } = w;
   return { repoId: job.repoId, readScopes: job.cache.readScopes, writeScope: job.cache.writeScope, tree: job.tree, home: job.home, owner: deps.runAs };
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

@@ -16,6 +16,7 @@ import { claimFiles, queueProgress, recordFileResult, releaseClaims, renewClaims
 import { maskOutput } from '../output';
 import type { BuildUser, ProcessGroups } from '../process';
 import { runTestFile } from './runTestFile';
+import { sleep } from '../sleep';
 import type { Sandbox } from '../sandbox';
 
 export const LEASE_MS = 5_000;
@@ -152,16 +153,4 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
     await releaseClaims(pool, job.sessionId, { token: claim.token }).catch(() => undefined);
   }
   return { ran, stopped: signal?.aborted === true };
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

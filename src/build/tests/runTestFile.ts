@@ -1,20 +1,21 @@
 /**
- * Running one test file, as a plain function the `runTest` activity wraps.
+ * Running one test file, as a lane does (tests/lane.ts).
  *
  * The file runs as the suite's `test_command` split into argv (no shell) with the file path
  * appended, or as the file itself when there is no command. It gets a clean environment
- * (nothing of the worker's, which holds database URLs and the secret key), its own process
- * group so a timeout or a stop kills everything it started, and bounded output capture.
+ * (nothing of the runner's, which holds database URLs and the secret key), and is started as
+ * every build process is (build/process.ts): its own process group, so a timeout or a stop kills
+ * everything it started, the build user and the sandbox, and bounded output capture.
  */
 import { constants } from 'node:fs';
 import { access, chown, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, normalize, sep } from 'node:path';
-import { runProcess, type BuildUser, type ProcessGroups, type ProcessResult } from '../process';
-import type { Sandbox } from '../sandbox';
+import { runProcess, type ProcessResult, type RunProcessInput } from '../process';
 
-
-export interface RunTestFileInput {
+/** How the file runs: the process settings of build/process.ts (time limit, stop, user, sandbox), and what names the file. */
+export interface RunTestFileInput
+  extends Pick<RunProcessInput, 'timeoutMs' | 'signal' | 'killGraceMs' | 'maxOutputBytes' | 'processGroups' | 'runAs' | 'sandbox'> {
   workdir: string;
   /** Test file, relative to the repository root (as discoverTests returns it). */
   path: string;
@@ -22,20 +23,6 @@ export interface RunTestFileInput {
   command: string | null;
   /** Build environment (trigger env, secrets): added to the clean base, may override it. */
   env: Record<string, string>;
-  /** Wall-clock limit; 0 or less means none. */
-  timeoutMs: number;
-  /** Aborting stops the test (the session was stopped, the activity was cancelled). */
-  signal?: AbortSignal;
-  /** Between SIGTERM and SIGKILL. Default 2000 ms. */
-  killGraceMs?: number;
-  /** How much output is kept (the end of it). Default 64 KiB. */
-  maxOutputBytes?: number;
-  /** Told of the test's process group while it lives, so that it dies with the runner (runner/reaper.ts). */
-  processGroups?: ProcessGroups;
-  /** Run the test as this unprivileged user (the runner is root): it cannot read the runner. */
-  runAs?: BuildUser;
-  /** Run it in bubblewrap (SLUICE_SANDBOX=bwrap): it sees its tree and nothing of the runner's. */
-  sandbox?: Sandbox;
   /** The worker's home, shared with its hooks; none: a fresh one for this file, removed after. */
   home?: string;
 }
