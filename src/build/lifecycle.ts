@@ -131,8 +131,6 @@ interface Step {
   name: string;
   /** The timing key its end sets, when it ran. */
   key?: string;
-  /** Setup steps fail the build; the others are recorded and shown. */
-  setup: boolean;
   /** Whether it did anything. */
   run(w: Worker): Promise<boolean>;
 }
@@ -143,18 +141,20 @@ const RENDEZVOUS_POLL_MS = 100;
 
 // --- the steps --------------------------------------------------------------------------------
 
+// A setup step fails the build by throwing SetupFailed (the steps up to the rendezvous); after
+// the tests, a step's failure is recorded and shown.
 const STEPS: readonly Step[] = [
-  { name: 'cache restore', key: 'setup_cache', setup: true, run: restoreStep },
-  { name: 'pre_setup', key: 'setup_hooks', setup: true, run: (w) => setupHook(w, 'pre_setup') },
-  { name: 'package setup', key: 'package_setup', setup: true, run: packageSetup },
-  { name: 'services', key: 'services_setup', setup: true, run: servicesStep },
-  { name: 'worker_setup', key: 'worker_hooks', setup: true, run: (w) => setupHook(w, 'worker_setup') },
-  { name: 'post_setup', key: 'setup_hooks', setup: true, run: (w) => setupHook(w, 'post_setup') },
-  { name: 'rendezvous', setup: true, run: meet },
-  { name: 'tests', key: 'post_build', setup: false, run: tests },
-  { name: 'post_worker', key: 'setup_post_hooks', setup: false, run: postWorker },
-  { name: 'artifacts', key: 'artifact_collect', setup: false, run: artifacts },
-  { name: 'cache save', key: 'capture_cache', setup: false, run: saveStep },
+  { name: 'cache restore', key: 'setup_cache', run: restoreStep },
+  { name: 'pre_setup', key: 'setup_hooks', run: (w) => setupHook(w, 'pre_setup') },
+  { name: 'package setup', key: 'package_setup', run: packageSetup },
+  { name: 'services', key: 'services_setup', run: servicesStep },
+  { name: 'worker_setup', key: 'worker_hooks', run: (w) => setupHook(w, 'worker_setup') },
+  { name: 'post_setup', key: 'setup_hooks', run: (w) => setupHook(w, 'post_setup') },
+  { name: 'rendezvous', run: meet },
+  { name: 'tests', key: 'post_build', run: tests },
+  { name: 'post_worker', key: 'setup_post_hooks', run: postWorker },
+  { name: 'artifacts', key: 'artifact_collect', run: artifacts },
+  { name: 'cache save', key: 'capture_cache', run: saveStep },
 ];
 
 /** The steps' names, in order (tests walk them). */
