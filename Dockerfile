@@ -23,6 +23,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home --shell /usr/sbin/nologin sluice-build
 ENV NODE_ENV=production
+# The store of caches and artifacts (SLUICE_CACHE_URL in docker-compose.yml): the API and workers
+# (node) read and delete what runners (root) write there, which runners give to its owner.
+RUN mkdir -p /var/lib/sluice/cache && chown node:node /var/lib/sluice/cache && chmod 0700 /var/lib/sluice/cache
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force

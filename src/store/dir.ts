@@ -1,11 +1,13 @@
 /**
  * The store as a directory: one file a blob, written to a temporary name and renamed into
- * place, so a reader never sees half a blob. Readable by the runner's own user only (0700
+ * place, so a reader never sees half a blob. Readable by the directory's owner only (0700
  * directories, 0600 files): a build running as the build user cannot read other builds' caches
- * or artifacts from it.
+ * or artifacts from it. A writer running as root (a runner that starts tests as the build
+ * user) gives what it writes to the store directory's owner, so the API and workers, running as
+ * that user, read and delete it (docker-compose.yml: one volume, owned by `node`).
  */
 import { createReadStream } from 'node:fs';
-import { chmod, copyFile, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { chmod, chown, copyFile, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { checkKey, type BlobStore } from './index';
@@ -23,16 +25,29 @@ export class DirStore implements BlobStore {
 
   async putFile(key: string, file: string): Promise<void> {
     const target = this.pathOf(key);
-    await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
+    const made = await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
+    const owner = await this.ownerToGiveTo();
+    if (made && owner) {
+      // Every directory mkdir made, from the first one down to the blob's.
+      for (let dir = path.dirname(target); dir.length >= made.length; dir = path.dirname(dir)) await chown(dir, owner.uid, owner.gid);
+    }
     const temporary = `${target}.${randomBytes(6).toString('hex')}.partial`;
     try {
       await copyFile(file, temporary);
       await chmod(temporary, 0o600);
+      if (owner) await chown(temporary, owner.uid, owner.gid);
       await rename(temporary, target);
     } catch (err) {
       await rm(temporary, { force: true });
       throw err;
     }
+  }
+
+  /** The store directory's owner, when this process is root and the directory is someone else's. */
+  private async ownerToGiveTo(): Promise<{ uid: number; gid: number } | null> {
+    if (process.getuid?.() !== 0) return null;
+    const info = await stat(this.root).catch(() => null);
+    return info && info.uid !== 0 ? { uid: info.uid, gid: info.gid } : null;
   }
 
   async getFile(key: string, file: string): Promise<boolean> {
