@@ -73,6 +73,8 @@ export interface SessionContext {
   readonly refspecs?: string[];
   /** The suite's JUnit XML glob, if any (its default profile's). */
   readonly junitPattern: string | null;
+  /** The suite's retry_failed (its default profile's). Absent in histories recorded before it: 0. */
+  readonly retryFailed?: number;
   /** What the trigger lets this build have: secrets, a push (core/trust.ts). */
   readonly trust: BuildTrust;
   /** Named profiles and the build plan configured on the suite (sluice.yml may add or override). */
@@ -162,6 +164,8 @@ export interface RunLaneInput {
   secrets: boolean;
   timeoutMs: number;
   junitPattern: string | null;
+  /** How many times a failing file runs again (the profile's retry_failed). Absent in older histories: 0. */
+  retryFailed?: number;
 }
 
 export interface RunLaneResult {

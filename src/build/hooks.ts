@@ -55,6 +55,7 @@ export async function runHook(
   });
   const result = await runProcess({
     argv: ['/bin/sh', '-c', hook.command],
+    viaShell: true,
     cwd: place.tree,
     env: place.env,
     program: hook.name,

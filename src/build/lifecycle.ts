@@ -65,6 +65,8 @@ export interface WorkerJob {
   secrets: boolean;
   timeoutMs: number;
   junitPattern: string | null;
+  /** How many times a failing file runs again (the profile's retry_failed). */
+  retryFailed?: number;
   setup: BuildSetup;
   cache: { readScopes: string[]; writeScope: string | null };
   /** This worker saves the build's cache entry (one worker does: the first). */
@@ -238,6 +240,7 @@ async function tests(w: Worker): Promise<boolean> {
     {
       sessionId: job.sessionId,
       lane: job.worker - 1,
+      lanes: job.workers,
       attempt: job.attempt,
       workdir: job.tree,
       home: job.home,
@@ -246,6 +249,7 @@ async function tests(w: Worker): Promise<boolean> {
       secretValues: w.secretValues,
       note: w.note,
       timeoutMs: job.timeoutMs,
+      retryFailed: job.retryFailed,
     },
   );
   w.ran = out.ran;

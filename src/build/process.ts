@@ -45,6 +45,11 @@ export interface RunProcessInput {
   runAs?: BuildUser;
   /** Run in bubblewrap (SLUICE_SANDBOX=bwrap): it sees its tree and nothing of the runner's. */
   sandbox?: Sandbox;
+  /**
+   * `argv` is `sh -c …`: an exit code of 128 + N is the shell saying its command died of signal
+   * N (a crash), as bwrap says it for the sandbox.
+   */
+  viaShell?: boolean;
 }
 
 export interface ProcessResult {
@@ -260,7 +265,7 @@ export async function runProcess(input: RunProcessInput, started = performance.n
     return finish('error', code, durationMs);
   }
   // In the sandbox, bwrap reports its test's death by signal N as the shell does: 128 + N.
-  const died = signal ?? (input.sandbox && code !== null ? signalOfExitCode(code) : null);
+  const died = signal ?? ((input.sandbox || input.viaShell) && code !== null ? signalOfExitCode(code) : null);
   if (died !== null) {
     notes.push(`killed by signal ${died}`);
     return finish('error', null, durationMs);

@@ -25,6 +25,12 @@ export interface JUnitCase {
   message: string | null;
   /** Not passed: the failure text (stack trace) and the case's system-out/-err, cut short. */
   output: string | null;
+  /**
+   * The test file the case is in, as the report names it (the case's `file` attribute, else its
+   * testsuite's: mocha's xunit reporter, jest-junit with addFileAttribute, pytest's xunit1);
+   * absent where the report does not say.
+   */
+  file?: string;
 }
 
 export interface JUnitResult {
@@ -257,7 +263,7 @@ function lineOf(xml: string, offset: number): number {
   return line;
 }
 
-function finishCase(c: OpenCase, suites: string[], limits: JUnitLimits): JUnitCase {
+function finishCase(c: OpenCase, suites: string[], suiteFiles: (string | undefined)[], limits: JUnitLimits): JUnitCase {
   // A failure outweighs an error (pytest reports a failed test with an erroring teardown as
   // both), and either outweighs a skip.
   const pick = (kind: string) => c.outcome.find((o) => o.kind === kind);
@@ -281,6 +287,7 @@ function finishCase(c: OpenCase, suites: string[], limits: JUnitLimits): JUnitCa
       output = joined === '' ? null : clip(joined, limits.maxOutput);
     }
   }
+  const file = (c.attrs.file ?? [...suiteFiles].reverse().find((f) => f !== undefined && f.trim() !== '') ?? '').trim();
   return {
     classname: clip(classname.trim(), limits.maxName),
     name: clip((c.attrs.name ?? '').trim() || '(unnamed)', limits.maxName),
@@ -288,6 +295,7 @@ function finishCase(c: OpenCase, suites: string[], limits: JUnitLimits): JUnitCa
     time: parseTime(c.attrs.time),
     message,
     output,
+    ...(file !== '' ? { file: clip(file, limits.maxName) } : {}),
   };
 }
 
@@ -304,8 +312,9 @@ export function parseJUnit(input: string, limitsIn: Partial<JUnitLimits> = {}): 
 
   /** Names of the open elements, outermost first. */
   const stack: string[] = [];
-  /** The `name` of each open testsuite, for cases without a classname. */
+  /** The `name` of each open testsuite, for cases without a classname, and its `file`. */
   const suites: string[] = [];
+  const suiteFiles: (string | undefined)[] = [];
   let current: OpenCase | null = null;
   let root: string | null = null;
   let capturing: Capture | null = null;
@@ -328,7 +337,10 @@ export function parseJUnit(input: string, limitsIn: Partial<JUnitLimits> = {}): 
         } else if (stack.length === 0) {
           throw new XmlError(`a second root element <${token.name}>`, token.offset);
         }
-        if (token.name === 'testsuite' && current === null) suites.push(token.attrs.name ?? '');
+        if (token.name === 'testsuite' && current === null) {
+          suites.push(token.attrs.name ?? '');
+          suiteFiles.push(token.attrs.file);
+        }
         if (current) {
           current.depth += 1;
           if (current.depth === 1 && OUTCOMES.has(token.name)) {
@@ -377,7 +389,7 @@ export function parseJUnit(input: string, limitsIn: Partial<JUnitLimits> = {}): 
       if (current.depth === 0) {
         // The testcase itself.
         if (cases.length < limits.maxCases) {
-          cases.push(finishCase(current, suites, limits));
+          cases.push(finishCase(current, suites, suiteFiles, limits));
         } else {
           notes.push(`more than ${limits.maxCases} test cases; only the first ${limits.maxCases} were kept`);
           full = true;
@@ -390,6 +402,9 @@ export function parseJUnit(input: string, limitsIn: Partial<JUnitLimits> = {}): 
       if (current.depth === 0) capturing = null;
       return;
     }
-    if (name === 'testsuite') suites.pop();
+    if (name === 'testsuite') {
+      suites.pop();
+      suiteFiles.pop();
+    }
   }
 }

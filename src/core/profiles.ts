@@ -30,6 +30,8 @@ export interface Profile {
   workers?: number;
   /** Glob of the JUnit XML files the tests leave; none: exit codes only. */
   junit_pattern?: string | null;
+  /** How many times a failing file runs again; one that then passes is flaky (default 0). */
+  retry_failed?: number;
 }
 
 /** A profile with every key settled: what a build of it runs with. */
@@ -40,6 +42,7 @@ export interface ResolvedProfile {
   env: Record<string, string>;
   workers: number;
   junit_pattern: string | null;
+  retry_failed: number;
 }
 
 /** A profile as sluice.yml gives it: any key may be left out (then the suite's profile of that name, if any, says). */
@@ -73,7 +76,9 @@ export const PROFILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 export const MAX_PLAN_PROFILES = 32;
 export const MAX_WORKERS = 64;
 
-const DEFAULTS = { test_command: null, env: {}, workers: 1, junit_pattern: null } as const;
+const DEFAULTS = { test_command: null, env: {}, workers: 1, junit_pattern: null, retry_failed: 0 } as const;
+/** Runs of a failing file after its first, at most. */
+export const MAX_RETRY_FAILED = 10;
 
 function quoted(names: Iterable<string>): string {
   return [...names].map((n) => JSON.stringify(n)).join(', ');
@@ -87,6 +92,7 @@ function given(p: ProfileSettings): ProfileSettings {
   if (p.env !== undefined) out.env = { ...p.env };
   if (p.workers !== undefined) out.workers = p.workers;
   if (p.junit_pattern !== undefined) out.junit_pattern = p.junit_pattern;
+  if (p.retry_failed !== undefined) out.retry_failed = p.retry_failed;
   return out;
 }
 
@@ -120,6 +126,7 @@ export function resolveProfiles(input: ResolveInput): ResolveResult {
       env: { ...(p.env ?? DEFAULTS.env) },
       workers: p.workers ?? DEFAULTS.workers,
       junit_pattern: p.junit_pattern ?? DEFAULTS.junit_pattern,
+      retry_failed: p.retry_failed ?? DEFAULTS.retry_failed,
     });
   }
   const lookup = (name: string, what: string): ResolvedProfile | { error: string } =>

@@ -27,7 +27,7 @@
 import { isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
 import { buildSetupShape, setupSettingsOf } from './buildSetupSchema';
-import { MAX_PLAN_PROFILES, MAX_WORKERS, PROFILE_NAME, type RepoConfig } from './profiles';
+import { MAX_PLAN_PROFILES, MAX_RETRY_FAILED, MAX_WORKERS, PROFILE_NAME, type RepoConfig } from './profiles';
 
 export type ParseResult = { ok: true; config: RepoConfig } | { ok: false; error: string };
 
@@ -101,8 +101,14 @@ const profileSchema = z.strictObject(
       .max(MAX_WORKERS, `must be from 1 to ${MAX_WORKERS}`)
       .optional(),
     junit_pattern: pattern.nullable().optional(),
+    retry_failed: z
+      .number({ error: `must be a number from 0 to ${MAX_RETRY_FAILED}` })
+      .int(`must be a whole number from 0 to ${MAX_RETRY_FAILED}`)
+      .min(0, `must be from 0 to ${MAX_RETRY_FAILED}`)
+      .max(MAX_RETRY_FAILED, `must be from 0 to ${MAX_RETRY_FAILED}`)
+      .optional(),
   },
-  { error: 'must be a mapping of profile settings (test_pattern, test_command, env, workers, junit_pattern)' },
+  { error: 'must be a mapping of profile settings (test_pattern, test_command, env, workers, junit_pattern, retry_failed)' },
 );
 
 const fileSchema = z.strictObject(

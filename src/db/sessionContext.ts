@@ -66,6 +66,7 @@ function contextOf(row: SessionWithRepo, webhookIds: number[], config: Config): 
     notify: { chat: row.chat_url !== null, email: Boolean(config.smtpUrl) && row.org_email !== '' },
     refspecs: row.trigger.refspec,
     junitPattern: row.junit_pattern,
+    retryFailed: row.suite_retry_failed,
     trust: buildTrust(row.trigger, { trustSameRepoPullRequests: row.trust_same_repo_pull_requests }),
     suiteProfiles: row.suite_profiles,
     suitePlan: row.suite_plan ?? undefined,

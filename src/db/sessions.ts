@@ -103,6 +103,8 @@ export interface SessionWithRepo {
   suite_plan: string[] | null;
   /** The suite's deadline for one build, in minutes (migration 013); null: none. */
   suite_deadline_minutes: number | null;
+  /** The suite's own retry_failed (its default profile's, migration 020). */
+  suite_retry_failed: number;
   /** The suite's own hooks, cache, services and artifacts (migration 016); null where unset. */
   suite_hooks: HookSettings | null;
   suite_cache: CacheSettings | false | null;
@@ -128,7 +130,7 @@ const SESSION_WITH_REPO = `
            s.commit_id, s.committers, s.counts, s.workers, s.timing, s.stopped_by, s.report_token, s.created_at, s.updated_at,
            e.received_at, e.trigger, e.trigger->'changeset' AS changeset,
            su.test_pattern, su.test_command, su.junit_pattern, su.profiles AS suite_profiles, su.plan AS suite_plan, su.deadline_minutes AS suite_deadline_minutes,
-           su.hooks AS suite_hooks, su.cache AS suite_cache, su.services AS suite_services, su.artifacts AS suite_artifacts,
+           su.retry_failed AS suite_retry_failed, su.hooks AS suite_hooks, su.cache AS suite_cache, su.services AS suite_services, su.artifacts AS suite_artifacts,
            r.id AS repo_id, r.default_branch, r.name AS repo_name, r.pull_url, r.scm, r.chat_url, r.ci_squash, r.trust_same_repo_pull_requests,
            (r.status_provider IS NOT NULL AND r.status_repo IS NOT NULL AND r.status_token_sealed IS NOT NULL) AS commit_status,
            o.id AS org_id, o.name AS org_name, o.email AS org_email

@@ -12,20 +12,20 @@ export interface SuiteRow extends SuiteSettings {
 }
 
 const COLUMNS =
-  'id, repo_id, branch, test_pattern, test_command, workers, junit_pattern, profiles, plan, deadline_minutes, hooks, cache, services, artifacts, last_built_commit, created_at';
+  'id, repo_id, branch, test_pattern, test_command, workers, junit_pattern, retry_failed, profiles, plan, deadline_minutes, hooks, cache, services, artifacts, last_built_commit, created_at';
 
 export async function insertSuite(
   db: Db,
   suite: Pick<SuiteRow, 'repo_id' | 'branch'> &
     Pick<SuiteSettings, 'test_pattern' | 'test_command' | 'workers'> &
-    Partial<Pick<SuiteSettings, 'junit_pattern' | 'profiles' | 'plan' | 'deadline_minutes' | 'hooks' | 'cache' | 'services' | 'artifacts'>>,
+    Partial<Pick<SuiteSettings, 'junit_pattern' | 'retry_failed' | 'profiles' | 'plan' | 'deadline_minutes' | 'hooks' | 'cache' | 'services' | 'artifacts'>>,
 ): Promise<SuiteRow> {
   const { rows } = await db.query<SuiteRow>(
-    `INSERT INTO suites (repo_id, branch, test_pattern, test_command, workers, junit_pattern, profiles, plan, deadline_minutes, hooks, cache, services, artifacts)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
+    `INSERT INTO suites (repo_id, branch, test_pattern, test_command, workers, junit_pattern, profiles, plan, deadline_minutes, hooks, cache, services, artifacts, retry_failed)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING ${COLUMNS}`,
     [suite.repo_id, suite.branch, suite.test_pattern, suite.test_command, suite.workers, suite.junit_pattern ?? null,
       JSON.stringify(suite.profiles ?? []), suite.plan ?? null, suite.deadline_minutes ?? null,
-      jsonOrNull(suite.hooks), jsonOrNull(suite.cache), suite.services ?? null, suite.artifacts ?? null],
+      jsonOrNull(suite.hooks), jsonOrNull(suite.cache), suite.services ?? null, suite.artifacts ?? null, suite.retry_failed ?? 0],
   );
   return rows[0]!;
 }
@@ -37,6 +37,8 @@ export interface SuiteSettings {
   workers: number;
   /** Glob of the JUnit XML files the tests leave; null: none are collected. */
   junit_pattern: string | null;
+  /** How many times a failing file runs again (migration 020). */
+  retry_failed: number;
   /** Named profiles besides the suite's own (`default`), and the plan; see core/profiles.ts. */
   profiles: Profile[];
   plan: string[] | null;
@@ -51,7 +53,7 @@ export interface SuiteSettings {
 }
 
 const SETTINGS: readonly (keyof SuiteSettings)[] = [
-  'test_pattern', 'test_command', 'workers', 'junit_pattern', 'profiles', 'plan', 'deadline_minutes', 'hooks', 'cache', 'services', 'artifacts',
+  'test_pattern', 'test_command', 'workers', 'junit_pattern', 'retry_failed', 'profiles', 'plan', 'deadline_minutes', 'hooks', 'cache', 'services', 'artifacts',
 ];
 /** jsonb columns take JSON text; null stays SQL NULL ("not set"), not a JSON null. */
 const JSON_COLUMNS = new Set<keyof SuiteSettings>(['profiles', 'hooks', 'cache']);

@@ -125,6 +125,73 @@ export interface FileResult {
   durationMs: number;
   output: string;
   runner: string;
+  /** The batch that ran it (build/tests/batch.ts); absent: a process of its own. */
+  batchId?: number | null;
+  /** How many runs its verdict took (retry_failed); 1 by default. */
+  attempts?: number;
+  /** It passed only on a retry. */
+  flaky?: boolean;
+  /** When its (last) run began. */
+  startedAt?: Date | null;
+}
+
+export interface RecordedResults {
+  /** The paths recorded: those the lane still held (a path another runner took over is not counted). */
+  recorded: Set<string>;
+  /** Set when one of these was the build's first failing file: the counts as they stood then. */
+  firstFailure: Counts | null;
+}
+
+/**
+ * Marks files done and stores their results, once each, by the lane holding them, and notes the
+ * build's first failure: one statement, one round trip, for any number of files.
+ */
+export async function recordFileResults(db: Db, sessionId: number, claim: Claim, results: readonly FileResult[]): Promise<RecordedResults> {
+  if (results.length === 0) return { recorded: new Set(), firstFailure: null };
+  const runner = results[0]!.runner;
+  const { rows } = await db.query<{ recorded: string[] | null; first: boolean }>(
+    `WITH input AS (
+       SELECT * FROM unnest($3::text[], $4::text[], $5::int[], $6::int[], $7::text[], $8::bigint[], $9::int[], $10::bool[], $11::timestamptz[])
+         AS r(path, status, exit_code, duration_ms, output, batch_id, attempts, flaky, started_at)
+     ), done AS (
+       UPDATE test_queue q SET state = 'done', status = i.status, lease_until = NULL
+         FROM input i
+        WHERE q.session_id = $1 AND q.path = i.path AND q.claimed_by = $2 AND q.state = 'claimed'
+        RETURNING q.path
+     ), saved AS (
+       INSERT INTO test_results (session_id, path, status, exit_code, duration_ms, output, runner, batch_id, attempts, flaky, started_at)
+       SELECT $1, i.path, i.status, i.exit_code, i.duration_ms, i.output, $12, i.batch_id, i.attempts, i.flaky, i.started_at
+         FROM input i JOIN done d ON d.path = i.path
+       ON CONFLICT (session_id, path) DO UPDATE
+         SET status = EXCLUDED.status, exit_code = EXCLUDED.exit_code, duration_ms = EXCLUDED.duration_ms,
+             output = EXCLUDED.output, runner = EXCLUDED.runner, batch_id = EXCLUDED.batch_id,
+             attempts = EXCLUDED.attempts, flaky = EXCLUDED.flaky, started_at = EXCLUDED.started_at, finished_at = now()
+       RETURNING path, status
+     ), first AS (
+       UPDATE sessions SET first_failure = (SELECT path FROM saved WHERE status IN ('failed', 'error') LIMIT 1)
+        WHERE id = $1 AND first_failure IS NULL AND EXISTS (SELECT 1 FROM saved WHERE status IN ('failed', 'error'))
+        RETURNING 1
+     )
+     SELECT (SELECT array_agg(path) FROM saved) AS recorded, EXISTS (SELECT 1 FROM first) AS first`,
+    [
+      sessionId,
+      claim.token,
+      results.map((r) => r.path),
+      results.map((r) => r.status),
+      results.map((r) => r.exitCode),
+      results.map((r) => Math.round(r.durationMs)),
+      // Test output sometimes holds NUL, which PostgreSQL text cannot.
+      results.map((r) => storableText(r.output)),
+      results.map((r) => r.batchId ?? null),
+      results.map((r) => r.attempts ?? 1),
+      results.map((r) => r.flaky ?? false),
+      results.map((r) => r.startedAt ?? null),
+      runner,
+    ],
+  );
+  const { recorded, first } = rows[0]!;
+  // The counts just after: a lane finishing meanwhile may be in them; the first failure always is.
+  return { recorded: new Set(recorded ?? []), firstFailure: first ? await queueCounts(db, sessionId) : null };
 }
 
 export interface RecordedResult {
@@ -134,35 +201,19 @@ export interface RecordedResult {
   firstFailure: Counts | null;
 }
 
-/**
- * Marks a file done and stores its result, once, by the lane holding it, and notes the build's
- * first failure: one statement, one round trip per file.
- */
+/** One file's result (recordFileResults for one). */
 export async function recordFileResult(db: Db, sessionId: number, claim: Claim, r: FileResult): Promise<RecordedResult> {
-  const { rows } = await db.query<{ recorded: boolean; first: boolean }>(
-    `WITH done AS (
-       UPDATE test_queue SET state = 'done', status = $4, lease_until = NULL
-        WHERE session_id = $1 AND path = $2 AND claimed_by = $3 AND state = 'claimed'
-        RETURNING session_id, path
-     ), saved AS (
-       INSERT INTO test_results (session_id, path, status, exit_code, duration_ms, output, runner)
-       SELECT session_id, path, $4, $5, $6, $7, $8 FROM done
-       ON CONFLICT (session_id, path) DO UPDATE
-         SET status = EXCLUDED.status, exit_code = EXCLUDED.exit_code, duration_ms = EXCLUDED.duration_ms,
-             output = EXCLUDED.output, runner = EXCLUDED.runner, finished_at = now()
-       RETURNING 1
-     ), first AS (
-       UPDATE sessions SET first_failure = $2
-        WHERE id = $1 AND first_failure IS NULL AND $4 IN ('failed', 'error') AND EXISTS (SELECT 1 FROM done)
-        RETURNING 1
-     )
-     SELECT EXISTS (SELECT 1 FROM saved) AS recorded, EXISTS (SELECT 1 FROM first) AS first`,
-    // Test output sometimes holds NUL, which PostgreSQL text cannot.
-    [sessionId, r.path, claim.token, r.status, r.exitCode, Math.round(r.durationMs), storableText(r.output), r.runner],
+  const { recorded, firstFailure } = await recordFileResults(db, sessionId, claim, [r]);
+  return { recorded: recorded.has(r.path), firstFailure };
+}
+
+/** What the build's list is estimated to take in all (a file never run counts as `unknownMs`), for sizing batches. */
+export async function queueEstimateMs(db: Db, sessionId: number, unknownMs: number): Promise<number> {
+  const { rows } = await db.query<{ total: string | null }>(
+    'SELECT sum(coalesce(estimate_ms, $2)) AS total FROM test_queue WHERE session_id = $1',
+    [sessionId, unknownMs],
   );
-  const { recorded, first } = rows[0]!;
-  // The counts just after: a lane finishing meanwhile may be in them; the first failure always is.
-  return { recorded, firstFailure: first ? await queueCounts(db, sessionId) : null };
+  return Number(rows[0]?.total ?? 0);
 }
 
 export interface QueueProgress {

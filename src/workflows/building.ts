@@ -177,7 +177,14 @@ function nothingToBuild(ctx: SessionContext, checkout: CheckoutResult, lastBuilt
 function chooseProfiles(ctx: SessionContext, repoConfig: RepoConfigResult) {
   if ('error' in repoConfig) return { error: `sluice.yml: ${repoConfig.error}` };
   return resolveProfiles({
-    suiteDefault: { name: 'default', test_pattern: ctx.testPattern, test_command: ctx.testCommand, workers: ctx.workers, junit_pattern: ctx.junitPattern },
+    suiteDefault: {
+      name: 'default',
+      test_pattern: ctx.testPattern,
+      test_command: ctx.testCommand,
+      workers: ctx.workers,
+      junit_pattern: ctx.junitPattern,
+      retry_failed: ctx.retryFailed ?? 0,
+    },
     suiteProfiles: ctx.suiteProfiles,
     suitePlan: ctx.suitePlan,
     fileConfig: repoConfig.config,

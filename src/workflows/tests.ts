@@ -109,6 +109,7 @@ export async function runProfile(
           secrets: ctx.trust.secrets,
           timeoutMs: ctx.settings.testTimeoutMs,
           junitPattern: profile.junit_pattern,
+          retryFailed: profile.retry_failed,
         }).then(
           (result): unknown => {
             if (result.setupFailure) failSetup(result.setupFailure);

@@ -16,6 +16,7 @@ const full = (p: Partial<ResolvedProfile> & { name: string; test_pattern: string
   env: {},
   workers: 1,
   junit_pattern: null,
+  retry_failed: 0,
   ...p,
 });
 const DEFAULT = full({ name: 'default', test_pattern: 'test/*_test.sh', test_command: 'bash', workers: 2 });

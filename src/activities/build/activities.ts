@@ -12,6 +12,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { Pool } from 'pg';
 import { DEFAULT_HOOK_TIMEOUT_MS, DEFAULT_MAX_TEST_FILES, type Config } from '../../config';
+import { medianMs } from '../../core/batches';
 import type { BuildSetup } from '../../core/buildSetup';
 import { FIRST_FAIL_SIGNAL, WORKERS_READY_SIGNAL } from '../../core/signalNames';
 import type { Counts, Timing } from '../../core/types';
@@ -97,7 +98,9 @@ export function createBuildActivities({ config, pool, runner, processGroups, run
       );
     }
     const known = await recordedDurations(pool, suiteId, profileName, paths);
-    const files = paths.map((path) => ({ path, estimateMs: known.get(path) ?? null }));
+    // A file never run is taken to last as long as the suite's middle file (null: no history at all).
+    const median = medianMs([...known.values()]);
+    const files = paths.map((path) => ({ path, estimateMs: known.get(path) ?? median }));
     // Stable: equal estimates keep discovery's (path) order.
     files.sort((a, b) => (b.estimateMs ?? Infinity) - (a.estimateMs ?? Infinity) || 0);
     return enqueueTests(pool, sessionId, files);
@@ -123,7 +126,7 @@ export function createBuildActivities({ config, pool, runner, processGroups, run
 
     /**
      * The session's list of test files, longest first by the durations the suite's earlier
-     * builds recorded (files never run first: they may be long), written to PostgreSQL for its
+     * builds recorded (a file never run counts as the median one), written to PostgreSQL for its
      * lanes to share. Only the count crosses Temporal, however many files there are.
      */
     async queueTests(input: QueueTestsInput): Promise<QueueTestsResult> {
@@ -187,6 +190,7 @@ export function createBuildActivities({ config, pool, runner, processGroups, run
             secrets: input.secrets,
             timeoutMs: input.timeoutMs,
             junitPattern: input.junitPattern,
+            retryFailed: input.retryFailed ?? 0,
             setup: input.setup ?? NO_SETUP,
             cache: input.cache ?? { readScopes: [], writeScope: null },
             savesCache: input.lane === 0,

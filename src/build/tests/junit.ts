@@ -27,7 +27,7 @@ export interface CollectDeps {
 }
 
 /** The first `max` bytes of a file, and whether there was more. */
-async function readCapped(path: string, max: number): Promise<{ text: string; truncated: boolean }> {
+export async function readCapped(path: string, max: number): Promise<{ text: string; truncated: boolean }> {
   const handle = await open(path, 'r');
   try {
     const buffer = Buffer.alloc(max + 1);

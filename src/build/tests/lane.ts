@@ -3,34 +3,60 @@
  * list (db/testQueue.ts) whenever it is free, the way Knapsack Pro's and Buildkite's queue
  * mode split tests. A build of `workers: N` runs N lanes, each on its own checkout.
  *
- * Per file the lane spends one UPDATE (its result, counted once) besides running it; it takes
- * files in batches whose estimated length fits BATCH_BUDGET_MS, so short files cost one claim
- * per batch, not per file. It holds what it took under a lease it renews every second; a lane
- * whose runner dies stops renewing, and its files go back to the list LEASE_MS later for any
- * other lane to take. A lane that finds nothing to take waits while files are still running
- * elsewhere, so a file given back is picked up by a live runner that has a checkout.
+ * A lane takes what it runs next as one claim of files, longest first by their estimates:
+ * - with a test command holding `{files}`, one claim is one batch, one process for all its files
+ *   (batch.ts), sized so that each lane runs a few (core/batches.ts batchBudgetMs);
+ * - otherwise each file runs in a process of its own, and short files are claimed together
+ *   (CLAIM_BUDGET_MS), so that they cost one claim and one write of their results between them.
+ * A failing file runs again, alone, up to `retryFailed` times; one that passes on a retry counts
+ * as passed, and flaky.
+ *
+ * It holds what it took under a lease it renews every second; a lane whose runner dies stops
+ * renewing, and its files go back to the list LEASE_MS later for any other lane to take. A lane
+ * that finds nothing to take waits while files are still running elsewhere, so a file given
+ * back is picked up by a live runner that has a checkout.
  */
 import type { Pool } from 'pg';
+import { batchBudgetMs, isBatchCommand, NO_HISTORY_MS } from '../../core/batches';
 import type { Counts } from '../../core/types';
-import { claimFiles, queueProgress, recordFileResult, releaseClaims, renewClaims, type Claim } from '../../db/testQueue';
+import {
+  claimFiles,
+  queueEstimateMs,
+  queueProgress,
+  recordFileResults,
+  releaseClaims,
+  renewClaims,
+  type Claim,
+  type FileResult,
+  type QueuedFile,
+} from '../../db/testQueue';
 import { maskOutput } from '../output';
 import type { BuildUser, ProcessGroups } from '../process';
-import { runTestFile } from './runTestFile';
-import { sleep } from '../sleep';
 import type { Sandbox } from '../sandbox';
+import { sleep } from '../sleep';
+import { runAlone, runBatch, type BatchPlace } from './batch';
+import { runTestFile } from './runTestFile';
 
 export const LEASE_MS = 5_000;
 const RENEW_EVERY_MS = 1_000;
 const WAIT_FOR_OTHERS_MS = 200;
-/** A batch of short files is about this long by the files' recorded durations. */
-const BATCH_BUDGET_MS = 250;
-const MAX_BATCH = 100;
+/** File by file, a claim of short files is about this long by their estimates. */
+const CLAIM_BUDGET_MS = 250;
+const MAX_CLAIM = 100;
+/** Files of one batch at most (a command line has its limits). */
+const MAX_BATCH_FILES = 500;
 /** What a file never run is guessed to take until this lane has timed a few of its own. */
 const FIRST_GUESS_MS = 1_000;
+/** How much of a flaky file's first failed run is kept beside its passing run's output. */
+const FLAKY_CONTEXT = 16 * 1024;
+
+const tail = (text: string, max: number) => (text.length > max ? `…${text.slice(-max)}` : text);
 
 export interface LaneJob {
   sessionId: number;
   lane: number;
+  /** How many lanes the build has (batches are sized to them); default 1. */
+  lanes?: number;
   /** Which attempt of this lane's activity this is (a retry follows a lost runner). */
   attempt: number;
   workdir: string;
@@ -44,6 +70,8 @@ export interface LaneJob {
   /** Appended to every file's output (secrets that could not be unsealed). */
   note?: string;
   timeoutMs: number;
+  /** How many times a failing file runs again (the profile's retry_failed); default 0. */
+  retryFailed?: number;
 }
 
 export interface LaneDeps {
@@ -68,6 +96,9 @@ export interface LaneOutcome {
   stopped: boolean;
 }
 
+/** A file's verdict before it is recorded. */
+type Verdict = Omit<FileResult, 'runner'>;
+
 /** Whether anything is left for a lane of this session to do (an attempt after a lost runner may find all done). */
 export async function laneHasWork(pool: Pool, sessionId: number): Promise<boolean> {
   return (await queueProgress(pool, sessionId)).unfinished > 0;
@@ -79,10 +110,10 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
   const claim: Claim = { token: `lane ${job.lane} attempt ${job.attempt} on ${deps.runner}`, lane: job.lane, leaseMs: LEASE_MS };
   // An earlier attempt of this lane lost its runner: what it held goes back now, not at lease end.
   await releaseClaims(pool, job.sessionId, { lane: job.lane, exceptToken: claim.token });
-  const { env, secretValues } = job;
-  const unreadable = job.note ?? '';
+  const batches = isBatchCommand(job.command);
+  const runs = runner(deps, job);
 
-  // A file whose lease another lane took over is killed: its result would not count.
+  // What this lane runs is stopped when another lane took it over: its result would not count.
   const running = new Map<string, AbortController>();
   const renewer = setInterval(() => {
     renewClaims(pool, job.sessionId, claim).then(
@@ -96,56 +127,53 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
   let ran = 0;
   let timedMs = 0;
   let timed = 0;
+  // Batches are sized once, from the whole list's estimates (a file never run: its median, or NO_HISTORY_MS).
+  const batchBudget = batches ? batchBudgetMs(await queueEstimateMs(pool, job.sessionId, NO_HISTORY_MS), job.lanes ?? 1) : 0;
   try {
     for (;;) {
       if (signal?.aborted) break;
-      const unknownMs = timed >= 3 ? Math.max(1, timedMs / timed) : FIRST_GUESS_MS;
-      const batch = await claimFiles(pool, job.sessionId, claim, { budgetMs: BATCH_BUDGET_MS, unknownMs, maxFiles: MAX_BATCH });
-      if (batch.length === 0) {
+      const unknownMs = batches ? NO_HISTORY_MS : timed >= 3 ? Math.max(1, timedMs / timed) : FIRST_GUESS_MS;
+      const taken = await claimFiles(pool, job.sessionId, claim, {
+        budgetMs: batches ? batchBudget : CLAIM_BUDGET_MS,
+        unknownMs,
+        maxFiles: batches ? MAX_BATCH_FILES : MAX_CLAIM,
+      });
+      if (taken.length === 0) {
         const progress = await queueProgress(pool, job.sessionId);
         if (progress.unfinished === 0) break;
         if (progress.takeable === 0) await sleep(WAIT_FOR_OTHERS_MS, signal);
         continue;
       }
-      for (const file of batch) {
-        if (signal?.aborted) break;
-        const ctl = new AbortController();
-        running.set(file.path, ctl);
-        const onStop = () => ctl.abort();
-        signal?.addEventListener('abort', onStop, { once: true });
-        try {
-          const result = await runTestFile({
-            workdir: job.workdir,
-            home: job.home,
-            path: file.path,
-            command: job.command,
-            env,
-            timeoutMs: job.timeoutMs,
-            signal: ctl.signal,
-            processGroups: deps.processGroups,
-            runAs: deps.runAs,
-            sandbox: deps.sandbox,
-          });
-          // Stopped, or taken over by another lane: this run is not the file's verdict.
-          if (ctl.signal.aborted) continue;
-          timedMs += result.durationMs;
-          timed += 1;
-          const recorded = await recordFileResult(pool, job.sessionId, claim, {
-            path: file.path,
-            status: result.status,
-            exitCode: result.exitCode,
-            durationMs: result.durationMs,
-            output: maskOutput(result.output, secretValues) + unreadable,
-            runner: deps.runner,
-          });
-          if (!recorded.recorded) continue;
-          ran += 1;
-          if (recorded.firstFailure) await deps.firstFailure(recorded.firstFailure);
-        } finally {
-          signal?.removeEventListener('abort', onStop);
-          running.delete(file.path);
-        }
+      const ctl = new AbortController();
+      for (const f of taken) running.set(f.path, ctl);
+      const onStop = () => ctl.abort();
+      signal?.addEventListener('abort', onStop, { once: true });
+      let verdicts: Verdict[];
+      try {
+        verdicts = batches ? await runs.batch(taken, ctl.signal) : await runs.oneByOne(taken, ctl.signal);
+        verdicts = await runs.retried(verdicts, ctl.signal);
+      } finally {
+        signal?.removeEventListener('abort', onStop);
+        for (const f of taken) running.delete(f.path);
       }
+      // Stopped, or taken over by another lane: this run is not these files' verdict; what
+      // this lane still holds of them goes back to the list.
+      if (ctl.signal.aborted) {
+        if (!signal?.aborted) await releaseClaims(pool, job.sessionId, { token: claim.token });
+        continue;
+      }
+      for (const v of verdicts) {
+        timedMs += v.durationMs;
+        timed += 1;
+      }
+      const recorded = await recordFileResults(
+        pool,
+        job.sessionId,
+        claim,
+        verdicts.map((v) => ({ ...v, runner: deps.runner })),
+      );
+      ran += recorded.recorded.size;
+      if (recorded.firstFailure) await deps.firstFailure(recorded.firstFailure);
     }
   } finally {
     clearInterval(renewer);
@@ -153,4 +181,89 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
     await releaseClaims(pool, job.sessionId, { token: claim.token }).catch(() => undefined);
   }
   return { ran, stopped: signal?.aborted === true };
+}
+
+/** How a lane runs what it claimed: file by file, as a batch, and again for a failing file. */
+function runner(deps: LaneDeps, job: LaneJob) {
+  const note = job.note ?? '';
+  const place = (signal: AbortSignal): BatchPlace => ({
+    pool: deps.pool,
+    sessionId: job.sessionId,
+    lane: job.lane,
+    runner: deps.runner,
+    tree: job.workdir,
+    home: job.home ?? `${job.workdir}.home`,
+    env: job.env,
+    secretValues: job.secretValues,
+    command: job.command!,
+    timeoutMs: job.timeoutMs,
+    signal,
+    processGroups: deps.processGroups,
+    runAs: deps.runAs,
+    sandbox: deps.sandbox,
+  });
+
+  /** One file in a process of its own. */
+  const alone = async (path: string, signal: AbortSignal): Promise<Verdict> => {
+    if (isBatchCommand(job.command)) {
+      const own = await runAlone(place(signal), path, `${job.lane + 1}-retry`);
+      return { ...own, output: own.output + note };
+    }
+    const startedAt = new Date();
+    const result = await runTestFile({
+      workdir: job.workdir,
+      home: job.home,
+      path,
+      command: job.command,
+      env: job.env,
+      timeoutMs: job.timeoutMs,
+      signal,
+      processGroups: deps.processGroups,
+      runAs: deps.runAs,
+      sandbox: deps.sandbox,
+    });
+    return { path, status: result.status, exitCode: result.exitCode, durationMs: result.durationMs, output: maskOutput(result.output, job.secretValues) + note, startedAt };
+  };
+
+  return {
+    async oneByOne(files: QueuedFile[], signal: AbortSignal): Promise<Verdict[]> {
+      const out: Verdict[] = [];
+      for (const file of files) {
+        if (signal.aborted) break;
+        out.push(await alone(file.path, signal));
+      }
+      return out;
+    },
+
+    async batch(files: QueuedFile[], signal: AbortSignal): Promise<Verdict[]> {
+      // Unknown only when the suite has no history at all (the list gives new files the median).
+      const results = await runBatch(place(signal), files.map((f) => ({ path: f.path, estimateMs: f.estimateMs ?? NO_HISTORY_MS })));
+      return (results ?? []).map((r) => ({ ...r, output: r.output + (r.output ? note : '') }));
+    },
+
+    /**
+     * Each failing file run again, alone, until it passes or its retries are spent. The last run
+     * is its verdict; one that passed on a retry is flaky, and keeps the first failure's output
+     * after its own, so the flake can be looked into.
+     */
+    async retried(verdicts: Verdict[], signal: AbortSignal): Promise<Verdict[]> {
+      const retries = job.retryFailed ?? 0;
+      if (retries === 0) return verdicts;
+      const out: Verdict[] = [];
+      for (const first of verdicts) {
+        let last = first;
+        let attempts = 1;
+        while (last.status !== 'passed' && attempts <= retries && !signal.aborted) {
+          last = await alone(first.path, signal);
+          attempts += 1;
+        }
+        const flaky = attempts > 1 && last.status === 'passed';
+        const output = flaky
+          ? `${last.output}\n[sluice] passed on run ${attempts}, after ${attempts - 1} failed; the first run's output:\n${tail(first.output, FLAKY_CONTEXT)}`
+          : last.output;
+        out.push({ ...last, output, attempts, flaky });
+      }
+      return out;
+    },
+  };
 }

@@ -6,7 +6,7 @@ import { conflict, notFound, parseId, validate } from '../../http';
 import { uniqueViolation, type Db } from '../../../db/transaction';
 import type { RepoRow } from '../../../db/repos';
 import { insertSuite, listSuites, updateSuiteSettings, type SuiteRow } from '../../../db/suites';
-import { MAX_PLAN_PROFILES, MAX_WORKERS, PROFILE_NAME } from '../../../core/profiles';
+import { MAX_PLAN_PROFILES, MAX_RETRY_FAILED, MAX_WORKERS, PROFILE_NAME } from '../../../core/profiles';
 import { buildSetupShape, hookSettingsOf } from '../../../core/buildSetupSchema';
 import { branchName, plainText, testPattern } from './fields';
 import { loadRepo } from './repos';
@@ -14,6 +14,9 @@ import { loadRepo } from './repos';
 const envMap = z
   .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,99}$/, 'environment variable names are letters, digits and _'), z.string().max(32 * 1024))
   .refine((env) => Object.keys(env).length <= 256, 'at most 256 variables');
+
+// How many times a failing file runs again (0..10); one that then passes counts, as flaky.
+const retryFailed = z.number().int().min(0).max(MAX_RETRY_FAILED);
 
 /** A named profile besides the suite's own settings (which are the profile named `default`). */
 const SuiteProfile = z.strictObject({
@@ -23,6 +26,7 @@ const SuiteProfile = z.strictObject({
   env: envMap.optional(),
   workers: z.number().int().min(1).max(MAX_WORKERS).optional(),
   junit_pattern: testPattern.nullish(),
+  retry_failed: retryFailed.optional(),
 });
 const profiles = z
   .array(SuiteProfile)
@@ -48,6 +52,7 @@ const CreateSuite = z.strictObject({
   workers: z.number().int().min(1).max(64).optional(),
   // Where the tests leave JUnit XML reports (a glob like test_pattern); null: none collected.
   junit_pattern: testPattern.nullish(),
+  retry_failed: retryFailed.optional(),
   profiles: profiles.optional(),
   plan: plan.optional(),
   deadline_minutes: deadline.optional(),
@@ -59,6 +64,7 @@ const PatchSuite = z.strictObject({
   test_command: plainText(4000).nullable().optional(),
   workers: z.number().int().min(1).max(64).optional(),
   junit_pattern: testPattern.nullable().optional(),
+  retry_failed: retryFailed.optional(),
   profiles: profiles.optional(),
   plan: plan.optional(),
   deadline_minutes: deadline.optional(),
@@ -73,6 +79,7 @@ export const suiteView = (s: SuiteRow) => ({
   test_command: s.test_command,
   workers: s.workers,
   junit_pattern: s.junit_pattern,
+  retry_failed: s.retry_failed,
   profiles: s.profiles,
   plan: s.plan,
   deadline_minutes: s.deadline_minutes,
@@ -98,6 +105,7 @@ export async function createSuite(pool: Db, repo: RepoRow, input: unknown): Prom
       test_command: body.test_command ?? null,
       workers: body.workers ?? 1,
       junit_pattern: body.junit_pattern ?? null,
+      retry_failed: body.retry_failed ?? 0,
       profiles: body.profiles ?? [],
       plan: body.plan ?? null,
       deadline_minutes: body.deadline_minutes ?? null,

@@ -1,0 +1,212 @@
+/**
+ * Running a batch: many test files of a lane in one process, the profile's `test_command` with
+ * `{files}` made the batch's paths (core/batches.ts), with `sh -c`, in the worker's checkout,
+ * home and environment, plus `SLUICE_BATCH_ID` and `SLUICE_REPORT_DIR`, an empty directory
+ * whose JUnit XML files are read as the batch's results.
+ *
+ * A batch that exits 0 passes its files. One that fails, crashes or times out must not fail
+ * innocent files: its reports pin each failure on its file (their `file` attribute), and the
+ * files they say nothing of run again, one process each, to find out; the batch's note says
+ * which were which.
+ */
+import { chown, mkdir, readdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { Pool } from 'pg';
+import { batchCommandLine, pinFailures, reportedPath, reportedSeconds, shareDuration, type BatchCase } from '../../core/batches';
+import { parseJUnit } from '../../core/junit';
+import { finishBatch, startBatch } from '../../db/testBatches';
+import { maskOutput } from '../output';
+import { runProcess, type BuildUser, type ProcessGroups, type ProcessResult } from '../process';
+import type { Sandbox } from '../sandbox';
+import { readCapped } from './junit';
+import { testEnvironment } from './runTestFile';
+
+/** Where a batch runs, and as whom: the lane's worker. */
+export interface BatchPlace {
+  pool: Pool;
+  sessionId: number;
+  lane: number;
+  runner: string;
+  tree: string;
+  home: string;
+  /** The worker's variables (over the clean base). */
+  env: Record<string, string>;
+  /** Values masked in what is stored. */
+  secretValues: string[];
+  /** The profile's test command, with `{files}`. */
+  command: string;
+  /** The time limit of one file; a batch gets it too (see timeoutOf). */
+  timeoutMs: number;
+  signal?: AbortSignal;
+  processGroups?: ProcessGroups;
+  runAs?: BuildUser;
+  sandbox?: Sandbox;
+}
+
+export interface BatchFile {
+  path: string;
+  /** What the file was expected to take (its history, or the median). */
+  estimateMs: number;
+}
+
+/** A file's verdict from its batch, as the lane records it. */
+export interface BatchFileResult {
+  path: string;
+  status: 'passed' | 'failed' | 'error';
+  exitCode: number | null;
+  durationMs: number;
+  /** The file's own output: its run alone, or its failing cases; '' when the batch's output is all there is. */
+  output: string;
+  batchId: number;
+  startedAt: Date;
+}
+
+/** Report files read from one batch at most, and bytes of each. */
+const MAX_REPORTS = 200;
+const MAX_REPORT_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Runs `files` as one batch; their verdicts, or null when the batch was stopped (nothing of it
+ * counts). `runAlone` runs one file by itself (a failed batch's unpinned files).
+ */
+export async function runBatch(place: BatchPlace, files: readonly BatchFile[]): Promise<BatchFileResult[] | null> {
+  const paths = files.map((f) => f.path);
+  const batchId = await startBatch(place.pool, { sessionId: place.sessionId, lane: place.lane, runner: place.runner, files: files.length });
+  const startedAt = new Date();
+  const run = await runCommand(place, batchCommandLine(place.command, paths), `${batchId}`, timeoutOf(place.timeoutMs, files));
+  const output = maskOutput(run.result.output, place.secretValues);
+  if (place.signal?.aborted) {
+    await finishBatch(place.pool, batchId, { status: 'error', exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note: 'stopped' });
+    return null;
+  }
+  const reported = reportedSeconds(paths, run.cases, place.tree);
+  const durations = shareDuration(run.result.durationMs, files, reported);
+  if (run.result.status === 'passed') {
+    await finishBatch(place.pool, batchId, { status: 'passed', exitCode: 0, durationMs: run.result.durationMs, output, note: null });
+    return files.map((f) => ({ path: f.path, status: 'passed', exitCode: 0, durationMs: durations.get(f.path)!, output: '', batchId, startedAt }));
+  }
+
+  // A batch of one file is that file's own run: its verdict.
+  if (files.length === 1) {
+    await finishBatch(place.pool, batchId, { status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note: null });
+    return [{ path: files[0]!.path, status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, batchId, startedAt }];
+  }
+  // Not whole: each file by what the reports say of it, else by a run of its own.
+  const verdicts = pinFailures(paths, run.cases, place.tree);
+  const results: BatchFileResult[] = [];
+  const alone: string[] = [];
+  for (const v of verdicts) {
+    if (v.status === null) {
+      alone.push(v.path);
+      continue;
+    }
+    const failing = run.cases.filter((c) => c.path === v.path && (c.status === 'failed' || c.status === 'error'));
+    results.push({
+      path: v.path,
+      status: v.status,
+      exitCode: run.result.exitCode,
+      durationMs: durations.get(v.path)!,
+      output: maskOutput(failing.map((c) => c.text).join('\n\n'), place.secretValues),
+      batchId,
+      startedAt,
+    });
+  }
+  for (const file of alone) {
+    if (place.signal?.aborted) break;
+    const own = await runAlone(place, file, `${batchId}-${results.length + 1}`);
+    results.push({ ...own, batchId });
+  }
+  const how = run.result.exitCode !== null ? `exit code ${run.result.exitCode}` : (lastNote(run.result.output) ?? 'it did not finish');
+  const pinned = verdicts.length - alone.length;
+  const note =
+    `the batch failed (${how}): ` +
+    [pinned > 0 ? `${pinned} file${pinned === 1 ? '' : 's'} by ${pinned === 1 ? 'its' : 'their'} JUnit results` : '', alone.length > 0 ? `${alone.length} run again one by one` : '']
+      .filter(Boolean)
+      .join(', ');
+  await finishBatch(place.pool, batchId, { status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note });
+  if (place.signal?.aborted) return null;
+  return results;
+}
+
+/** One file by itself, with the batch's command (its `{files}` the file alone): a pinning run, or a retry. */
+export async function runAlone(place: BatchPlace, file: string, id: string): Promise<Omit<BatchFileResult, 'batchId'> & { batchId: null }> {
+  const startedAt = new Date();
+  const { result } = await runCommand(place, batchCommandLine(place.command, [file]), id, place.timeoutMs);
+  return {
+    path: file,
+    status: result.status,
+    exitCode: result.exitCode,
+    durationMs: result.durationMs,
+    output: maskOutput(result.output, place.secretValues),
+    batchId: null,
+    startedAt,
+  };
+}
+
+/**
+ * A batch's time limit: the file limit when the batch is a few files, growing with its estimate
+ * so that a batch sized to many files is not cut short, but never beyond the file limit per file.
+ */
+function timeoutOf(fileLimitMs: number, files: readonly BatchFile[]): number {
+  if (fileLimitMs <= 0) return 0;
+  const estimate = files.reduce((sum, f) => sum + f.estimateMs, 0);
+  return Math.min(fileLimitMs * files.length, Math.max(fileLimitMs, 3 * estimate));
+}
+
+interface ReportedCase extends BatchCase {
+  /** The batch file the case is in (its `file` mapped), for its output. */
+  path: string | null;
+  /** The failure's message and output, for the file's own output. */
+  text: string;
+}
+
+/** Runs a command line of the batch's with its own empty report directory; its result and the cases its reports hold. */
+async function runCommand(place: BatchPlace, commandLine: string, id: string, timeoutMs: number): Promise<{ result: ProcessResult; cases: ReportedCase[] }> {
+  const reportDir = path.join(place.home, '.sluice-reports', id);
+  await rm(reportDir, { recursive: true, force: true });
+  await mkdir(reportDir, { recursive: true, mode: 0o700 });
+  if (place.runAs) {
+    await chown(path.dirname(reportDir), place.runAs.uid, place.runAs.gid);
+    await chown(reportDir, place.runAs.uid, place.runAs.gid);
+  }
+  try {
+    const result = await runProcess({
+      argv: ['/bin/sh', '-c', commandLine],
+      viaShell: true,
+      cwd: place.tree,
+      env: testEnvironment(place.home, { ...place.env, SLUICE_BATCH_ID: id, SLUICE_REPORT_DIR: reportDir }),
+      program: 'the test command',
+      writable: [place.tree, place.home],
+      timeoutMs,
+      signal: place.signal,
+      processGroups: place.processGroups,
+      runAs: place.runAs,
+      sandbox: place.sandbox,
+    });
+    return { result, cases: await readReports(reportDir, place.tree) };
+  } finally {
+    await rm(reportDir, { recursive: true, force: true });
+  }
+}
+
+/** The cases of the JUnit XML files a batch left in its report directory (regular files only: no link is followed). */
+async function readReports(dir: string, tree: string): Promise<ReportedCase[]> {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => []);
+  const files = entries.filter((e) => e.isFile() && e.name.endsWith('.xml')).slice(0, MAX_REPORTS);
+  const cases: ReportedCase[] = [];
+  for (const entry of files) {
+    const { text } = await readCapped(path.join(entry.parentPath, entry.name), MAX_REPORT_BYTES);
+    for (const c of parseJUnit(text).cases) {
+      cases.push({ file: c.file, status: c.status, time: c.time, path: null, text: [c.message, c.output].filter(Boolean).join('\n') });
+    }
+  }
+  // Which file of the tree each case names, for its output (pinFailures maps them the same way).
+  for (const c of cases) c.path = c.file ? reportedPath(c.file, tree) : null;
+  return cases;
+}
+
+/** The last `[sluice] …` note of a process's output (a time-out, a signal). */
+function lastNote(output: string): string | null {
+  const notes = output.split('\n').filter((l) => l.startsWith('[sluice] '));
+  return notes.length > 0 ? notes[notes.length - 1]!.slice('[sluice] '.length) : null;
+}

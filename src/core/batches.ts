@@ -1,0 +1,136 @@
+/**
+ * Batches (issue 22): a profile whose `test_command` holds `{files}` runs many test files in one
+ * process, as a framework's own runner does, instead of paying a process start per file. Pure:
+ * the command a batch runs, how big batches are, and which files a failed batch's JUnit XML
+ * pins the failure on.
+ *
+ * Files stay the unit the spec's `counts` count. A batch that exits 0 passes its files; one that
+ * fails, crashes or times out passes the files its reports show passing and fails those they
+ * show failing; the files they say nothing of are run again, one process each, to find out
+ * (build/tests/batch.ts).
+ */
+
+export const FILES_PLACEHOLDER = '{files}';
+
+/** Whether a test command runs files in batches. */
+export function isBatchCommand(command: string | null | undefined): command is string {
+  return typeof command === 'string' && command.includes(FILES_PLACEHOLDER);
+}
+
+/** A path as one shell word: single-quoted, and never read as an option. */
+export function shellQuote(path: string): string {
+  const safe = path.startsWith('-') ? `./${path}` : path;
+  return `'${safe.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The batch's command line for `sh -c`: `{files}` (every occurrence) becomes the paths, quoted. */
+export function batchCommandLine(command: string, paths: readonly string[]): string {
+  return command.split(FILES_PLACEHOLDER).join(paths.map(shellQuote).join(' '));
+}
+
+/** The middle of the recorded durations; null when there are none. */
+export function medianMs(durations: readonly number[]): number | null {
+  if (durations.length === 0) return null;
+  const sorted = [...durations].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : Math.round((sorted[mid - 1]! + sorted[mid]!) / 2);
+}
+
+/** What a file never run is taken to last when no file of the suite has a recorded duration. */
+export const NO_HISTORY_MS = 1_000;
+/** The shortest batch worth its process start, and the longest that still lets lanes finish together. */
+export const MIN_BATCH_MS = 1_000;
+export const MAX_BATCH_MS = 20_000;
+/** Batches per lane, about: enough that the last ones even the lanes out. */
+export const BATCHES_PER_LANE = 4;
+
+/**
+ * How long a batch should be, by the files' estimates: the whole list over the lanes, in about
+ * BATCHES_PER_LANE batches each, within MIN_BATCH_MS..MAX_BATCH_MS. Taken longest first from
+ * one list (queue mode), batches of about this length leave the lanes finishing within one
+ * short batch of each other.
+ */
+export function batchBudgetMs(totalEstimateMs: number, lanes: number): number {
+  const share = totalEstimateMs / Math.max(1, lanes) / BATCHES_PER_LANE;
+  return Math.round(Math.min(MAX_BATCH_MS, Math.max(MIN_BATCH_MS, share)));
+}
+
+/** A JUnit case as a batch's verdict needs it. */
+export interface BatchCase {
+  file?: string;
+  status: 'passed' | 'failed' | 'error' | 'skipped';
+  time: number | null;
+}
+
+/**
+ * Which file of the batch a report's `file` attribute names: a path relative to the checkout
+ * (`test/a.js`, `./test/a.js`) or absolute inside it; null when it names none of the batch.
+ */
+export function batchFileOf(reported: string, tree: string, batch: readonly string[]): string | null {
+  const p = reportedPath(reported, tree);
+  return batch.includes(p) ? p : null;
+}
+
+/** A report's `file` as a path relative to the checkout, the way test files are listed. */
+export function reportedPath(reported: string, tree: string): string {
+  let p = reported.replace(/\\/g, '/');
+  const root = tree.endsWith('/') ? tree : `${tree}/`;
+  if (p.startsWith(root)) p = p.slice(root.length);
+  while (p.startsWith('./')) p = p.slice(2);
+  return p;
+}
+
+export interface FileVerdict {
+  path: string;
+  /** null: the reports say nothing of it (run it alone to know). */
+  status: 'passed' | 'failed' | 'error' | null;
+  /** Seconds its cases took by the reports, when they say. */
+  seconds: number | null;
+}
+
+/**
+ * Each file's verdict from a batch that did not pass whole, by its reports' cases: a file with a
+ * failing case failed (an erroring one erred); a file whose cases all passed (or were skipped)
+ * passed; a file no case names is unknown.
+ */
+export function pinFailures(batch: readonly string[], cases: readonly BatchCase[], tree: string): FileVerdict[] {
+  const byFile = new Map<string, BatchCase[]>();
+  for (const c of cases) {
+    const file = c.file ? batchFileOf(c.file, tree, batch) : null;
+    if (file) byFile.set(file, [...(byFile.get(file) ?? []), c]);
+  }
+  return batch.map((path) => {
+    const mine = byFile.get(path);
+    if (!mine) return { path, status: null, seconds: null };
+    const status = mine.some((c) => c.status === 'failed') ? 'failed' : mine.some((c) => c.status === 'error') ? 'error' : 'passed';
+    return { path, status, seconds: secondsOf(mine) };
+  });
+}
+
+/** Seconds per file of the batch by its reports (files they name), for the timing history. */
+export function reportedSeconds(batch: readonly string[], cases: readonly BatchCase[], tree: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const v of pinFailures(batch, cases, tree)) if (v.seconds !== null) out.set(v.path, v.seconds);
+  return out;
+}
+
+function secondsOf(cases: readonly BatchCase[]): number | null {
+  const times = cases.map((c) => c.time).filter((t): t is number => t !== null);
+  return times.length === 0 ? null : times.reduce((a, b) => a + b, 0);
+}
+
+/**
+ * A batch's wall-clock time shared out to its files, for the timing history: what the reports
+ * say of each, and the rest (the process start, files they do not time) in proportion to the
+ * files' estimates.
+ */
+export function shareDuration(batchMs: number, files: ReadonlyArray<{ path: string; estimateMs: number }>, reported: ReadonlyMap<string, number>): Map<string, number> {
+  const out = new Map<string, number>();
+  const known = files.reduce((sum, f) => sum + (reported.get(f.path) ?? 0) * 1000, 0);
+  const rest = Math.max(0, batchMs - known);
+  const weights = files.reduce((sum, f) => sum + Math.max(1, f.estimateMs), 0);
+  for (const f of files) {
+    out.set(f.path, Math.round((reported.get(f.path) ?? 0) * 1000 + (rest * Math.max(1, f.estimateMs)) / weights));
+  }
+  return out;
+}

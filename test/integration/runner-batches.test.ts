@@ -1,0 +1,186 @@
+/**
+ * Batches (issue 22) in a lane (build/tests/lane.ts, batch.ts) on real processes and a real
+ * PostgreSQL, without Temporal: a test command with `{files}` runs many files in one process; a
+ * batch that fails, crashes or hangs fails only the files that failed, pinned by their JUnit
+ * results or by running them one by one; a failing file runs again with retry_failed, and one
+ * that passes then is flaky.
+ *
+ * The "framework" here is a small shell runner that runs each file it is given and, like mocha's
+ * xunit reporter, writes a JUnit XML report to $SLUICE_REPORT_DIR, with each case's `file` when
+ * asked (FILE_ATTRIBUTE=1); it notes each process it is in `runs.log`.
+ */
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runLane, type LaneDeps, type LaneJob } from '../../src/build/tests/lane';
+import { listSessionBatches } from '../../src/db/testBatches';
+import { enqueueTests } from '../../src/db/testQueue';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { insertPostSession } from '../support/postSession';
+
+let db: TestDatabase;
+let tmp: string;
+const secretKey = Buffer.alloc(32, 5);
+
+beforeAll(async () => {
+  db = await createTestDatabase('sluice_batches');
+  tmp = await mkdtemp(join(tmpdir(), 'sluice-batches-'));
+});
+afterAll(async () => {
+  await db?.drop();
+  await rm(tmp, { recursive: true, force: true });
+});
+
+const RUNNER = `#!/bin/sh
+# A tiny test framework: runs each file given, reports them in JUnit XML, fails if one failed.
+echo "process \${SLUICE_BATCH_ID} $#" >> "$RUNS"
+status=0
+cases=""
+for f in "$@"; do
+  attr=""; [ "$FILE_ATTRIBUTE" = 1 ] && attr=" file=\\"$f\\""
+  if sh "$f"; then
+    cases="$cases<testcase classname=\\"$f\\" name=\\"works\\" time=\\"0.01\\"$attr/>"
+  else
+    status=1
+    cases="$cases<testcase classname=\\"$f\\" name=\\"works\\" time=\\"0.01\\"$attr><failure message=\\"$f failed\\">assertion</failure></testcase>"
+  fi
+done
+echo "<testsuite name=\\"tiny\\">$cases</testsuite>" > "$SLUICE_REPORT_DIR/report.xml"
+exit $status
+`;
+
+/** A session whose list holds `files` (name → body), and a checkout with the tiny framework. */
+async function session(files: Record<string, string>): Promise<{ sessionId: number; workdir: string; runs: string }> {
+  const s = await insertPostSession(db.pool, secretKey);
+  const workdir = join(tmp, `session-${s.sessionId}`);
+  await mkdir(join(workdir, 'test'), { recursive: true });
+  await writeFile(join(workdir, 'run.sh'), RUNNER, { mode: 0o755 });
+  for (const [name, body] of Object.entries(files)) await writeFile(join(workdir, 'test', name), `${body}\n`);
+  // As an earlier build recorded them: 50 ms each, so one batch holds them all.
+  await enqueueTests(db.pool, s.sessionId, Object.keys(files).map((name) => ({ path: `test/${name}`, estimateMs: 50 })));
+  return { sessionId: s.sessionId, workdir, runs: join(tmp, `runs-${s.sessionId}.log`) };
+}
+
+function deps(): LaneDeps {
+  return { pool: db.pool, runner: 'host-1', firstFailure: async () => undefined };
+}
+
+function job(s: { sessionId: number; workdir: string; runs: string }, over: Partial<LaneJob> & { env?: Record<string, string> } = {}): LaneJob {
+  return {
+    sessionId: s.sessionId,
+    lane: 0,
+    attempt: 1,
+    workdir: s.workdir,
+    home: `${s.workdir}.home`,
+    command: './run.sh {files}',
+    secretValues: [],
+    timeoutMs: 20_000,
+    ...over,
+    env: { RUNS: s.runs, ...over.env },
+  };
+}
+
+async function results(sessionId: number) {
+  const { rows } = await db.pool.query<{ path: string; status: string; batch_id: string | null; attempts: number; flaky: boolean; output: string }>(
+    'SELECT path, status, batch_id, attempts, flaky, output FROM test_results WHERE session_id = $1 ORDER BY path',
+    [sessionId],
+  );
+  return rows;
+}
+
+const processes = async (runs: string) => (await readFile(runs, 'utf8').catch(() => '')).trim().split('\n').filter(Boolean);
+const twenty = (failing?: string) =>
+  Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`t${String(i).padStart(2, '0')}.sh`, failing === `t${String(i).padStart(2, '0')}.sh` ? 'exit 1' : 'true']));
+
+it('runs twenty files in one process and passes them all when it exits 0', async () => {
+  const s = await session(twenty());
+  const out = await runLane(deps(), job(s));
+  expect(out.ran).toBe(20);
+  expect(await processes(s.runs)).toHaveLength(1);
+  const rows = await results(s.sessionId);
+  expect(rows.every((r) => r.status === 'passed' && r.batch_id !== null)).toBe(true);
+  expect(new Set(rows.map((r) => r.batch_id)).size).toBe(1);
+  const [batch] = await listSessionBatches(db.pool, s.sessionId);
+  expect(batch).toMatchObject({ files: 20, status: 'passed', exit_code: 0, note: null });
+  expect(batch!.output).toBe('');
+});
+
+it('one failing file among twenty: its JUnit file attribute pins it, nothing runs again', async () => {
+  const s = await session(twenty('t07.sh'));
+  await runLane(deps(), job(s, { env: { FILE_ATTRIBUTE: '1' } }));
+  expect(await processes(s.runs)).toHaveLength(1);
+  const rows = await results(s.sessionId);
+  expect(rows.filter((r) => r.status !== 'passed').map((r) => [r.path, r.status])).toEqual([['test/t07.sh', 'failed']]);
+  expect(rows.find((r) => r.path === 'test/t07.sh')!.output).toContain('test/t07.sh failed');
+  const [batch] = await listSessionBatches(db.pool, s.sessionId);
+  expect(batch).toMatchObject({ status: 'failed', exit_code: 1, note: 'the batch failed (exit code 1): 20 files by their JUnit results' });
+});
+
+it('without a file attribute, the failed batch’s files run again one by one, and only the guilty one fails', async () => {
+  const s = await session(twenty('t13.sh'));
+  await runLane(deps(), job(s));
+  // The batch, then each of its twenty files alone.
+  const runs = await processes(s.runs);
+  expect(runs).toHaveLength(21);
+  expect(runs.slice(1).every((line) => / 1$/.test(line))).toBe(true);
+  const rows = await results(s.sessionId);
+  expect(rows.filter((r) => r.status !== 'passed').map((r) => r.path)).toEqual(['test/t13.sh']);
+  const [batch] = await listSessionBatches(db.pool, s.sessionId);
+  expect(batch!.note).toBe('the batch failed (exit code 1): 20 run again one by one');
+});
+
+it('a batch that crashes is handled the same way: the file that kills its process errs alone', async () => {
+  const files = { 'a.sh': 'true', 'b.sh': 'kill -KILL $PPID', 'c.sh': 'true' };
+  const s = await session(files);
+  await runLane(deps(), job(s, { env: { FILE_ATTRIBUTE: '1' } }));
+  const rows = await results(s.sessionId);
+  expect(rows.map((r) => [r.path, r.status])).toEqual([
+    ['test/a.sh', 'passed'],
+    ['test/b.sh', 'error'],
+    ['test/c.sh', 'passed'],
+  ]);
+  const [batch] = await listSessionBatches(db.pool, s.sessionId);
+  expect(batch).toMatchObject({ status: 'error', note: expect.stringMatching(/^the batch failed \(killed by signal SIGKILL\): 3 run again one by one$/) });
+});
+
+it('a batch that hangs is stopped at its time limit, and the file that hangs times out alone', async () => {
+  const s = await session({ 'a.sh': 'true', 'hang.sh': 'sleep 60', 'z.sh': 'true' });
+  await runLane(deps(), job(s, { timeoutMs: 1_500 }));
+  const rows = await results(s.sessionId);
+  expect(rows.map((r) => [r.path, r.status])).toEqual([
+    ['test/a.sh', 'passed'],
+    ['test/hang.sh', 'error'],
+    ['test/z.sh', 'passed'],
+  ]);
+  expect(rows.find((r) => r.path === 'test/hang.sh')!.output).toContain('timed out after 1500 ms');
+  const [batch] = await listSessionBatches(db.pool, s.sessionId);
+  expect(batch!.note).toMatch(/^the batch failed \(timed out after \d+ ms\)/);
+}, 30_000);
+
+describe('retry_failed', () => {
+  it('a file that fails, then passes, counts as passed and flaky, with both runs’ output', async () => {
+    const marker = join(tmp, `flaked-${Date.now()}`);
+    const s = await session({ 'steady.sh': 'true', 'flaky.sh': `if [ ! -e ${marker} ]; then touch ${marker}; echo first run fails; exit 1; fi; echo now it passes` });
+    await runLane(deps(), job(s, { command: 'sh', retryFailed: 2 }));
+    const rows = await results(s.sessionId);
+    expect(rows.map((r) => [r.path, r.status, r.attempts, r.flaky])).toEqual([
+      ['test/flaky.sh', 'passed', 2, true],
+      ['test/steady.sh', 'passed', 1, false],
+    ]);
+    const flaky = rows.find((r) => r.path === 'test/flaky.sh')!.output;
+    expect(flaky).toContain('now it passes');
+    expect(flaky).toContain("[sluice] passed on run 2, after 1 failed; the first run's output:\nfirst run fails");
+  });
+
+  it('a file that keeps failing fails after its retries, not flaky; in a batch it runs again alone', async () => {
+    const s = await session({ 'ok.sh': 'true', 'broken.sh': 'exit 3' });
+    await runLane(deps(), job(s, { retryFailed: 2, env: { FILE_ATTRIBUTE: '1' } }));
+    const rows = await results(s.sessionId);
+    expect(rows.map((r) => [r.path, r.status, r.attempts, r.flaky])).toEqual([
+      ['test/broken.sh', 'failed', 3, false],
+      ['test/ok.sh', 'passed', 1, false],
+    ]);
+    // The batch, then broken.sh alone twice.
+    expect(await processes(s.runs)).toHaveLength(3);
+  });
+});

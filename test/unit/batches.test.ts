@@ -1,0 +1,100 @@
+/** Batches (core/batches.ts): the command a batch runs, how long batches are, which file a failure is pinned on. */
+import {
+  batchBudgetMs,
+  batchCommandLine,
+  batchFileOf,
+  isBatchCommand,
+  MAX_BATCH_MS,
+  medianMs,
+  MIN_BATCH_MS,
+  pinFailures,
+  shareDuration,
+  shellQuote,
+} from '../../src/core/batches';
+import { parseJUnit } from '../../src/core/junit';
+
+describe('the batch command', () => {
+  it('is a test command holding {files}', () => {
+    expect(isBatchCommand('npx mocha {files}')).toBe(true);
+    expect(isBatchCommand('npx mocha')).toBe(false);
+    expect(isBatchCommand(null)).toBe(false);
+  });
+
+  it('gets the paths as single-quoted words, every {files} replaced, none read as an option', () => {
+    expect(batchCommandLine('mocha --reporter xunit {files}', ['test/a.js', "test/it's.js", '-rf.js'])).toBe(
+      `mocha --reporter xunit 'test/a.js' 'test/it'\\''s.js' './-rf.js'`,
+    );
+    expect(batchCommandLine('echo {files}; run {files}', ['a b'])).toBe(`echo 'a b'; run 'a b'`);
+  });
+
+  it('quotes what a shell would expand', () => {
+    for (const path of ['$(touch pwned).js', '`id`.js', 'a;b.js', 'x*.js', '$HOME']) expect(shellQuote(path)).toBe(`'${path}'`);
+  });
+});
+
+describe('how long a batch is', () => {
+  it('is the list over the lanes in about four batches each, within its bounds', () => {
+    expect(batchBudgetMs(80_000, 2)).toBe(10_000);
+    expect(batchBudgetMs(2_000, 2)).toBe(MIN_BATCH_MS);
+    expect(batchBudgetMs(10 * 60_000, 1)).toBe(MAX_BATCH_MS);
+    expect(batchBudgetMs(40_000, 0)).toBe(10_000);
+  });
+
+  it('takes the median of the recorded durations for a file never run', () => {
+    expect(medianMs([300, 100, 200])).toBe(200);
+    expect(medianMs([100, 200, 300, 1000])).toBe(250);
+    expect(medianMs([])).toBeNull();
+  });
+});
+
+describe('pinning a failed batch’s failures on its files', () => {
+  const tree = '/ws/session-9';
+  const batch = ['test/a.js', 'test/b.js', 'test/c.js', 'test/d.js'];
+  // mocha's xunit reporter, with its file attribute (absolute), one suite per file.
+  const report = parseJUnit(`<testsuite name="Mocha Tests" tests="4">
+    <testcase classname="a" name="adds" time="0.01" file="/ws/session-9/test/a.js"/>
+    <testcase classname="b" name="subtracts" time="0.2" file="/ws/session-9/test/b.js"><failure message="expected 1">stack</failure></testcase>
+    <testcase classname="b" name="divides" time="0.05" file="/ws/session-9/test/b.js"/>
+    <testcase classname="c" name="crashes" time="0" file="./test/c.js"><error message="boom"/></testcase>
+  </testsuite>`);
+
+  it('reads the file of each case from the report', () => {
+    expect(report.cases.map((c) => c.file)).toEqual(['/ws/session-9/test/a.js', '/ws/session-9/test/b.js', '/ws/session-9/test/b.js', './test/c.js']);
+  });
+
+  it('fails the files with a failing case, passes those whose cases passed, and knows nothing of the others', () => {
+    expect(pinFailures(batch, report.cases, tree)).toEqual([
+      { path: 'test/a.js', status: 'passed', seconds: 0.01 },
+      { path: 'test/b.js', status: 'failed', seconds: 0.25 },
+      { path: 'test/c.js', status: 'error', seconds: 0 },
+      { path: 'test/d.js', status: null, seconds: null },
+    ]);
+  });
+
+  it('takes a file from the enclosing testsuite (jest-junit with its file attribute)', () => {
+    const jest = parseJUnit('<testsuites><testsuite name="d" file="test/d.js"><testcase name="x" time="1"/></testsuite></testsuites>');
+    expect(pinFailures(batch, jest.cases, tree)[3]).toEqual({ path: 'test/d.js', status: 'passed', seconds: 1 });
+  });
+
+  it('maps only files of the batch: another path, or one outside the tree, pins nothing', () => {
+    expect(batchFileOf('/ws/session-9/test/a.js', tree, batch)).toBe('test/a.js');
+    expect(batchFileOf('test/e.js', tree, batch)).toBeNull();
+    expect(batchFileOf('/elsewhere/test/a.js', tree, batch)).toBeNull();
+    expect(batchFileOf('/ws/session-91/test/a.js', tree, batch)).toBeNull();
+  });
+});
+
+describe('a batch’s time shared out to its files', () => {
+  it('gives each what its cases took and the rest by the estimates', () => {
+    const shared = shareDuration(
+      3_000,
+      [
+        { path: 'a', estimateMs: 100 },
+        { path: 'b', estimateMs: 300 },
+      ],
+      new Map([['a', 1]]),
+    );
+    // 1 s of a's cases; the other 2 s split 1:3.
+    expect(shared).toEqual(new Map([['a', 1_500], ['b', 1_500]]));
+  });
+});
