@@ -19,7 +19,7 @@ body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; pa
 table { border-collapse: collapse; margin: 1em 0; }
 th, td { text-align: left; padding: .25em .75em; border-bottom: 1px solid #ddd; vertical-align: top; }
 pre { background: #f6f6f6; padding: .75em; overflow-x: auto; white-space: pre-wrap; }
-.passed, .ok { color: #11772d; } .failed, .error { color: #b00020; } .skipped, .queued, .running { color: #666; }
+.passed, .ok { color: #11772d; } .failed, .error { color: #b00020; } .skipped, .queued, .running { color: #666; } .flaky { color: #6a2fd0; }
 `;
 
 function row(label: string, value: unknown): string {
@@ -128,6 +128,35 @@ function renderArtifacts(v: SessionView): string {
   return `<h2>Artifacts</h2>\n<table>\n<tr><th>file</th><th>worker</th><th>size</th></tr>\n${rows}\n</table>\n`;
 }
 
+/** The processes that ran many files each: worker, files, how it went, and what became of a failed one. */
+function renderBatches(v: SessionView): string {
+  if (v.batches.length === 0) return '';
+  const rows = v.batches
+    .map(
+      (b) =>
+        `<tr><th>#${escapeHtml(b.id)}</th><td>worker ${escapeHtml(b.worker)}</td><td>${escapeHtml(b.files)} file${b.files === 1 ? '' : 's'}</td><td>${statusSpan(b.status)}</td>` +
+        `<td>${b.exit_code === null ? '' : `exit code ${escapeHtml(b.exit_code)}`}</td><td>${b.duration_ms === null ? '' : seconds(b.duration_ms)}</td><td>${escapeHtml(b.note ?? '')}${
+          b.output_tail
+            ? `<details><summary>${b.output_truncated ? 'end of the output' : 'output'}</summary><pre>${escapeHtml(b.output_tail)}</pre></details>`
+            : ''
+        }</td></tr>`,
+    )
+    .join('\n');
+  return `<h2>Batches</h2>\n<table>\n<tr><th>batch</th><th>worker</th><th>files</th><th>status</th><th>exit</th><th>duration</th><th>what became of it</th></tr>\n${rows}\n</table>\n`;
+}
+
+/** The files that passed only on a retry, and how often each was flaky lately. */
+function renderFlaky(v: SessionView): string {
+  if (v.flaky_files.length === 0) return '';
+  const items = v.flaky_files
+    .map(
+      (f) =>
+        `<li>${escapeHtml(f.path)}: passed on run ${escapeHtml(f.attempts)}; flaky in ${escapeHtml(f.flaked)} of its ${escapeHtml(f.ran)} runs in the suite's last ${escapeHtml(f.builds)} builds</li>`,
+    )
+    .join('\n');
+  return `<h2>Flaky</h2>\n<ul>\n${items}\n</ul>\n`;
+}
+
 /** JUnit test cases: counts, the failing ones (name, classname, message), and unreadable reports. */
 function renderCases(v: SessionView): string {
   if (v.junit_files.length === 0 && v.cases.total === 0) return '';
@@ -205,8 +234,10 @@ export function renderReport(v: ReportView): string {
       : v.tests
           .map(
             (t) => `<section>
-<h3>${statusSpan(t.status)} ${escapeHtml(t.path)}</h3>
-<p>${seconds(t.duration_ms)}${t.exit_code === null ? '' : `, exit code ${escapeHtml(t.exit_code)}`}</p>
+<h3>${statusSpan(t.status)}${t.flaky ? ' <span class="flaky">flaky</span>' : ''} ${escapeHtml(t.path)}</h3>
+<p>${seconds(t.duration_ms)}${t.exit_code === null ? '' : `, exit code ${escapeHtml(t.exit_code)}`}${t.attempts > 1 ? `, ${escapeHtml(t.attempts)} runs` : ''}${
+              t.batch === null ? '' : `, batch #${escapeHtml(t.batch)}`
+            }${t.worker === null ? '' : `, worker ${escapeHtml(t.worker)}`}</p>
 <pre>${escapeHtml(t.output ?? '')}</pre>
 </section>`,
           )
@@ -242,7 +273,7 @@ ${changeset}
 <table>
 ${timing}
 </table>
-${renderHooks(v)}${renderWorkerSetup(v)}${renderArtifacts(v)}<h2>Tests</h2>
+${renderHooks(v)}${renderWorkerSetup(v)}${renderArtifacts(v)}${renderBatches(v)}${renderFlaky(v)}<h2>Tests</h2>
 ${paging.summary}${paging.nav}
 ${tests}
 ${paging.nav}

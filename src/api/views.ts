@@ -15,6 +15,8 @@ import { reportUrl } from '../core/reportUrl';
 import { listSessionArtifacts } from '../db/artifacts';
 import { listSessionHooks, type HookStatus } from '../db/sessionHooks';
 import { listSessionWorkers } from '../db/sessionWorkers';
+import { listBatchSummaries, type BatchStatus } from '../db/testBatches';
+import { FLAKY_WINDOW, listFlakyFiles } from '../db/flaky';
 import { artifactUrl } from './artifacts';
 
 export interface SessionView {
@@ -56,6 +58,40 @@ export interface SessionView {
   worker_setup: WorkerSetupView[];
   /** The files the build kept, by worker and path; `url` downloads one (the report's token opens it). */
   artifacts: ArtifactView[];
+  /** The processes that ran many files each (a test command with `{files}`), in the order they started; a test's `batch` is one's `id`. */
+  batches: BatchView[];
+  /** The files that passed only on a retry, with how often each was flaky in the suite's last FLAKY_WINDOW builds. */
+  flaky_files: FlakyFileView[];
+}
+
+export interface BatchView {
+  id: number;
+  /** 1..N: the worker (lane) that ran it. */
+  worker: number;
+  runner: string | null;
+  /** How many test files it ran. */
+  files: number;
+  status: BatchStatus;
+  exit_code: number | null;
+  /** The batch process's own run; files a failed batch ran again one by one come after it. */
+  duration_ms: number | null;
+  /** What became of a batch that did not pass whole: which files its JUnit results pinned, which ran again one by one. */
+  note: string | null;
+  /** The last HOOK_OUTPUT_TAIL_CHARS characters of what it printed (secrets masked). */
+  output_tail: string;
+  output_truncated: boolean;
+  started_at: string;
+  finished_at: string | null;
+}
+
+export interface FlakyFileView {
+  path: string;
+  /** How many runs it took in this build (the last one passed). */
+  attempts: number;
+  /** In how many of the suite's last `builds` builds (this one included) it was flaky, and in how many it ran. */
+  flaked: number;
+  ran: number;
+  builds: number;
 }
 
 /** How much of a hook's output the views show: its end, where a failure says what went wrong. */
@@ -204,9 +240,20 @@ function tail(text: string, chars: number): string {
   return /^[\udc00-\udfff]/.test(end) ? end.slice(1) : end;
 }
 
-/** A build's hooks, workers' setup and artifacts, as the session's views show them. */
-export async function loadSetupViews(db: Db, config: Config, id: number, reportToken: string): Promise<Pick<SessionView, 'hooks' | 'worker_setup' | 'artifacts'>> {
-  const [hooks, workers, artifacts] = await Promise.all([listSessionHooks(db, id), listSessionWorkers(db, id), loadArtifactViews(db, config, id, reportToken)]);
+/** A build's hooks, workers' setup, artifacts, batches and flaky files, as the session's views show them. */
+export async function loadSetupViews(
+  db: Db,
+  config: Config,
+  id: number,
+  reportToken: string,
+): Promise<Pick<SessionView, 'hooks' | 'worker_setup' | 'artifacts' | 'batches' | 'flaky_files'>> {
+  const [hooks, workers, artifacts, batches, flaky] = await Promise.all([
+    listSessionHooks(db, id),
+    listSessionWorkers(db, id),
+    loadArtifactViews(db, config, id, reportToken),
+    listBatchSummaries(db, id, HOOK_OUTPUT_TAIL_CHARS),
+    listFlakyFiles(db, id, FLAKY_WINDOW),
+  ]);
   return {
     hooks: hooks.map((h) => ({
       name: h.name,
@@ -224,6 +271,21 @@ export async function loadSetupViews(db: Db, config: Config, id: number, reportT
     })),
     worker_setup: workers.map((w) => ({ worker: w.worker, runner: w.runner, ready_at: w.ready_at?.toISOString() ?? null, failure: w.failure, notes: w.notes })),
     artifacts,
+    batches: batches.map((b) => ({
+      id: b.id,
+      worker: b.lane + 1,
+      runner: b.runner,
+      files: b.files,
+      status: b.status,
+      exit_code: b.exit_code,
+      duration_ms: b.duration_ms,
+      note: b.note,
+      output_tail: b.output_tail,
+      output_truncated: b.output_length > HOOK_OUTPUT_TAIL_CHARS,
+      started_at: b.started_at.toISOString(),
+      finished_at: b.finished_at?.toISOString() ?? null,
+    })),
+    flaky_files: flaky,
   };
 }
 

@@ -257,13 +257,29 @@ export interface TestRow {
   duration_ms: number;
   /** The runner (host-pid) that ran it. */
   runner: string | null;
+  /** 1..N: the worker (lane) that ran it; null when not known (a result from before the shared list). */
+  worker: number | null;
+  /** The batch it ran in (test_batches), or null: a process of its own. */
+  batch: number | null;
+  /** How many runs its verdict took (retry_failed): 1, or more. */
+  attempts: number;
+  /** It passed only on a retry. */
+  flaky: boolean;
+  /** When its (last) run began; null for a result recorded before migration 020. */
+  started_at: Date | null;
+  finished_at: Date;
   output?: string;
 }
+
+/** A test row's columns (test_results as tr, its place in the list as q). */
+const TEST_COLUMNS = `tr.path, tr.status, tr.exit_code, tr.duration_ms, tr.runner, (q.lane + 1) AS worker, tr.batch_id::int AS batch,
+       tr.attempts, tr.flaky, tr.started_at, tr.finished_at`;
+const TEST_FROM = 'test_results tr LEFT JOIN test_queue q ON q.session_id = tr.session_id AND q.path = tr.path';
 
 /** Every test file of a session, by path, without output (up to 64 KiB each): the admin API's view. */
 export async function listTests(db: Db, sessionId: number): Promise<TestRow[]> {
   const { rows } = await db.query<TestRow>(
-    'SELECT path, status, exit_code, duration_ms, runner FROM test_results WHERE session_id = $1 ORDER BY path',
+    `SELECT ${TEST_COLUMNS} FROM ${TEST_FROM} WHERE tr.session_id = $1 ORDER BY tr.path`,
     [sessionId],
   );
   return rows;
@@ -276,8 +292,8 @@ export async function listTests(db: Db, sessionId: number): Promise<TestRow[]> {
  */
 export async function listTestsPage(db: Db, sessionId: number, page: { limit: number; offset: number }): Promise<TestRow[]> {
   const { rows } = await db.query<TestRow>(
-    `SELECT path, status, exit_code, duration_ms, runner, output FROM test_results WHERE session_id = $1
-      ORDER BY path LIMIT $2 OFFSET $3`,
+    `SELECT ${TEST_COLUMNS}, tr.output FROM ${TEST_FROM} WHERE tr.session_id = $1
+      ORDER BY tr.path LIMIT $2 OFFSET $3`,
     [sessionId, page.limit, page.offset],
   );
   return rows;

@@ -50,3 +50,21 @@ export async function listSessionBatches(db: Db, sessionId: number): Promise<Bat
   );
   return rows;
 }
+
+/** A batch as the views show it: its output's end only, and how long the whole is. */
+export interface BatchSummaryRow extends Omit<BatchRow, 'output' | 'session_id'> {
+  /** The last `tailChars` characters of its output. */
+  output_tail: string;
+  output_length: number;
+}
+
+/** A build's batches in the order they started, each with the end of its output (the build page reads them every second). */
+export async function listBatchSummaries(db: Db, sessionId: number, tailChars: number): Promise<BatchSummaryRow[]> {
+  const { rows } = await db.query<BatchSummaryRow>(
+    `SELECT id::int, lane, runner, files, status, exit_code, duration_ms, right(output, $2) AS output_tail, length(output) AS output_length,
+            note, started_at, finished_at
+       FROM test_batches WHERE session_id = $1 ORDER BY id`,
+    [sessionId, tailChars],
+  );
+  return rows;
+}

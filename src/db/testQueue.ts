@@ -233,15 +233,23 @@ export async function queueProgress(db: Db, sessionId: number): Promise<QueuePro
   return rows[0]!;
 }
 
+export interface OpenFile {
+  path: string;
+  status: 'started' | 'notstarted';
+  runner: string | null;
+  /** 1..N: the worker (lane) holding a started file; null for one not taken. */
+  worker: number | null;
+}
+
 /**
  * The files of the build's list not done yet, in list order: taken by a lane (`started`, as the
  * counts have it, with the runner holding it) or not yet (`notstarted`). The build page shows
  * them beside the files that ended (test_results).
  */
-export async function listOpenFiles(db: Db, sessionId: number): Promise<{ path: string; status: 'started' | 'notstarted'; runner: string | null }[]> {
-  const { rows } = await db.query<{ path: string; status: 'started' | 'notstarted'; runner: string | null }>(
+export async function listOpenFiles(db: Db, sessionId: number): Promise<OpenFile[]> {
+  const { rows } = await db.query<OpenFile>(
     `SELECT path, CASE WHEN state = 'claimed' THEN 'started' ELSE 'notstarted' END AS status,
-            substring(claimed_by FROM ' on (.*)$') AS runner
+            substring(claimed_by FROM ' on (.*)$') AS runner, CASE WHEN state = 'claimed' THEN lane + 1 END AS worker
        FROM test_queue WHERE session_id = $1 AND state <> 'done' ORDER BY position`,
     [sessionId],
   );
