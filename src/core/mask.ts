@@ -18,6 +18,8 @@
  * - `cutAtStart`: the text is the tail of something longer (output truncated at the front), so
  *   it may begin with the end of a secret whose start was cut off; the longest such piece is
  *   masked too, whatever its length.
+ * - `cutAtEnd`: the text stops in the middle of something (live output cut at its bound), so it
+ *   may end with the start of a secret whose end never comes; the longest such piece is masked.
  *
  * Not covered: a secret transformed before it was printed (base64, URL-encoded, reversed,
  * split by other output). Masking is a safety net against accidents, not against a test that
@@ -50,6 +52,8 @@ export function maskTargets(values: Iterable<string>): string[] {
 export interface MaskOptions {
   /** The text starts in the middle of something: mask a leading piece of a secret's end too. */
   cutAtStart?: boolean;
+  /** The text stops in the middle of something: mask a trailing piece of a secret's start too. */
+  cutAtEnd?: boolean;
 }
 
 /** `text` with every occurrence of every secret value replaced by `****` (see the rules above). */
@@ -67,6 +71,14 @@ export function maskSecrets(text: string, values: Iterable<string>, options: Mas
       for (let k = Math.min(target.length - 1, text.length); k >= 1; k--) {
         if (text.startsWith(target.slice(target.length - k))) {
           ranges.push([0, k]);
+          break;
+        }
+      }
+    }
+    if (options.cutAtEnd) {
+      for (let k = Math.min(target.length - 1, text.length); k >= 1; k--) {
+        if (text.endsWith(target.slice(0, k))) {
+          ranges.push([text.length - k, text.length]);
           break;
         }
       }
