@@ -180,7 +180,8 @@ describe('retry_failed', () => {
       ['test/broken.sh', 'failed', 3, false],
       ['test/ok.sh', 'passed', 1, false],
     ]);
-    // The batch, then broken.sh alone twice.
+    // The batch, then broken.sh alone twice; it is still the batch's file.
     expect(await processes(s.runs)).toHaveLength(3);
+    expect(rows.every((r) => r.batch_id !== null)).toBe(true);
   });
 });

@@ -261,7 +261,8 @@ function runner(deps: LaneDeps, job: LaneJob) {
         const output = flaky
           ? `${last.output}\n[sluice] passed on run ${attempts}, after ${attempts - 1} failed; the first run's output:\n${tail(first.output, FLAKY_CONTEXT)}`
           : last.output;
-        out.push({ ...last, output, attempts, flaky });
+        // A retry runs alone, but the file is still the batch's that first ran it (the views say which).
+        out.push({ ...last, output, attempts, flaky, batchId: last.batchId ?? first.batchId });
       }
       return out;
     },
