@@ -8,6 +8,7 @@
 import type { Pool } from 'pg';
 import type { HookName } from '../core/buildSetup';
 import { finishHook, startHook } from '../db/sessionHooks';
+import { liveOutput } from './liveOutput';
 import { maskOutput } from './output';
 import { runProcess, type BuildUser, type ProcessGroups, type ProcessResult } from './process';
 import type { Sandbox } from './sandbox';
@@ -53,6 +54,7 @@ export async function runHook(
     detail: hook.detail ?? null,
     runner: place.runner,
   });
+  const live = liveOutput(place.pool, place.sessionId, { kind: 'hook', hookId: id }, place.secrets);
   const result = await runProcess({
     argv: ['/bin/sh', '-c', hook.command],
     viaShell: true,
@@ -62,11 +64,13 @@ export async function runHook(
     writable: [place.tree, place.home],
     timeoutMs: place.timeoutMs,
     signal: place.signal,
+    onOutput: live.onOutput,
     processGroups: place.processGroups,
     runAs: place.runAs,
     // Package setup reaches the registries even where tests have no network.
     sandbox: hook.sandbox ?? place.sandbox,
   });
+  await live.end(result);
   const output = maskOutput(result.output, place.secrets);
   await finishHook(place.pool, id, { status: result.status, exitCode: result.exitCode, durationMs: result.durationMs, output });
   return { ...result, name: hook.name, output };

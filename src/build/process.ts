@@ -39,6 +39,8 @@ export interface RunProcessInput {
   killGraceMs?: number;
   /** How much output is kept (the end of it). Default 64 KiB. */
   maxOutputBytes?: number;
+  /** Told of every piece of output as it arrives, stdout and stderr alike (live output: liveOutput.ts). */
+  onOutput?: (chunk: Buffer) => void;
   /** Told of the process group while it lives, so that it dies with the runner (runner/reaper.ts). */
   processGroups?: ProcessGroups;
   /** Run as this unprivileged user (the runner is root): it cannot read the runner. */
@@ -209,8 +211,15 @@ export async function runProcess(input: RunProcessInput, started = performance.n
     notes.push(`could not start ${program}: ${(e as Error).message}`);
     return finish('error', null, Math.round(performance.now() - started));
   }
-  child.stdout?.on('data', (chunk: Buffer) => output.push(chunk));
-  child.stderr?.on('data', (chunk: Buffer) => output.push(chunk));
+  const onOutput = input.onOutput;
+  const take = onOutput
+    ? (chunk: Buffer) => {
+        output.push(chunk);
+        onOutput(chunk);
+      }
+    : (chunk: Buffer) => output.push(chunk);
+  child.stdout?.on('data', take);
+  child.stderr?.on('data', take);
 
   const spawnError = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
     child.once('spawn', () => resolve(null));

@@ -14,7 +14,9 @@ import path from 'node:path';
 import type { Pool } from 'pg';
 import { batchCommandLine, pinFailures, reportedPath, reportedSeconds, shareDuration, type BatchCase } from '../../core/batches';
 import { parseJUnit } from '../../core/junit';
+import type { OutputSource } from '../../db/outputChunks';
 import { finishBatch, startBatch } from '../../db/testBatches';
+import { liveOutput } from '../liveOutput';
 import { maskOutput } from '../output';
 import { runProcess, type BuildUser, type ProcessGroups, type ProcessResult } from '../process';
 import type { Sandbox } from '../sandbox';
@@ -33,6 +35,8 @@ export interface BatchPlace {
   env: Record<string, string>;
   /** Values masked in what is stored. */
   secretValues: string[];
+  /** Which attempt of the lane's activity this is (its live output says so); default 1. */
+  attempt?: number;
   /** The profile's test command, with `{files}`. */
   command: string;
   /** The time limit of one file; a batch gets it too (see timeoutOf). */
@@ -73,7 +77,11 @@ export async function runBatch(place: BatchPlace, files: readonly BatchFile[]): 
   const paths = files.map((f) => f.path);
   const batchId = await startBatch(place.pool, { sessionId: place.sessionId, lane: place.lane, runner: place.runner, files: files.length });
   const startedAt = new Date();
-  const run = await runCommand(place, batchCommandLine(place.command, paths), `${batchId}`, timeoutOf(place.timeoutMs, files));
+  const run = await runCommand(place, batchCommandLine(place.command, paths), `${batchId}`, timeoutOf(place.timeoutMs, files), {
+    kind: 'batch',
+    worker: place.lane + 1,
+    batchId,
+  });
   const output = maskOutput(run.result.output, place.secretValues);
   if (place.signal?.aborted) {
     await finishBatch(place.pool, batchId, { status: 'error', exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note: 'stopped' });
@@ -128,10 +136,14 @@ export async function runBatch(place: BatchPlace, files: readonly BatchFile[]): 
   return results;
 }
 
-/** One file by itself, with the batch's command (its `{files}` the file alone): a pinning run, or a retry. */
-export async function runAlone(place: BatchPlace, file: string, id: string): Promise<Omit<BatchFileResult, 'batchId'> & { batchId: null }> {
+/**
+ * One file by itself, with the batch's command (its `{files}` the file alone): a pinning run, or
+ * a retry (`run` 2 or more, for its live output).
+ */
+export async function runAlone(place: BatchPlace, file: string, id: string, run = 1): Promise<Omit<BatchFileResult, 'batchId'> & { batchId: null }> {
   const startedAt = new Date();
-  const { result } = await runCommand(place, batchCommandLine(place.command, [file]), id, place.timeoutMs);
+  const source: OutputSource = { kind: 'file', worker: place.lane + 1, path: file, attempt: place.attempt ?? 1, run };
+  const { result } = await runCommand(place, batchCommandLine(place.command, [file]), id, place.timeoutMs, source);
   return {
     path: file,
     status: result.status,
@@ -160,8 +172,17 @@ interface ReportedCase extends BatchCase {
   text: string;
 }
 
-/** Runs a command line of the batch's with its own empty report directory; its result and the cases its reports hold. */
-async function runCommand(place: BatchPlace, commandLine: string, id: string, timeoutMs: number): Promise<{ result: ProcessResult; cases: ReportedCase[] }> {
+/**
+ * Runs a command line of the batch's with its own empty report directory, its output live as
+ * `source`'s; its result and the cases its reports hold.
+ */
+async function runCommand(
+  place: BatchPlace,
+  commandLine: string,
+  id: string,
+  timeoutMs: number,
+  source: OutputSource,
+): Promise<{ result: ProcessResult; cases: ReportedCase[] }> {
   const reportDir = path.join(place.home, '.sluice-reports', id);
   await rm(reportDir, { recursive: true, force: true });
   await mkdir(reportDir, { recursive: true, mode: 0o700 });
@@ -169,6 +190,7 @@ async function runCommand(place: BatchPlace, commandLine: string, id: string, ti
     await chown(path.dirname(reportDir), place.runAs.uid, place.runAs.gid);
     await chown(reportDir, place.runAs.uid, place.runAs.gid);
   }
+  const live = liveOutput(place.pool, place.sessionId, source, place.secretValues);
   try {
     const result = await runProcess({
       argv: ['/bin/sh', '-c', commandLine],
@@ -179,10 +201,12 @@ async function runCommand(place: BatchPlace, commandLine: string, id: string, ti
       writable: [place.tree, place.home],
       timeoutMs,
       signal: place.signal,
+      onOutput: live.onOutput,
       processGroups: place.processGroups,
       runAs: place.runAs,
       sandbox: place.sandbox,
     });
+    await live.end(result);
     return { result, cases: await readReports(reportDir, place.tree) };
   } finally {
     await rm(reportDir, { recursive: true, force: true });

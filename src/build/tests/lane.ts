@@ -30,6 +30,7 @@ import {
   type FileResult,
   type QueuedFile,
 } from '../../db/testQueue';
+import { liveOutput } from '../liveOutput';
 import { maskOutput } from '../output';
 import type { BuildUser, ProcessGroups } from '../process';
 import type { Sandbox } from '../sandbox';
@@ -195,6 +196,7 @@ function runner(deps: LaneDeps, job: LaneJob) {
     home: job.home ?? `${job.workdir}.home`,
     env: job.env,
     secretValues: job.secretValues,
+    attempt: job.attempt,
     command: job.command!,
     timeoutMs: job.timeoutMs,
     signal,
@@ -203,13 +205,14 @@ function runner(deps: LaneDeps, job: LaneJob) {
     sandbox: deps.sandbox,
   });
 
-  /** One file in a process of its own. */
-  const alone = async (path: string, signal: AbortSignal): Promise<Verdict> => {
+  /** One file in a process of its own; `run` is which run of it this is here (a retry's is 2 or more), for its live output. */
+  const alone = async (path: string, signal: AbortSignal, run = 1): Promise<Verdict> => {
     if (isBatchCommand(job.command)) {
-      const own = await runAlone(place(signal), path, `${job.lane + 1}-retry`);
+      const own = await runAlone(place(signal), path, `${job.lane + 1}-retry`, run);
       return { ...own, output: own.output + note };
     }
     const startedAt = new Date();
+    const live = liveOutput(deps.pool, job.sessionId, { kind: 'file', worker: job.lane + 1, path, attempt: job.attempt, run }, job.secretValues);
     const result = await runTestFile({
       workdir: job.workdir,
       home: job.home,
@@ -218,10 +221,12 @@ function runner(deps: LaneDeps, job: LaneJob) {
       env: job.env,
       timeoutMs: job.timeoutMs,
       signal,
+      onOutput: live.onOutput,
       processGroups: deps.processGroups,
       runAs: deps.runAs,
       sandbox: deps.sandbox,
     });
+    await live.end(result);
     return { path, status: result.status, exitCode: result.exitCode, durationMs: result.durationMs, output: maskOutput(result.output, job.secretValues) + note, startedAt };
   };
 
@@ -254,7 +259,7 @@ function runner(deps: LaneDeps, job: LaneJob) {
         let last = first;
         let attempts = 1;
         while (last.status !== 'passed' && attempts <= retries && !signal.aborted) {
-          last = await alone(first.path, signal);
+          last = await alone(first.path, signal, attempts + 1);
           attempts += 1;
         }
         const flaky = attempts > 1 && last.status === 'passed';

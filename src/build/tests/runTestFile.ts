@@ -15,7 +15,7 @@ import { runProcess, type ProcessResult, type RunProcessInput } from '../process
 
 /** How the file runs: the process settings of build/process.ts (time limit, stop, user, sandbox), and what names the file. */
 export interface RunTestFileInput
-  extends Pick<RunProcessInput, 'timeoutMs' | 'signal' | 'killGraceMs' | 'maxOutputBytes' | 'processGroups' | 'runAs' | 'sandbox'> {
+  extends Pick<RunProcessInput, 'timeoutMs' | 'signal' | 'killGraceMs' | 'maxOutputBytes' | 'onOutput' | 'processGroups' | 'runAs' | 'sandbox'> {
   workdir: string;
   /** Test file, relative to the repository root (as discoverTests returns it). */
   path: string;
