@@ -17,6 +17,7 @@ import { loggerOptions, type ApiLogOptions } from './logging';
 import { registerDeliveryRoutes } from './routes/admin/deliveries';
 import { registerOperatorRoutes } from './routes/admin/operator';
 import { registerOrgRoutes } from './routes/admin/orgs';
+import { registerOutputRoutes } from './routes/admin/output';
 import { registerRepoRoutes } from './routes/admin/repos';
 import { registerSecretRoutes } from './routes/admin/secrets';
 import { registerSessionRoutes } from './routes/admin/sessions';
@@ -106,5 +107,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
     },
     { prefix: '/api/v1' },
   );
+  // A session's live output, as server-sent events or NDJSON: a scope of its own for its plugin.
+  void app.register(async (scope) => registerOutputRoutes(scope, deps), { prefix: '/api/v1' });
   return app;
 }
