@@ -18,13 +18,17 @@ import type { ApiDeps } from '../app';
 import { sameSecret } from '../auth';
 import { registerBuildPages } from './builds';
 import { registerOrgPages } from './orgs';
+import { registerOutputPages } from './output';
 import { registerRepoPages } from './repos';
 import { registerWebhookPages } from './webhooks';
 import { page, safeNext, webScope } from './pages';
 import { cookieOptions, cookieSecret, signedIn, signIn, signOut } from './signIn';
 
-/** Scripts in assets/: build.js follows a build live, copy.js makes the Copy buttons work. */
-const ASSETS = ['build.js', 'copy.js'];
+/**
+ * Scripts in assets/: build.js follows a build live, output.js its running processes' output,
+ * copy.js makes the Copy buttons work.
+ */
+const ASSETS = ['build.js', 'output.js', 'copy.js'];
 
 const SignInForm = z.object({
   name: z.string().trim().min(1, 'say who you are').max(100),
@@ -72,6 +76,7 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps): Pr
   }
 
   registerBuildPages(web, scope);
+  registerOutputPages(web, scope);
   registerOrgPages(web, scope);
   registerRepoPages(web, scope);
   registerWebhookPages(web, scope);
