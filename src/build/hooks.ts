@@ -55,7 +55,7 @@ export async function runHook(
     runner: place.runner,
   });
   const live = liveOutput(place.pool, place.sessionId, { kind: 'hook', hookId: id }, place.secrets);
-  const result = await runProcess({
+  const result = await live.watch(runProcess({
     argv: ['/bin/sh', '-c', hook.command],
     viaShell: true,
     cwd: place.tree,
@@ -69,8 +69,7 @@ export async function runHook(
     runAs: place.runAs,
     // Package setup reaches the registries even where tests have no network.
     sandbox: hook.sandbox ?? place.sandbox,
-  });
-  await live.end(result);
+  }));
   const output = maskOutput(result.output, place.secrets);
   await finishHook(place.pool, id, { status: result.status, exitCode: result.exitCode, durationMs: result.durationMs, output });
   return { ...result, name: hook.name, output };

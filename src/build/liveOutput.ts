@@ -39,6 +39,8 @@ export interface LiveOutput {
   onOutput(chunk: Buffer): void;
   /** Writes the rest and the end, if the process streamed at all; never throws. */
   end(result: Pick<ProcessResult, 'status' | 'exitCode' | 'durationMs'>): Promise<void>;
+  /** `running`'s result once its end is written; ended as an error if it throws (the writer stops either way). */
+  watch<R extends Pick<ProcessResult, 'status' | 'exitCode' | 'durationMs'>>(running: Promise<R>): Promise<R>;
 }
 
 /** Starts the clock of a process about to run (its first flush is FLUSH_MS from now). */
@@ -53,7 +55,7 @@ export function liveOutput(pool: Pool, sessionId: number, source: OutputSource, 
   /** Masked text not written yet (a write failed). */
   let unsent = '';
   /** The first flush came: the process is in the stream from now on. */
-  let live = false;
+  let streaming = false;
   let ended = false;
   let writing: Promise<void> | null = null;
 
@@ -85,7 +87,7 @@ export function liveOutput(pool: Pool, sessionId: number, source: OutputSource, 
   };
 
   const timer = setInterval(() => {
-    live = true;
+    streaming = true;
     if (writing || ended) return;
     const text = take(false);
     if (text === '' && unsent === '') return;
@@ -95,7 +97,7 @@ export function liveOutput(pool: Pool, sessionId: number, source: OutputSource, 
   }, options.flushMs ?? FLUSH_MS);
   timer.unref();
 
-  return {
+  const live: LiveOutput = {
     onOutput(chunk) {
       if (ended || cut) return;
       const room = maxBytes - taken;
@@ -109,7 +111,7 @@ export function liveOutput(pool: Pool, sessionId: number, source: OutputSource, 
       if (ended) return;
       ended = true;
       clearInterval(timer);
-      if (!live) return; // ended before its first flush: nothing live
+      if (!streaming) return; // ended before its first flush: nothing live
       try {
         await writing;
         await write(take(true), result);
@@ -117,7 +119,20 @@ export function liveOutput(pool: Pool, sessionId: number, source: OutputSource, 
         options.onError?.(err);
       }
     },
+    async watch(running) {
+      const started = performance.now();
+      let result;
+      try {
+        result = await running;
+      } catch (err) {
+        await live.end({ status: 'error', exitCode: null, durationMs: performance.now() - started });
+        throw err;
+      }
+      await live.end(result);
+      return result;
+    },
   };
+  return live;
 }
 
 /** `text` as rows of at most ROW_CHARS characters (never splitting a surrogate pair); [''] for none. */

@@ -111,6 +111,19 @@ describe('live output', () => {
     expect(new Set(rows.map((r) => r.worker))).toEqual(new Set([1, 2]));
   });
 
+  it('ends as an error when what it watches throws, and writes nothing after', async () => {
+    const id = await session();
+    const live = liveOutput(db.pool, id, file('test/thrown_test.sh'), []);
+    live.onOutput(Buffer.from('before the throw\n'));
+    const thrown = live.watch(new Promise<ProcessResult>((_, reject) => setTimeout(() => reject(new Error('no home for the file')), 400)));
+    await expect(thrown).rejects.toThrow('no home for the file');
+    live.onOutput(Buffer.from('after the end\n'));
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const rows = await rowsOf(id);
+    expect(rows.map((r) => r.text).join('')).toBe('before the throw\n');
+    expect(rows.at(-1)).toMatchObject({ end_status: 'error', exit_code: null });
+  });
+
   it('streams a hook as its session_hooks row, masked with its secrets', async () => {
     const id = await session();
     const outcome = await runHook(

@@ -192,7 +192,7 @@ async function runCommand(
   }
   const live = liveOutput(place.pool, place.sessionId, source, place.secretValues);
   try {
-    const result = await runProcess({
+    const result = await live.watch(runProcess({
       argv: ['/bin/sh', '-c', commandLine],
       viaShell: true,
       cwd: place.tree,
@@ -205,8 +205,7 @@ async function runCommand(
       processGroups: place.processGroups,
       runAs: place.runAs,
       sandbox: place.sandbox,
-    });
-    await live.end(result);
+    }));
     return { result, cases: await readReports(reportDir, place.tree) };
   } finally {
     await rm(reportDir, { recursive: true, force: true });

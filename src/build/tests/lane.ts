@@ -213,7 +213,7 @@ function runner(deps: LaneDeps, job: LaneJob) {
     }
     const startedAt = new Date();
     const live = liveOutput(deps.pool, job.sessionId, { kind: 'file', worker: job.lane + 1, path, attempt: job.attempt, run }, job.secretValues);
-    const result = await runTestFile({
+    const result = await live.watch(runTestFile({
       workdir: job.workdir,
       home: job.home,
       path,
@@ -225,8 +225,7 @@ function runner(deps: LaneDeps, job: LaneJob) {
       processGroups: deps.processGroups,
       runAs: deps.runAs,
       sandbox: deps.sandbox,
-    });
-    await live.end(result);
+    }));
     return { path, status: result.status, exitCode: result.exitCode, durationMs: result.durationMs, output: maskOutput(result.output, job.secretValues) + note, startedAt };
   };
 
