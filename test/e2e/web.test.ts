@@ -143,7 +143,10 @@ describeWithBrowser('web.test.ts')('the web pages', () => {
     await expect(page.locator('[data-counts]').textContent()).resolves.toContain('1 failed');
     // The failure's output comes first, as it arrived.
     await page.locator('[data-failures] pre', { hasText: 'the release says 1' }).waitFor();
-    await expect(page.getByRole('listitem').filter({ hasText: 'ci_received_at' }).count()).resolves.toBe(1);
+    // The timeline: a picture, its numbers one click away.
+    await expect(page.getByRole('img', { name: `Timeline of build #${build.session}` }).isVisible()).resolves.toBe(true);
+    await page.getByText('The numbers').click();
+    await expect(page.locator('[data-timeline] tr').filter({ hasText: 'ci_received_at' }).count()).resolves.toBe(1);
     await expect(page.getByRole('button', { name: 'Rebuild' }).isVisible()).resolves.toBe(true);
     await expect(page.getByRole('button', { name: 'Stop' }).isVisible()).resolves.toBe(false);
     expect(await stillMarked()).toBe(true);

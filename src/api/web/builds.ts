@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasEnded, SESSION_STATUSES } from '../../core/types';
 import { listFailedOutputs, listPlanParts, listSessions } from '../../db/sessions';
 import { listOpenFiles } from '../../db/testQueue';
+import { setupTiming } from '../../db/sessionWorkers';
 import type { ApiDeps } from '../app';
 import { HttpError, parseId } from '../http';
 import { loadOrg } from '../routes/admin/orgs';
@@ -18,17 +19,10 @@ import { sessionWorkflowLink } from '../../temporal/uiLink';
 import { formatDuration, formatTime, notFoundPage, page, type WebScope } from './pages';
 import { formatBytes } from '../reportPage';
 import { signedIn, type SignedIn } from './signIn';
+import { buildTimeline, svgMarkup } from './timeline';
 
 /** How often an open build page's stream reads the build. */
 const LIVE_POLL_MS = 1_000;
-
-/** Spec §6's timing keys in their order (`package_setup` is listed twice there). */
-const TIMING_ORDER = [
-  'ci_received_at', 'queue_first_seen_at', 'queue_first_allowed_at', 'workers_assigned_at', 'setup', 'package_setup', 'services_setup',
-  'setup_hooks', 'worker_hooks', 'exec', 'post_build', 'artifact_collect', 'done', 'setup_post_hooks', 'capture_cache', 'setup_cache',
-  'worker_rendezvous', 'post_build_hook',
-];
-const timingRank = (key: string): number => (TIMING_ORDER.includes(key) ? TIMING_ORDER.indexOf(key) : TIMING_ORDER.length);
 
 /**
  * How long the page keeps following a build after it ended: a post_build hook starts once the
@@ -47,22 +41,23 @@ const FAILURE_TAIL_CHARS = 4_000;
 async function loadBuild(pool: ApiDeps['pool'], config: ApiDeps['config'], id: number) {
   const view = await loadSessionView(pool, config, id);
   if (!view) return undefined;
-  const [open, parts, failures] = await Promise.all([
+  const [open, parts, failures, setup] = await Promise.all([
     hasEnded(view.status) ? [] : listOpenFiles(pool, id),
     listPlanParts(pool, id),
     view.counts.failed + view.counts.error > 0 ? listFailedOutputs(pool, id, FAILURES_SHOWN, FAILURE_TAIL_CHARS) : [],
+    // While it runs, the session's timing keys are written at its end: its workers' say how far setup went.
+    hasEnded(view.status) ? {} : setupTiming(pool, id),
   ]);
-  return { view, open, parts, failures };
+  return { view, open, parts, failures, setup };
 }
 
 /** What the build page shows that changes while it runs, as the page renders it and its stream sends it. */
 export function liveView(
-  { view, open, parts, failures }: NonNullable<Awaited<ReturnType<typeof loadBuild>>>,
+  { view, open, parts, failures, setup }: NonNullable<Awaited<ReturnType<typeof loadBuild>>>,
   canStopHere: boolean,
   config: ApiDeps['config'],
   workflowIds: ApiDeps['workflowIds'],
 ) {
-  const start = view.timing.ci_received_at ?? 0;
   const c = view.counts;
   const toGo = c.notstarted + c.started;
   const ended = hasEnded(view.status);
@@ -83,8 +78,17 @@ export function liveView(
     countsText: `${c.passed} passed, ${c.failed} failed, ${c.error} errors${toGo > 0 ? `, ${toGo} to go` : ''}`,
     // Each file as it starts and ends: the ended ones with their durations, the others as the list has them.
     tests: [
-      ...view.tests.map((t) => ({ path: t.path, status: t.status, duration: formatDuration(t.duration_ms), runner: t.runner ?? '' })),
-      ...open.map((f) => ({ path: f.path, status: f.status, duration: formatDuration(null), runner: f.runner ?? '' })),
+      ...view.tests.map((t) => ({
+        path: t.path,
+        status: t.status,
+        duration: formatDuration(t.duration_ms),
+        runner: t.runner ?? '',
+        // Which batch ran it, how many runs it took, and whether it passed only on a retry.
+        batch: t.batch === null ? '' : `#${t.batch}`,
+        runs: t.attempts > 1 ? String(t.attempts) : '',
+        flaky: t.flaky,
+      })),
+      ...open.map((f) => ({ path: f.path, status: f.status, duration: formatDuration(null), runner: f.runner ?? '', batch: '', runs: '', flaky: false })),
     ].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
     parts: parts.map((p) => ({ session: p.id, profile: p.profile_name, status: p.status })),
     failures,
@@ -114,10 +118,33 @@ export function liveView(
       const u = new URL(a.url);
       return { path: a.path, worker: a.worker, size: formatBytes(a.size), href: `${u.pathname}${u.search}` };
     }),
-    timeline: Object.entries(view.timing)
-      // By time; keys recorded in the same instant in the order spec §6 lists them.
-      .sort((a, b) => a[1] - b[1] || timingRank(a[0]) - timingRank(b[0]))
-      .map(([key, at]) => ({ key, after: formatDuration(Math.round((at - start) * 1000)) })),
+    // The build as a picture, and its numbers (timeline.ts).
+    timeline: buildTimeline({
+      session: view.session,
+      timing: { ...setup, ...view.timing },
+      running: !ended || hookRunning,
+      queued: view.status === 'queued',
+      now: Date.now(),
+      hooks: view.hooks,
+      batches: view.batches,
+      tests: view.tests,
+      open,
+      workers: view.worker_setup,
+    }),
+    batches: view.batches.map((b) => ({
+      id: b.id,
+      worker: b.worker,
+      files: b.files,
+      status: b.status,
+      exitCode: b.exit_code === null ? '' : String(b.exit_code),
+      duration: b.status === 'running' ? 'running' : formatDuration(b.duration_ms),
+      note: b.note ?? '',
+    })),
+    flaky: view.flaky_files.map((f) => ({
+      path: f.path,
+      runs: `passed on run ${f.attempts}`,
+      history: `flaky in ${f.flaked} of its ${f.ran} run${f.ran === 1 ? '' : 's'} in the suite's last ${f.builds} build${f.builds === 1 ? '' : 's'}`,
+    })),
   };
 }
 
@@ -170,7 +197,8 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
   const buildPage = async (request: FastifyRequest, reply: FastifyReply, user: SignedIn, id: number, error: string | null, status = 200) => {
     const build = await loadBuild(pool, config, id);
     if (!build) return notFoundPage(reply, user, `build #${id}`);
-    return page(reply, 'build', { title: `Build #${id}`, section: 'builds', user, session: build.view, live: liveView(build, Boolean(deps.stop), config, deps.workflowIds), error }, status);
+    const live = liveView(build, Boolean(deps.stop), config, deps.workflowIds);
+    return page(reply, 'build', { title: `Build #${id}`, section: 'builds', user, session: build.view, live, timelineSvg: svgMarkup(live.timeline.picture), error }, status);
   };
 
   // The build as it changes, for the open page: read every LIVE_POLL_MS, sent when it differs,

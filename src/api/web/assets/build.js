@@ -24,6 +24,22 @@
     return node;
   };
   const code = (text, className) => el('code', text, className);
+  // The timeline's picture, drawn from the tree the server made (api/web/timeline.ts): its tags
+  // and attributes only, text as text.
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+  const SVG_TAGS = new Set(['svg', 'g', 'rect', 'line', 'text', 'tspan', 'title', 'desc', 'defs', 'path', 'use']);
+  const svg = (node) => {
+    if (typeof node === 'string') return document.createTextNode(node);
+    const [tag, attrs, ...children] = node;
+    if (!SVG_TAGS.has(tag)) return document.createTextNode('');
+    const out = document.createElementNS(SVG_NS, tag);
+    for (const [name, value] of Object.entries(attrs)) {
+      if (!/^[a-z][a-z0-9-]*$/i.test(name) || /^on/i.test(name) || (name === 'href' && !String(value).startsWith('#'))) continue;
+      out.setAttribute(name, String(value));
+    }
+    out.append(...children.map(svg));
+    return out;
+  };
   // Sections redrawn only when what they show changed; an output someone opened stays open.
   const drawn = {};
   const redraw = (name, items, draw) => {
@@ -59,22 +75,67 @@
         file.append(code);
         const state = cell('Status', '');
         state.append(statusSpan(t.status));
-        tr.append(file, state, cell('Duration', t.duration), cell('Runner', t.runner, 'muted'));
+        if (t.flaky) state.append(' ', el('span', 'flaky', 'badge-flaky'));
+        tr.append(file, state, cell('Duration', t.duration), cell('Runner', t.runner, 'muted'), cell('Batch', t.batch), cell('Runs', t.runs));
         return tr;
       }),
     );
+    const picture = JSON.stringify(b.timeline.picture);
+    if (drawn.picture !== picture) {
+      drawn.picture = picture;
+      $('[data-timeline-picture]').replaceChildren(svg(b.timeline.picture));
+    }
     $('[data-timeline]').replaceChildren(
-      ...b.timeline.map((step) => {
-        const li = document.createElement('li');
-        const key = document.createElement('strong');
-        key.textContent = step.key;
-        const after = document.createElement('span');
-        after.className = 'muted';
-        after.textContent = `+${step.after}`;
-        li.append(key, ' ', after);
-        return li;
+      ...b.timeline.keys.map((k) => {
+        const tr = el('tr');
+        const key = cell('Timing key', '');
+        key.append(code(k.key));
+        tr.append(key, cell('Step', k.step), cell('At', k.at), cell('Took', k.took));
+        return tr;
       }),
     );
+    redraw('lanes', b.timeline.lanes, (body, lanes) => {
+      body.replaceChildren(
+        ...lanes.map((l) => {
+          const tr = el('tr');
+          tr.append(
+            cell('Worker', l.worker),
+            cell('Runner', l.runner, 'muted'),
+            cell('Files', String(l.files)),
+            cell('Batches', String(l.batches)),
+            cell('Failed', String(l.failed)),
+            cell('Flaky', String(l.flaky)),
+            cell('Tests from', l.from),
+            cell('To', l.to),
+            cell('Took', l.took),
+            cell('Idle at the end', l.idle),
+          );
+          return tr;
+        }),
+      );
+    });
+    redraw('flaky', b.flaky, (list, flaky) => {
+      list.replaceChildren(
+        ...flaky.map((f) => {
+          const li = el('li');
+          li.append(code(f.path), `: ${f.runs}; ${f.history}`);
+          return li;
+        }),
+      );
+    });
+    redraw('batches', b.batches, (body, batches) => {
+      body.replaceChildren(
+        ...batches.map((x) => {
+          const tr = el('tr');
+          tr.dataset.batch = String(x.id);
+          const state = cell('Status', '');
+          state.append(statusSpan(x.status));
+          if (x.exitCode) state.append(' ', el('span', `exit code ${x.exitCode}`, 'muted'));
+          tr.append(cell('Batch', `#${x.id}`), cell('Worker', String(x.worker)), cell('Files', String(x.files)), state, cell('Duration', x.duration), cell('What became of it', x.note));
+          return tr;
+        }),
+      );
+    });
     $('[data-parts-section]').hidden = b.parts.length === 0;
     $('[data-parts]').replaceChildren(
       ...b.parts.map((p) => {
