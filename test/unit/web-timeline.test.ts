@@ -147,6 +147,20 @@ it('stays a few hundred shapes for 5,000 files, keeping every failure visible', 
   expect(lanes.map((l) => l.files)).toEqual([2500, 2500]);
 });
 
+it('bins a lane whose outcomes keep changing, a few pixels a bin, each bin its worst outcome', () => {
+  // 2,500 files a lane, every other one failing: no two neighbours share an outcome.
+  const tests: TimelineInput['tests'][number][] = [];
+  for (let lane = 1; lane <= 2; lane += 1) {
+    for (let i = 0; i < 2500; i += 1) tests.push(file(`lane${lane}/t${i}.sh`, lane, 3.1 + i * 0.004, 0.003, i % 2 === 1 ? { status: 'failed' } : {}));
+  }
+  const all = shapes(buildTimeline(input({ tests })).picture);
+  const bars = all.filter((s) => s.tag === 'rect' && /^tl-(passed|failed)$/.test(String(s.attrs.class)));
+  // 1,000 pixels of time, three a bin: at most 334 bars a lane; and each bin held a failure.
+  expect(bars.length).toBeLessThanOrEqual(2 * 334);
+  expect(bars.every((s) => s.attrs.class === 'tl-failed')).toBe(true);
+  expect(bars[0]!.title).toMatch(/^\d+ files failed, /);
+});
+
 it('escapes names in the markup and draws only its own tags and attributes', () => {
   const { picture } = buildTimeline(input({ tests: [file('<script>alert(1)</script>&.sh', 1, 3.2, 1, { status: 'failed' })] }));
   const markup = svgMarkup(picture);

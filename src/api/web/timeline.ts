@@ -13,9 +13,11 @@
  *   so uneven lanes show at a glance.
  *
  * A build of 5,000 files stays a picture of a few hundred shapes: neighbouring files of a lane
- * with the same outcome are drawn as one segment whenever one of them is narrower than a pixel
- * of a wide screen (1/QUANTA of the time shown), and a lane that still has more than
- * MAX_SEGMENTS segments is binned by pixel, the worst outcome of each bin drawn.
+ * with the same outcome are drawn as one segment whenever one of them is narrower than
+ * MERGE_PIXELS pixels of a wide screen (a pixel is 1/QUANTA of the time shown), so a lane draws
+ * at most QUANTA / MERGE_PIXELS files one by one; a lane that still has more than MAX_SEGMENTS
+ * segments (failures between passes) is binned MERGE_PIXELS pixels a bin, the worst outcome of
+ * each bin drawn.
  *
  * The picture is a tree of plain data (SvgNode): the server renders it into the page
  * (svgMarkup, every value escaped) and the live page's script (assets/build.js) draws the same
@@ -108,8 +110,10 @@ export const stepOf = (key: string): string => STEP_OF[key] ?? key;
 
 /** Horizontal resolution the drawing aims at: about a pixel of a laptop's page. */
 const QUANTA = 1000;
+/** Neighbours of one outcome are one segment when one of them is narrower than this many pixels. */
+const MERGE_PIXELS = 3;
 /** Segments of one lane at most (beyond, binned by pixel). */
-const MAX_SEGMENTS = 1500;
+const MAX_SEGMENTS = 600;
 /** Names a merged segment's tooltip lists. */
 const NAMES_LISTED = 5;
 
@@ -185,7 +189,10 @@ export function buildTimeline(input: TimelineInput): Timeline {
   if (input.running) t1 = Math.max(t1, input.now);
   const span = t1 - t0;
   const quantum = span / QUANTA;
-  for (const lane of lanes) lane.items = [...mergeSegments(lane.items.filter((i) => i.kind !== 'file'), quantum), ...mergeSegments(lane.items.filter((i) => i.kind === 'file'), quantum)];
+  const mergeBelow = quantum * MERGE_PIXELS;
+  for (const lane of lanes) {
+    lane.items = [...mergeSegments(lane.items.filter((i) => i.kind !== 'file'), mergeBelow, quantum), ...mergeSegments(lane.items.filter((i) => i.kind === 'file'), mergeBelow, quantum)];
+  }
 
   // The steps: each key ends the step since the key before it; a running build's current step runs to now.
   const steps: Step[] = [];
@@ -429,13 +436,14 @@ const listNames = (names: readonly string[]): string =>
 
 /**
  * A lane's bars of one kind, neighbours with the same outcome drawn as one when either is
- * narrower than `quantum`; beyond MAX_SEGMENTS, binned by `quantum`, each bin its worst outcome.
+ * narrower than `below` and no more than `gap` apart; beyond MAX_SEGMENTS, binned by `below`,
+ * each bin its worst outcome.
  */
-export function mergeSegments(items: readonly Item[], quantum: number): Item[] {
+export function mergeSegments(items: readonly Item[], below: number, gap: number): Item[] {
   const out: Item[] = [];
   for (const item of items) {
     const cur = out.at(-1);
-    if (cur && cur.cls === item.cls && cur.kind === item.kind && item.from - cur.to <= quantum && (cur.to - cur.from < quantum || item.to - item.from < quantum)) {
+    if (cur && cur.cls === item.cls && cur.kind === item.kind && item.from - cur.to <= gap && (cur.to - cur.from < below || item.to - item.from < below)) {
       cur.to = Math.max(cur.to, item.to);
       cur.names.push(...item.names);
       cur.count += item.count;
@@ -449,7 +457,7 @@ export function mergeSegments(items: readonly Item[], quantum: number): Item[] {
   if (out.length <= MAX_SEGMENTS) return out;
   const bins = new Map<number, Item>();
   for (const item of out) {
-    const at = Math.floor(item.from / quantum);
+    const at = Math.floor(item.from / below);
     const bin = bins.get(at);
     if (!bin) {
       bins.set(at, item);
