@@ -173,7 +173,7 @@ function waitForClose(child: ChildProcess, ms: number): Promise<void> {
 }
 
 /** The signal an exit code of 128 + N stands for, or null. */
-function signalOfExitCode(code: number): NodeJS.Signals | null {
+export function signalOfExitCode(code: number): NodeJS.Signals | null {
   if (code <= 128) return null;
   const found = Object.entries(osConstants.signals).find(([, n]) => n === code - 128);
   return found ? (found[0] as NodeJS.Signals) : null;

@@ -6,7 +6,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { processGroupAlive } from '../../src/build/process';
-import { runTestFile, type RunTestFileInput } from '../../src/build/tests/runTestFile';
+import { runTestFile, type RunTestFileInput, type RunTestFileResult } from '../../src/build/tests/runTestFile';
+import { runFilesFromShell } from '../../src/build/tests/shellDriver';
 import { checkSandbox, type Sandbox } from '../../src/build/sandbox';
 import { bwrapWorks, isAlive, processesMatching } from '../support/pids';
 import { eventually } from '../support/wait';
@@ -18,8 +19,34 @@ async function script(name: string, body: string, mode = 0o755): Promise<string>
   return name;
 }
 
-const run = (path: string, overrides: Partial<RunTestFileInput> = {}) =>
-  runTestFile({ workdir, path, command: null, env: {}, timeoutMs: 30_000, ...overrides });
+/** runTestFile, one process started from here. */
+const direct = (path: string, overrides: Partial<RunTestFileInput> = {}) => runTestFile({ workdir, path, command: null, env: {}, timeoutMs: 30_000, ...overrides });
+
+/**
+ * The same file started by the shell driver a lane uses for several files (shellDriver.ts),
+ * between two other files, which must pass untouched whatever the middle one does.
+ */
+async function viaDriver(path: string, overrides: Partial<RunTestFileInput> = {}): Promise<RunTestFileResult> {
+  await writeFile(join(overrides.workdir ?? workdir, 'before_ok.sh'), '#!/bin/sh\necho before\n', { mode: 0o755 }).catch(() => undefined);
+  await writeFile(join(overrides.workdir ?? workdir, 'after_ok.sh'), '#!/bin/sh\necho after\n', { mode: 0o755 }).catch(() => undefined);
+  const home = await mkdtemp(join(tmpdir(), 'sluice-test-home-driver-'));
+  try {
+    const { workdir: wd = workdir, command = null, env = {}, timeoutMs = 30_000, ...rest } = overrides;
+    const fillers = command === null ? ['before_ok.sh', 'after_ok.sh'] : [];
+    const results = await runFilesFromShell({ workdir: wd, home, command, env, timeoutMs, ...rest, files: [...fillers.slice(0, 1), path, ...fillers.slice(1)] });
+    // The file before is untouched; the one after too, unless the run was stopped (then it is stopped, or never ran).
+    const [before, after] = fillers.map((p) => results.find((r) => r.path === p));
+    if (before) expect([before.status, before.output]).toEqual(['passed', 'before\n']);
+    if (after && !rest.signal?.aborted) expect([after.status, after.output]).toEqual(['passed', 'after\n']);
+    if (after && rest.signal?.aborted) expect(after.status === 'passed' || after.output.endsWith('[sluice] stopped\n')).toBe(true);
+    const mine = results.find((r) => r.path === path);
+    if (!mine) throw new Error(`no result for ${path}`);
+    const { path: _path, startedAt: _startedAt, ...result } = mine;
+    return result;
+  } finally {
+    await rm(home, { recursive: true, force: true });
+  }
+}
 
 async function readPid(name: string): Promise<number> {
   for (let i = 0; i < 100; i++) {
@@ -30,6 +57,9 @@ async function readPid(name: string): Promise<number> {
   throw new Error(`${name} was never written`);
 }
 
+/** Removes pid files an earlier run left (each case runs twice: directly and through the driver). */
+const fresh = (...names: string[]) => Promise.all(names.map((n) => rm(join(workdir, n), { force: true })));
+
 beforeAll(async () => {
   workdir = await mkdtemp(join(tmpdir(), 'sluice-runtest-'));
 });
@@ -38,7 +68,10 @@ afterAll(async () => {
   await rm(workdir, { recursive: true, force: true });
 });
 
-describe('runTestFile', () => {
+describe.each([
+  ['runTestFile', direct],
+  ['the shell driver', viaDriver],
+])('%s', (_how, run) => {
   it('passes on exit 0, with output', async () => {
     const result = await run(await script('pass.sh', 'echo all good'));
     expect(result).toMatchObject({ status: 'passed', exitCode: 0, output: 'all good\n' });
@@ -71,7 +104,7 @@ describe('runTestFile', () => {
   });
 
   it('is an error when the working tree is gone', async () => {
-    expect(await runTestFile({ workdir: join(workdir, 'nope'), path: 'x.sh', command: 'sh', env: {}, timeoutMs: 1000 })).toMatchObject({
+    expect(await run('x.sh', { workdir: join(workdir, 'nope'), command: 'sh', timeoutMs: 1000 })).toMatchObject({
       status: 'error',
       output: expect.stringMatching(/working tree .* does not exist/),
     });
@@ -129,6 +162,7 @@ describe('runTestFile', () => {
   });
 
   it('times out: an error, and the test and everything it started are gone', async () => {
+    await fresh('slow-child.pid', 'slow-main.pid');
     await script(
       'slow.sh',
       ['sleep 300 &', 'echo $! > slow-child.pid', 'echo $$ > slow-main.pid', 'echo started', 'sleep 300'].join('\n'),
@@ -147,6 +181,7 @@ describe('runTestFile', () => {
   });
 
   it('kills with SIGKILL what ignores SIGTERM', async () => {
+    await fresh('stubborn-child.pid', 'stubborn-main.pid');
     await script('stubborn.sh', ["trap '' TERM", 'sleep 300 &', 'echo $! > stubborn-child.pid', 'echo $$ > stubborn-main.pid', 'sleep 300'].join('\n'));
     const result = await run('stubborn.sh', { timeoutMs: 300, killGraceMs: 300 });
     expect(result).toMatchObject({ status: 'error', exitCode: null });
@@ -156,6 +191,7 @@ describe('runTestFile', () => {
   });
 
   it('stops when aborted (a stopped session, a cancelled activity)', async () => {
+    await fresh('abort-main.pid');
     await script('abort.sh', 'echo $$ > abort-main.pid; sleep 300');
     const controller = new AbortController();
     const pending = run('abort.sh', { signal: controller.signal, killGraceMs: 300 });
@@ -167,6 +203,7 @@ describe('runTestFile', () => {
   });
 
   it('kills background processes a finished test left behind, keeping its verdict', async () => {
+    await fresh('daemon-child.pid');
     await script('daemon.sh', 'sleep 300 &\necho $! > daemon-child.pid\necho done');
     const result = await run('daemon.sh', { killGraceMs: 300 });
     expect(result).toMatchObject({ status: 'passed', exitCode: 0 });
@@ -193,9 +230,12 @@ describe('runTestFile', () => {
 const sandboxed = bwrapWorks();
 if (!sandboxed) console.warn('build-runTestFile.test.ts: the sandbox tests are skipped: bwrap is missing or user namespaces are not allowed here');
 
-(sandboxed ? describe : describe.skip)('runTestFile in the sandbox (bubblewrap)', () => {
-  const sandbox: Sandbox = { bwrap: 'bwrap', network: false };
+const sandbox: Sandbox = { bwrap: 'bwrap', network: false };
 
+(sandboxed ? describe.each : describe.skip.each)([
+  ['runTestFile', direct],
+  ['the shell driver', viaDriver],
+])('%s in the sandbox (bubblewrap)', (_how, run) => {
   it('sees its tree, its own processes only, no network; a daemon that left its session dies with the test', async () => {
     const marker = `31${process.pid % 1000}.77`;
     await script(
@@ -223,9 +263,9 @@ if (!sandboxed) console.warn('build-runTestFile.test.ts: the sandbox tests are s
     const result = await run(await script('segv-boxed.sh', 'kill -SEGV $$'), { sandbox });
     expect(result).toMatchObject({ status: 'error', exitCode: null, output: expect.stringMatching(/killed by signal SIGSEGV/) });
   });
+});
 
-  it('a runner refuses to start with a sandbox that does not work, saying what to do', async () => {
-    await expect(checkSandbox({ bwrap: '/nonexistent/bwrap', network: true })).rejects.toThrow(/SLUICE_SANDBOX=bwrap: bubblewrap does not work here.*SLUICE_SANDBOX=none/);
-    await expect(checkSandbox(sandbox)).resolves.toBeUndefined();
-  });
+(sandboxed ? it : it.skip)('a runner refuses to start with a sandbox that does not work, saying what to do', async () => {
+  await expect(checkSandbox({ bwrap: '/nonexistent/bwrap', network: true })).rejects.toThrow(/SLUICE_SANDBOX=bwrap: bubblewrap does not work here.*SLUICE_SANDBOX=none/);
+  await expect(checkSandbox(sandbox)).resolves.toBeUndefined();
 });

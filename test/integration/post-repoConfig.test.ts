@@ -72,8 +72,8 @@ describe('readRepoConfig', () => {
     expect(resolved).toEqual({
       isPlan: true,
       profiles: [
-        { name: 'unit', test_pattern: 'test/*_test.sh', test_command: null, env: {}, workers: 1, junit_pattern: null },
-        { name: 'lint', test_pattern: 'lint/*.sh', test_command: null, env: {}, workers: 2, junit_pattern: null },
+        { name: 'unit', test_pattern: 'test/*_test.sh', test_command: null, env: {}, workers: 1, junit_pattern: null, retry_failed: 0 },
+        { name: 'lint', test_pattern: 'lint/*.sh', test_command: null, env: {}, workers: 2, junit_pattern: null, retry_failed: 0 },
       ],
     });
   });

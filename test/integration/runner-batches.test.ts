@@ -13,6 +13,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runLane, type LaneDeps, type LaneJob } from '../../src/build/tests/lane';
+import { readOutput } from '../../src/db/outputChunks';
 import { listSessionBatches } from '../../src/db/testBatches';
 import { enqueueTests } from '../../src/db/testQueue';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -156,6 +157,30 @@ it('a batch that hangs is stopped at its time limit, and the file that hangs tim
   const [batch] = await listSessionBatches(db.pool, s.sessionId);
   expect(batch!.note).toMatch(/^the batch failed \(timed out after \d+ ms\)/);
 }, 30_000);
+
+it('short files claimed together run from one shell, each in a process of its own, and a slow one streams its output while it runs', async () => {
+  const s = await session({ 'a.sh': 'echo a', 'slow.sh': 'echo tick; sleep 0.6; echo tock', 'z.sh': 'echo z; exit 2' });
+  const running = runLane(deps(), job(s, { command: 'sh' }));
+  // Its first line is in the database before it ends.
+  let seen = '';
+  for (let i = 0; i < 100 && !seen.includes('tick'); i++) {
+    seen = (await readOutput(db.pool, s.sessionId, 0, 100)).filter((r) => r.path === 'test/slow.sh').map((r) => r.text).join('');
+    if (!seen.includes('tick')) await new Promise((r) => setTimeout(r, 50));
+  }
+  expect(seen).toContain('tick');
+  expect(seen).not.toContain('tock');
+  await running;
+  const rows = await results(s.sessionId);
+  expect(rows.map((r) => [r.path, r.status, r.output, r.batch_id])).toEqual([
+    ['test/a.sh', 'passed', 'a\n', null],
+    ['test/slow.sh', 'passed', 'tick\ntock\n', null],
+    ['test/z.sh', 'failed', 'z\n', null],
+  ]);
+  const ended = await readOutput(db.pool, s.sessionId, 0, 100);
+  expect(ended.filter((r) => r.path === 'test/slow.sh').map((r) => r.text).join('')).toBe('tick\ntock\n');
+  // The fast ones never streamed.
+  expect(ended.some((r) => r.path === 'test/a.sh' || r.path === 'test/z.sh')).toBe(false);
+});
 
 describe('retry_failed', () => {
   it('a file that fails, then passes, counts as passed and flaky, with both runs’ output', async () => {

@@ -37,6 +37,7 @@ import type { Sandbox } from '../sandbox';
 import { sleep } from '../sleep';
 import { runAlone, runBatch, type BatchPlace } from './batch';
 import { runTestFile } from './runTestFile';
+import { runFilesFromShell } from './shellDriver';
 
 export const LEASE_MS = 5_000;
 const RENEW_EVERY_MS = 1_000;
@@ -174,6 +175,8 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
         verdicts.map((v) => ({ ...v, runner: deps.runner })),
       );
       ran += recorded.recorded.size;
+      // A claimed file with no verdict (never ran) goes back to the list rather than sit claimed.
+      if (verdicts.length < taken.length) await releaseClaims(pool, job.sessionId, { token: claim.token });
       if (recorded.firstFailure) await deps.firstFailure(recorded.firstFailure);
     }
   } finally {
@@ -230,13 +233,30 @@ function runner(deps: LaneDeps, job: LaneJob) {
   };
 
   return {
+    /** Each file in a process of its own; several from one shell (shellDriver.ts), a long one from here. */
     async oneByOne(files: QueuedFile[], signal: AbortSignal): Promise<Verdict[]> {
-      const out: Verdict[] = [];
-      for (const file of files) {
-        if (signal.aborted) break;
-        out.push(await alone(file.path, signal));
-      }
-      return out;
+      if (files.length === 1) return [await alone(files[0]!.path, signal)];
+      const results = await runFilesFromShell({
+        workdir: job.workdir,
+        home: job.home ?? `${job.workdir}.home`,
+        command: job.command,
+        env: job.env,
+        files: files.map((f) => f.path),
+        timeoutMs: job.timeoutMs,
+        signal,
+        processGroups: deps.processGroups,
+        runAs: deps.runAs,
+        sandbox: deps.sandbox,
+        live: (path) => liveOutput(deps.pool, job.sessionId, { kind: 'file', worker: job.lane + 1, path, attempt: job.attempt, run: 1 }, job.secretValues),
+      });
+      return results.map(({ path, status, exitCode, durationMs, output, startedAt }) => ({
+        path,
+        status,
+        exitCode,
+        durationMs,
+        output: maskOutput(output, job.secretValues) + note,
+        startedAt,
+      }));
     },
 
     async batch(files: QueuedFile[], signal: AbortSignal): Promise<Verdict[]> {
