@@ -11,6 +11,7 @@ import { startCluster } from '../test/support/cluster';
 import { eventFigures } from './events';
 import { scaleFigures } from './scale';
 import { setupFigures } from './setup';
+import { suiteFigures } from './suite';
 import { markdown, type Row } from './table';
 
 /** The parts of the bench, in the order they run; `npm run bench -- events` runs one. */
@@ -18,6 +19,7 @@ const PARTS = {
   events: { title: 'Events: ingest, overhead, bursts (issue 11)', figures: eventFigures },
   scale: { title: 'Scale: runners (issue 9)', figures: scaleFigures },
   setup: { title: 'Setup: package setup and the dependency cache (issue 21)', figures: setupFigures },
+  suite: { title: 'Real suites: Sluice beside the framework alone (issue 22)', figures: suiteFigures },
 } as const;
 
 async function main(): Promise<void> {

@@ -37,6 +37,8 @@ export interface Cluster {
   addRunner(): Promise<RoleProcess>;
   admin<T = Record<string, unknown>>(method: string, p: string, body?: unknown): Promise<T>;
   makeRepo(files: RepoFiles, suite: Record<string, unknown>): Promise<ClusterRepo>;
+  /** Registers a bare repository already on disk (a real project's), served by the SSH server, with a suite. */
+  addRepo(bare: string, suite: Record<string, unknown>): Promise<ClusterRepo>;
   /** Triggers a build; returns its session id. */
   build(repo: ClusterRepo, body?: unknown): Promise<number>;
   /** The receiver's events of `session`, once `stop` arrived. */
@@ -87,6 +89,19 @@ export async function startCluster(opts: { runners: number; env?: NodeJS.Process
   const keys: string[] = [];
   let repos = 0;
 
+  /** A repository of Sluice's for the bare repository `bare`, its key authorized on the SSH server, with a suite. */
+  const register = async (name: string, bare: string, suite: Record<string, unknown>): Promise<ClusterRepo> => {
+    const repo = await admin<{ id: number; webhook_url: string; ssh_public_key: string }>('POST', `/api/v1/orgs/${org.id}/repos`, {
+      name,
+      scm: 'git',
+      pull_url: ssh.url(bare),
+    });
+    keys.push(repo.ssh_public_key);
+    ssh.setAuthorizedKeys(keys);
+    await admin('POST', `/api/v1/repos/${repo.id}/suites`, suite);
+    return { id: repo.id, webhook_url: repo.webhook_url, bare };
+  };
+
   const cluster: Cluster = {
     env,
     db,
@@ -107,16 +122,9 @@ export async function startCluster(opts: { runners: number; env?: NodeJS.Process
       const name = `app${++repos}`;
       const bare = path.join(tmp, `${name}.git`);
       await createBareRepo(bare, files, 'first commit');
-      const repo = await admin<{ id: number; webhook_url: string; ssh_public_key: string }>('POST', `/api/v1/orgs/${org.id}/repos`, {
-        name,
-        scm: 'git',
-        pull_url: ssh.url(bare),
-      });
-      keys.push(repo.ssh_public_key);
-      ssh.setAuthorizedKeys(keys);
-      await admin('POST', `/api/v1/repos/${repo.id}/suites`, suite);
-      return { id: repo.id, webhook_url: repo.webhook_url, bare };
+      return register(name, bare, suite);
     },
+    addRepo: (bare, suite) => register(`app${++repos}`, bare, suite),
     async build(repo, body) {
       const res = await fetch(repo.webhook_url, {
         method: 'POST',

@@ -1,0 +1,146 @@
+/**
+ * Real test suites through Sluice beside the framework alone (issue 22), in one run on this
+ * machine: Sluice's own unit tests with jest (Sluice building Sluice), and expressjs/express's
+ * mocha suite when a copy of it is here (SLUICE_BENCH_EXPRESS: a git repository; by default the
+ * mirror the development machines fetch to, /work/.mirror/expressjs+express/repo).
+ *
+ * For each suite, on one checkout of the same commit with its dependencies installed:
+ * - the framework alone at its best on these cores: its own parallel runner with as many
+ *   workers as Sluice gets, or one process, whichever is faster;
+ * - one process per file, as Sluice ran files before batches;
+ * - Sluice (the cluster: API, worker, 4 runner processes), `workers: 2` and a `{files}` command:
+ *   a cold build (which installs, saves the cache and records the files' durations), then a warm
+ *   one, whose test span (`exec` → `post_build`) and whole time (trigger → `stop` at the
+ *   receiver) are the figures.
+ */
+import { execFileSync, execSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { Cluster, ClusterRepo } from '../test/support/cluster';
+import type { Row } from './table';
+
+const WORKERS = 2;
+const REPO_ROOT = path.resolve(__dirname, '..');
+const EXPRESS = process.env.SLUICE_BENCH_EXPRESS ?? '/work/.mirror/expressjs+express/repo';
+
+interface RealSuite {
+  name: string;
+  /** A git repository to clone (bare or not). */
+  source: string;
+  install: string;
+  /** The files, as a shell glob from the checkout's root, for one process per file. */
+  files: string;
+  /** The framework's own parallel runner with WORKERS workers, and one process for all. */
+  parallel: string;
+  single: string;
+  /** One file (appended). */
+  perFile: string;
+  sluice: { test_pattern: string; test_command: string };
+}
+
+const SUITES: RealSuite[] = [
+  {
+    name: 'Sluice’s unit tests (jest, 54 files)',
+    source: REPO_ROOT,
+    install: 'npm ci --no-audit --no-fund',
+    files: 'test/unit/*.test.ts test/unit/*/*.test.ts',
+    parallel: `npx jest --ci --selectProjects unit --maxWorkers=${WORKERS}`,
+    single: 'npx jest --ci --selectProjects unit -i',
+    perFile: 'npx jest --ci --selectProjects unit -i',
+    sluice: { test_pattern: 'test/unit/**/*.test.ts', test_command: 'npx jest --ci --selectProjects unit -i {files}' },
+  },
+  {
+    name: 'expressjs/express (mocha, 88 files)',
+    source: EXPRESS,
+    install: 'npm install --no-audit --no-fund',
+    files: 'test/*.js test/acceptance/*.js',
+    parallel: `node_modules/.bin/mocha --require test/support/env --check-leaks --parallel --jobs ${WORKERS} test/ test/acceptance/`,
+    single: 'node_modules/.bin/mocha --require test/support/env --check-leaks test/ test/acceptance/',
+    perFile: 'node_modules/.bin/mocha --require test/support/env --check-leaks',
+    sluice: {
+      test_pattern: 'test/{*,acceptance/*}.js',
+      test_command: 'node_modules/.bin/mocha --require test/support/env --check-leaks --reporter xunit --reporter-option output=$SLUICE_REPORT_DIR/report.xml {files}',
+    },
+  },
+];
+
+export async function suiteFigures(c: Cluster, log: (line: string) => void): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (const suite of SUITES) {
+    if (!existsSync(suite.source)) {
+      log(`${suite.name}: skipped, no copy at ${suite.source} (SLUICE_BENCH_EXPRESS)`);
+      continue;
+    }
+    rows.push(...(await measure(c, suite, log)));
+  }
+  return rows;
+}
+
+async function measure(c: Cluster, suite: RealSuite, log: (line: string) => void): Promise<Row[]> {
+  const work = await mkdtemp(path.join(c.tmp, 'suite-'));
+  try {
+    // The commit both sides build, as a bare repository the cluster's SSH server serves.
+    const bare = path.join(work, 'repo.git');
+    execFileSync('git', ['clone', '--bare', '--quiet', suite.source, bare]);
+    const checkout = path.join(work, 'checkout');
+    execFileSync('git', ['clone', '--quiet', bare, checkout]);
+    log(`${suite.name}: installing its dependencies for the framework alone`);
+    execSync(suite.install, { cwd: checkout, stdio: 'ignore' });
+
+    const time = (command: string) => {
+      const t = performance.now();
+      try {
+        execSync(command, { cwd: checkout, stdio: 'ignore', env: { ...process.env, CI: 'true' } });
+      } catch {
+        // A failing suite is still timed; Sluice's runs of it are compared as they are.
+      }
+      return (performance.now() - t) / 1000;
+    };
+    log(`${suite.name}: the framework alone, its parallel runner and one process`);
+    const parallel = time(suite.parallel);
+    const single = time(suite.single);
+    const alone = Math.min(parallel, single);
+    const files = execSync(`ls ${suite.files}`, { cwd: checkout, encoding: 'utf8' }).trim().split('\n');
+    log(`${suite.name}: one process per file (${files.length} files)`);
+    const perFile = files.reduce((sum, f) => sum + time(`${suite.perFile} ${f}`), 0);
+
+    const repo = await c.addRepo(bare, { branch: 'master', workers: WORKERS, ...suite.sluice });
+    log(`${suite.name}: Sluice, a cold build (install, cache, durations)`);
+    const cold = await build(c, repo);
+    log(`${suite.name}: Sluice, a warm build`);
+    const warm = await build(c, repo);
+    log(`${suite.name}: alone ${alone.toFixed(1)} s (parallel ${parallel.toFixed(1)}, one process ${single.toFixed(1)}), per file ${perFile.toFixed(1)} s; Sluice tests ${warm.span.toFixed(1)} s, whole ${warm.whole.toFixed(1)} s (cold ${cold.whole.toFixed(1)} s)`);
+    const best = parallel <= single ? `its parallel runner, ${WORKERS} workers` : 'one process';
+    return [
+      {
+        name: `${suite.name}: Sluice's test span, ${WORKERS} workers (exec → post_build)`,
+        value: warm.span,
+        unit: 's',
+        baseline: { name: `the framework alone at its best: ${best}`, value: alone },
+        target: { text: '≤ 1.1 × alone', met: warm.span <= 1.1 * alone },
+        note: `${(warm.span / alone).toFixed(2)}× alone; ${(warm.span / perFile).toFixed(2)}× one process per file (${perFile.toFixed(1)} s); ${warm.status}`,
+      },
+      {
+        name: `${suite.name}: the whole warm build (trigger → stop)`,
+        value: warm.whole,
+        unit: 's',
+        baseline: { name: `the framework alone at its best: ${best}`, value: alone },
+        target: { text: '≤ alone + 10 s', met: warm.whole <= alone + 10 },
+        note: `cold build ${cold.whole.toFixed(1)} s`,
+      },
+    ];
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+async function build(c: Cluster, repo: ClusterRepo): Promise<{ span: number; whole: number; status: string }> {
+  const sent = Date.now();
+  const session = await c.build(repo, { branch: 'master', force: true });
+  const events = await c.eventsOf(session, 1_800_000);
+  const stop = events.find((e) => e.event === 'stop')!;
+  const arrived = c.receiver.requests.find((r) => (r.json as { xid?: string })?.xid === stop.xid)!;
+  const t = stop.timing as Record<string, number>;
+  return { span: t.post_build! - t.exec!, whole: (arrived.at - sent) / 1000, status: `${stop.status} (${JSON.stringify(stop.counts)})` };
+}
