@@ -26,14 +26,18 @@ const direct = (path: string, overrides: Partial<RunTestFileInput> = {}) => runT
  * The same file started by the shell driver a lane uses for several files (shellDriver.ts),
  * between two other files, which must pass untouched whatever the middle one does.
  */
-async function viaDriver(path: string, overrides: Partial<RunTestFileInput> = {}): Promise<RunTestFileResult> {
+const viaDriver = (path: string, overrides: Partial<RunTestFileInput> = {}) => throughDriver('bash', path, overrides);
+/** The driver of a machine without bash: sh, and setsid to start each file. */
+const viaShDriver = (path: string, overrides: Partial<RunTestFileInput> = {}) => throughDriver('sh', path, overrides);
+
+async function throughDriver(shell: 'bash' | 'sh', path: string, overrides: Partial<RunTestFileInput>): Promise<RunTestFileResult> {
   await writeFile(join(overrides.workdir ?? workdir, 'before_ok.sh'), '#!/bin/sh\necho before\n', { mode: 0o755 }).catch(() => undefined);
   await writeFile(join(overrides.workdir ?? workdir, 'after_ok.sh'), '#!/bin/sh\necho after\n', { mode: 0o755 }).catch(() => undefined);
   const home = await mkdtemp(join(tmpdir(), 'sluice-test-home-driver-'));
   try {
     const { workdir: wd = workdir, command = null, env = {}, timeoutMs = 30_000, ...rest } = overrides;
     const fillers = command === null ? ['before_ok.sh', 'after_ok.sh'] : [];
-    const results = await runFilesFromShell({ workdir: wd, home, command, env, timeoutMs, ...rest, files: [...fillers.slice(0, 1), path, ...fillers.slice(1)] });
+    const results = await runFilesFromShell({ workdir: wd, home, command, env, timeoutMs, ...rest, shell, files: [...fillers.slice(0, 1), path, ...fillers.slice(1)] });
     // The file before is untouched; the one after too, unless the run was stopped (then it is stopped, or never ran).
     const [before, after] = fillers.map((p) => results.find((r) => r.path === p));
     if (before) expect([before.status, before.output]).toEqual(['passed', 'before\n']);
@@ -71,6 +75,7 @@ afterAll(async () => {
 describe.each([
   ['runTestFile', direct],
   ['the shell driver', viaDriver],
+  ['the shell driver on sh', viaShDriver],
 ])('%s', (_how, run) => {
   it('passes on exit 0, with output', async () => {
     const result = await run(await script('pass.sh', 'echo all good'));
@@ -235,6 +240,7 @@ const sandbox: Sandbox = { bwrap: 'bwrap', network: false };
 (sandboxed ? describe.each : describe.skip.each)([
   ['runTestFile', direct],
   ['the shell driver', viaDriver],
+  ['the shell driver on sh', viaShDriver],
 ])('%s in the sandbox (bubblewrap)', (_how, run) => {
   it('sees its tree, its own processes only, no network; a daemon that left its session dies with the test', async () => {
     const marker = `31${process.pid % 1000}.77`;

@@ -15,7 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { constants } from 'node:fs';
+import { constants, existsSync } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { killProcessGroup, processGroupAlive, signalOfExitCode, TailBuffer, type ProcessResult, type RunProcessInput } from '../process';
@@ -32,6 +32,8 @@ export interface ShellDriverInput extends Pick<RunProcessInput, 'timeoutMs' | 's
   env: Record<string, string>;
   /** Paths relative to the checkout, in the order they run. */
   files: string[];
+  /** Which driver: bash's (by default where there is one) or sh's with setsid. */
+  shell?: keyof typeof SHELLS;
   /** Where a file's output goes while it runs (build/liveOutput.ts), made when it starts. */
   live?: (path: string) => { onOutput(chunk: Buffer): void; end(result: Pick<ProcessResult, 'status' | 'exitCode' | 'durationMs'>): Promise<void> };
 }
@@ -47,15 +49,19 @@ const DEFAULT_MAX_OUTPUT = 64 * 1024;
 const WINDOW = 8;
 
 /**
- * The driver: reads the boundary value, then one path a line; starts each file in a session of
- * its own (setsid), says `start <n> <pid>` and `end <n> <status>` on fd 3, and prints the
+ * The driver: reads the boundary value, then one path a line; starts each file in a process
+ * group of its own, says `start <n> <pid>` and `end <n> <status>` on fd 3, and prints the
  * boundary on stdout after each file's output. Files get stdin from /dev/null and no fd 3.
+ *
+ * bash with job control (`set -m`) gives each background job a group of its own as it starts it;
+ * where there is no bash, sh has `setsid` (util-linux) start the file in a session of its own,
+ * an exec more a file (about half a millisecond).
  */
-const DRIVER = `IFS= read -r boundary || exit 0
+const driver = (start: string) => `IFS= read -r boundary || exit 0
 n=0
 while IFS= read -r f; do
   n=$((n + 1))
-  setsid "$@" "$f" </dev/null 2>&1 3>&- &
+  ${start} "$@" "$f" </dev/null 2>&1 3>&- &
   pid=$!
   printf 'start %s %s\\n' "$n" "$pid" >&3
   wait "$pid"
@@ -63,6 +69,8 @@ while IFS= read -r f; do
   printf '\\n%s %s\\n' "$boundary" "$n"
   printf 'end %s %s\\n' "$n" "$rc" >&3
 done`;
+const SHELLS = { bash: ['/bin/bash', '-c', `set -m\n${driver('')}`], sh: ['/bin/sh', '-c', driver('setsid')] } as const;
+const SHELL = existsSync('/bin/bash') ? 'bash' : 'sh';
 
 /** Runs `files` one after another from one shell; their results, in order (fewer when stopped). */
 export async function runFilesFromShell(input: ShellDriverInput): Promise<DriverFileResult[]> {
@@ -153,7 +161,8 @@ async function drive(input: ShellDriverInput, runsFileItself: boolean, words: st
 
   let child: ChildProcess;
   try {
-    child = spawn('/bin/sh', ['-c', DRIVER, 'sluice-driver', ...prefix], {
+    const [shell, ...args] = SHELLS[input.shell ?? SHELL];
+    child = spawn(shell, [...args, 'sluice-driver', ...prefix], {
       cwd: input.workdir,
       env: testEnvironment(input.home, input.env),
       // The driver's own group: a stop kills it with the file it is on.
@@ -326,9 +335,13 @@ function verdict(f: Running, program: string): DriverFileResult {
     const exitCode = f.status !== null && signalOfExitCode(f.status) === null ? f.status : null;
     return { ...base, status: 'error', exitCode, output: withNotes(text, [...f.notes, f.stopped]) };
   }
-  // setsid could not exec the file (its #! interpreter is missing) or the command.
-  if ((f.status === 126 || f.status === 127) && /^setsid: failed to execute /m.test(text)) {
-    const why = f.status === 127 ? (program === f.path ? 'its interpreter (the #! line) was not found' : 'command not found') : 'permission denied';
+  // The driver could not start the file (its #! interpreter is missing) or the command: said by
+  // setsid, or by bash as the driver (its $0).
+  const startFailure = f.status === 126 || f.status === 127 ? /^(setsid: failed to execute |sluice-driver: line \d+: )(.*)$/m.exec(text) : null;
+  if (startFailure) {
+    const said = startFailure[2]!;
+    const missing = /bad interpreter|required file not found$|No such file or directory$|command not found$/.test(said);
+    const why = missing ? (program === f.path ? 'its interpreter (the #! line) was not found' : 'command not found') : 'permission denied';
     return { ...base, status: 'error', exitCode: null, output: withNotes('', [`could not start ${program}: ${why}`]) };
   }
   // `wait` reports a death by signal N as 128 + N.
