@@ -5,6 +5,7 @@
  * are noisy, and a figure is only worth something beside its baseline.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
+import { Agent, setGlobalDispatcher } from 'undici';
 import os from 'node:os';
 import path from 'node:path';
 import { startCluster } from '../test/support/cluster';
@@ -21,6 +22,10 @@ const PARTS = {
   setup: { title: 'Setup: package setup and the dependency cache (issue 21)', figures: setupFigures },
   suite: { title: 'Real suites: Sluice beside the framework alone (issue 22)', figures: suiteFigures },
 } as const;
+
+// Parts wait minutes between two calls of the API (a suite running alone): an idle connection
+// the client kept for longer than the server keeps it would be closed under the next request.
+setGlobalDispatcher(new Agent({ keepAliveTimeout: 5_000 }));
 
 async function main(): Promise<void> {
   const started = Date.now();

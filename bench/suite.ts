@@ -13,7 +13,8 @@
  *   one, whose test span (`exec` → `post_build`) and whole time (trigger → `stop` at the
  *   receiver) are the figures.
  */
-import { execFileSync, execSync } from 'node:child_process';
+import { exec, execFileSync, execSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -21,6 +22,7 @@ import type { Cluster, ClusterRepo } from '../test/support/cluster';
 import type { Row } from './table';
 
 const WORKERS = 2;
+const run = promisify(exec);
 const REPO_ROOT = path.resolve(__dirname, '..');
 const EXPRESS = process.env.SLUICE_BENCH_EXPRESS ?? '/work/.mirror/expressjs+express/repo';
 
@@ -88,28 +90,31 @@ async function measure(c: Cluster, suite: RealSuite, log: (line: string) => void
     log(`${suite.name}: installing its dependencies for the framework alone`);
     execSync(suite.install, { cwd: checkout, stdio: 'ignore' });
 
-    const time = (command: string) => {
+    // Not execSync: the event loop must go on (the cluster's connections close while a suite runs).
+    const time = async (command: string) => {
       const t = performance.now();
-      try {
-        execSync(command, { cwd: checkout, stdio: 'ignore', env: { ...process.env, CI: 'true' } });
-      } catch {
+      await run(command, { cwd: checkout, env: { ...process.env, CI: 'true' }, maxBuffer: 256 * 1024 * 1024 }).catch(() => {
         // A failing suite is still timed; Sluice's runs of it are compared as they are.
-      }
+      });
       return (performance.now() - t) / 1000;
     };
     log(`${suite.name}: the framework alone, its parallel runner and one process`);
-    const parallel = time(suite.parallel);
-    const single = time(suite.single);
+    const parallel = await time(suite.parallel);
+    const single = await time(suite.single);
     const alone = Math.min(parallel, single);
     const files = execSync(`ls ${suite.files}`, { cwd: checkout, encoding: 'utf8' }).trim().split('\n');
     log(`${suite.name}: one process per file (${files.length} files)`);
-    const perFile = files.reduce((sum, f) => sum + time(`${suite.perFile} ${f}`), 0);
+    let perFile = 0;
+    for (const f of files) perFile += await time(`${suite.perFile} ${f}`);
 
-    const repo = await c.addRepo(bare, { branch: 'master', workers: WORKERS, ...suite.sluice });
+    const branch = execFileSync('git', ['symbolic-ref', '--short', 'HEAD'], { cwd: bare, encoding: 'utf8' }).trim();
+    const repo = await c.addRepo(bare, { branch, workers: WORKERS, ...suite.sluice }).catch((err: unknown) => {
+      throw new Error(`the API did not take the repository (its output ends: ${c.api.output().slice(-3000)})`, { cause: err });
+    });
     log(`${suite.name}: Sluice, a cold build (install, cache, durations)`);
-    const cold = await build(c, repo);
+    const cold = await build(c, repo, branch);
     log(`${suite.name}: Sluice, a warm build`);
-    const warm = await build(c, repo);
+    const warm = await build(c, repo, branch);
     log(`${suite.name}: alone ${alone.toFixed(1)} s (parallel ${parallel.toFixed(1)}, one process ${single.toFixed(1)}), per file ${perFile.toFixed(1)} s; Sluice tests ${warm.span.toFixed(1)} s, whole ${warm.whole.toFixed(1)} s (cold ${cold.whole.toFixed(1)} s)`);
     const best = parallel <= single ? `its parallel runner, ${WORKERS} workers` : 'one process';
     return [
@@ -135,12 +140,13 @@ async function measure(c: Cluster, suite: RealSuite, log: (line: string) => void
   }
 }
 
-async function build(c: Cluster, repo: ClusterRepo): Promise<{ span: number; whole: number; status: string }> {
+async function build(c: Cluster, repo: ClusterRepo, branch: string): Promise<{ span: number; whole: number; status: string }> {
   const sent = Date.now();
-  const session = await c.build(repo, { branch: 'master', force: true });
+  const session = await c.build(repo, { branch, force: true });
   const events = await c.eventsOf(session, 1_800_000);
   const stop = events.find((e) => e.event === 'stop')!;
   const arrived = c.receiver.requests.find((r) => (r.json as { xid?: string })?.xid === stop.xid)!;
   const t = stop.timing as Record<string, number>;
-  return { span: t.post_build! - t.exec!, whole: (arrived.at - sent) / 1000, status: `${stop.status} (${JSON.stringify(stop.counts)})` };
+  const reason = stop.status === 'passed' ? '' : `: ${(await c.admin<{ reason: string | null }>('GET', `/api/v1/sessions/${session}`)).reason}`;
+  return { span: t.post_build! - t.exec!, whole: (arrived.at - sent) / 1000, status: `${stop.status} (${JSON.stringify(stop.counts)})${reason}` };
 }

@@ -38,20 +38,21 @@ export function medianMs(durations: readonly number[]): number | null {
 
 /** What a file never run is taken to last when no file of the suite has a recorded duration. */
 export const NO_HISTORY_MS = 1_000;
-/** The shortest batch worth its process start, and the longest that still lets lanes finish together. */
-export const MIN_BATCH_MS = 1_000;
+/** The shortest batch worth its process start (a Node.js framework's is about half a second), and the longest one. */
+export const MIN_BATCH_MS = 2_000;
 export const MAX_BATCH_MS = 20_000;
-/** Batches per lane, about: enough that the last ones even the lanes out. */
-export const BATCHES_PER_LANE = 4;
+/** What is left is shared out in this many batches a lane, at each claim. */
+export const GUIDED_SHARE = 2;
 
 /**
- * How long a batch should be, by the files' estimates: the whole list over the lanes, in about
- * BATCHES_PER_LANE batches each, within MIN_BATCH_MS..MAX_BATCH_MS. Taken longest first from
- * one list (queue mode), batches of about this length leave the lanes finishing within one
- * short batch of each other.
+ * How long the next batch should be, by the estimates of the files not taken yet (guided
+ * self-scheduling, as OpenMP's `guided`): what is left over the lanes, halved, within
+ * MIN_BATCH_MS..MAX_BATCH_MS. Batches start long, when a process start is worth the least, and
+ * shrink towards the end, so the lanes finish within about one short batch of each other; a
+ * suite of a few seconds runs in a process or two a lane, as its own runner would.
  */
-export function batchBudgetMs(totalEstimateMs: number, lanes: number): number {
-  const share = totalEstimateMs / Math.max(1, lanes) / BATCHES_PER_LANE;
+export function batchBudgetMs(remainingEstimateMs: number, lanes: number): number {
+  const share = remainingEstimateMs / Math.max(1, lanes) / GUIDED_SHARE;
   return Math.round(Math.min(MAX_BATCH_MS, Math.max(MIN_BATCH_MS, share)));
 }
 

@@ -207,10 +207,11 @@ export async function recordFileResult(db: Db, sessionId: number, claim: Claim, 
   return { recorded: recorded.has(r.path), firstFailure };
 }
 
-/** What the build's list is estimated to take in all (a file never run counts as `unknownMs`), for sizing batches. */
+/** What the files of the build's list no lane has taken yet are estimated to take (a file never run counts as `unknownMs`), for sizing batches. */
 export async function queueEstimateMs(db: Db, sessionId: number, unknownMs: number): Promise<number> {
   const { rows } = await db.query<{ total: string | null }>(
-    'SELECT sum(coalesce(estimate_ms, $2)) AS total FROM test_queue WHERE session_id = $1',
+    `SELECT sum(coalesce(estimate_ms, $2)) AS total FROM test_queue
+      WHERE session_id = $1 AND (state = 'pending' OR (state = 'claimed' AND lease_until < now()))`,
     [sessionId, unknownMs],
   );
   return Number(rows[0]?.total ?? 0);

@@ -54,7 +54,7 @@ it('one failing file among twenty fails alone, pinned by its JUnit file; the oth
   expect(stop).toMatchObject({ status: 'failed', counts: expect.objectContaining({ passed: 19, failed: 1, error: 0 }) });
   const v = await view(session);
   expect(v.tests.filter((t) => t.status !== 'passed').map((t) => t.path)).toEqual(['test/t11.sh']);
-  // No history yet: every file counts as 1 s, so the batches are of about five files; none ran again.
+  // No history yet: every file counts as 1 s, so batches of ten files, then five, ...; none ran again.
   const batches = v.batches;
   expect(batches.reduce((n, b) => n + b.files, 0)).toBe(20);
   expect(batches.filter((b) => b.status === 'failed').map((b) => b.note)).toEqual([expect.stringMatching(/by their JUnit results$/)]);
@@ -62,7 +62,8 @@ it('one failing file among twenty fails alone, pinned by its JUnit file; the oth
 });
 
 it('a batch that crashes and one that hangs are run again file by file: only the guilty files fail', async () => {
-  // Eight files never run count 1 s each: batches of two, in path order (crash.sh beside c.sh, hang.sh beside f.sh).
+  // Eight files never run count 1 s each, taken in path order: what is left over the lane, halved,
+  // makes batches of four, two and two (crash.sh with a, b and c; hang.sh with f).
   const quick = Object.fromEntries(['a', 'b', 'c', 'd', 'e', 'f'].map((n) => [`${n}.sh`, 'true']));
   const { repo, runs } = await batchRepo({ ...quick, 'crash.sh': 'kill -KILL $PPID', 'hang.sh': 'sleep 60' });
   const { session } = await w.build(repo, { env: { RUNS: runs } });
@@ -73,7 +74,7 @@ it('a batch that crashes and one that hangs are run again file by file: only the
     ['test/hang.sh', 'error'],
   ]);
   expect(v.batches.filter((b) => b.status !== 'passed').map((b) => [b.files, b.note])).toEqual([
-    [2, 'the batch failed (killed by signal SIGKILL): 2 run again one by one'],
+    [4, 'the batch failed (killed by signal SIGKILL): 4 run again one by one'],
     [2, expect.stringMatching(/^the batch failed \(timed out after \d+ ms\): 2 run again one by one$/)],
   ]);
 });

@@ -33,11 +33,24 @@ describe('the batch command', () => {
 });
 
 describe('how long a batch is', () => {
-  it('is the list over the lanes in about four batches each, within its bounds', () => {
-    expect(batchBudgetMs(80_000, 2)).toBe(10_000);
+  it('is what is left over the lanes, halved, within its bounds: long first, short last', () => {
+    expect(batchBudgetMs(20_000, 2)).toBe(5_000);
+    expect(batchBudgetMs(6_000, 2)).toBe(MIN_BATCH_MS);
     expect(batchBudgetMs(2_000, 2)).toBe(MIN_BATCH_MS);
     expect(batchBudgetMs(10 * 60_000, 1)).toBe(MAX_BATCH_MS);
-    expect(batchBudgetMs(40_000, 0)).toBe(10_000);
+    expect(batchBudgetMs(8_000, 0)).toBe(4_000);
+  });
+
+  it('takes a suite of a few seconds in a batch or two a lane', () => {
+    // Express's 88 files, about 5 s of lane time by history, on 2 lanes.
+    let left = 5_000;
+    const batches: number[] = [];
+    while (left > 0) {
+      const b = Math.min(left, batchBudgetMs(left, 2));
+      batches.push(b);
+      left -= b;
+    }
+    expect(batches).toEqual([2_000, 2_000, 1_000]);
   });
 
   it('takes the median of the recorded durations for a file never run', () => {

@@ -5,7 +5,7 @@
  *
  * A lane takes what it runs next as one claim of files, longest first by their estimates:
  * - with a test command holding `{files}`, one claim is one batch, one process for all its files
- *   (batch.ts), sized so that each lane runs a few (core/batches.ts batchBudgetMs);
+ *   (batch.ts), sized from what is left, long first and short last (core/batches.ts batchBudgetMs);
  * - otherwise each file runs in a process of its own, and short files are claimed together
  *   (CLAIM_BUDGET_MS), so that they cost one claim and one write of their results between them.
  * A failing file runs again, alone, up to `retryFailed` times; one that passes on a retry counts
@@ -129,14 +129,13 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
   let ran = 0;
   let timedMs = 0;
   let timed = 0;
-  // Batches are sized once, from the whole list's estimates (a file never run: its median, or NO_HISTORY_MS).
-  const batchBudget = batches ? batchBudgetMs(await queueEstimateMs(pool, job.sessionId, NO_HISTORY_MS), job.lanes ?? 1) : 0;
   try {
     for (;;) {
       if (signal?.aborted) break;
       const unknownMs = batches ? NO_HISTORY_MS : timed >= 3 ? Math.max(1, timedMs / timed) : FIRST_GUESS_MS;
       const taken = await claimFiles(pool, job.sessionId, claim, {
-        budgetMs: batches ? batchBudget : CLAIM_BUDGET_MS,
+        // A batch is sized from what is left (a file never run: its median, or NO_HISTORY_MS).
+        budgetMs: batches ? batchBudgetMs(await queueEstimateMs(pool, job.sessionId, NO_HISTORY_MS), job.lanes ?? 1) : CLAIM_BUDGET_MS,
         unknownMs,
         maxFiles: batches ? MAX_BATCH_FILES : MAX_CLAIM,
       });
