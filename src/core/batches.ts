@@ -41,12 +41,12 @@ export const NO_HISTORY_MS = 1_000;
 /** The shortest batch worth its process start (a Node.js framework's is about half a second), and the longest one. */
 export const MIN_BATCH_MS = 2_000;
 export const MAX_BATCH_MS = 20_000;
-/** What is left is shared out in this many batches a lane, at each claim. */
-export const GUIDED_SHARE = 2;
+/** What is left is shared out in this many batches a lane, at each claim (1: a lane's whole share, capped). */
+export const GUIDED_SHARE = 1;
 
 /**
  * How long the next batch should be, by the estimates of the files not taken yet (guided
- * self-scheduling, as OpenMP's `guided`): what is left over the lanes, halved, within
+ * self-scheduling, as OpenMP's `guided`): a lane's share of what is left, within
  * MIN_BATCH_MS..MAX_BATCH_MS. Batches start long, when a process start is worth the least, and
  * shrink towards the end, so the lanes finish within about one short batch of each other; a
  * suite of a few seconds runs in a process or two a lane, as its own runner would.

@@ -33,12 +33,11 @@ describe('the batch command', () => {
 });
 
 describe('how long a batch is', () => {
-  it('is what is left over the lanes, halved, within its bounds: long first, short last', () => {
-    expect(batchBudgetMs(20_000, 2)).toBe(5_000);
-    expect(batchBudgetMs(6_000, 2)).toBe(MIN_BATCH_MS);
-    expect(batchBudgetMs(2_000, 2)).toBe(MIN_BATCH_MS);
+  it('is a lane’s share of what is left, within its bounds: long first, short last', () => {
+    expect(batchBudgetMs(20_000, 2)).toBe(10_000);
+    expect(batchBudgetMs(3_000, 2)).toBe(MIN_BATCH_MS);
     expect(batchBudgetMs(10 * 60_000, 1)).toBe(MAX_BATCH_MS);
-    expect(batchBudgetMs(8_000, 0)).toBe(4_000);
+    expect(batchBudgetMs(8_000, 0)).toBe(8_000);
   });
 
   it('takes a suite of a few seconds in a batch or two a lane', () => {
@@ -50,7 +49,7 @@ describe('how long a batch is', () => {
       batches.push(b);
       left -= b;
     }
-    expect(batches).toEqual([2_000, 2_000, 1_000]);
+    expect(batches).toEqual([2_500, 2_000, 500]);
   });
 
   it('takes the median of the recorded durations for a file never run', () => {
