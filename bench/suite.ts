@@ -50,7 +50,12 @@ const SUITES: RealSuite[] = [
     parallel: `npx jest --ci --selectProjects unit --maxWorkers=${WORKERS}`,
     single: 'npx jest --ci --selectProjects unit -i',
     perFile: 'npx jest --ci --selectProjects unit -i',
-    sluice: { test_pattern: 'test/unit/**/*.test.ts', test_command: 'npx jest --ci --selectProjects unit -i {files}' },
+    sluice: {
+      test_pattern: 'test/unit/**/*.test.ts',
+      test_command:
+        // jest-junit's report names each file, and its suite time holds the file's loading.
+        'JEST_JUNIT_OUTPUT_DIR=$SLUICE_REPORT_DIR JEST_JUNIT_ADD_FILE_ATTRIBUTE=true npx jest --ci --selectProjects unit -i --reporters=default --reporters=jest-junit -- {files}',
+    },
   },
   {
     name: 'expressjs/express (mocha, 88 files)',

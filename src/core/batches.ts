@@ -61,6 +61,8 @@ export interface BatchCase {
   file?: string;
   status: 'passed' | 'failed' | 'error' | 'skipped';
   time: number | null;
+  /** Its testsuite (parseJUnit with `suites`). */
+  suite?: { id: number; time: number | null };
 }
 
 /**
@@ -108,10 +110,37 @@ export function pinFailures(batch: readonly string[], cases: readonly BatchCase[
   });
 }
 
-/** Seconds per file of the batch by its reports (files they name), for the timing history. */
+/**
+ * Seconds per file of the batch by its reports (files they name), for the timing history: a
+ * testsuite whose cases are all of one file counts whole for it (jest's suite time holds the
+ * file's loading, which its cases' times leave out); other cases count their own time.
+ */
 export function reportedSeconds(batch: readonly string[], cases: readonly BatchCase[], tree: string): Map<string, number> {
   const out = new Map<string, number>();
-  for (const v of pinFailures(batch, cases, tree)) if (v.seconds !== null) out.set(v.path, v.seconds);
+  const add = (file: string, seconds: number) => out.set(file, (out.get(file) ?? 0) + seconds);
+  const bySuite = new Map<number, { files: Set<string | null>; time: number | null; cases: BatchCase[] }>();
+  for (const c of cases) {
+    const file = c.file ? batchFileOf(c.file, tree, batch) : null;
+    if (!c.suite) {
+      if (file && c.time !== null) add(file, c.time);
+      continue;
+    }
+    const s = bySuite.get(c.suite.id) ?? { files: new Set(), time: c.suite.time, cases: [] };
+    s.files.add(file);
+    s.cases.push(c);
+    bySuite.set(c.suite.id, s);
+  }
+  for (const s of bySuite.values()) {
+    const [only] = [...s.files];
+    if (s.files.size === 1 && only && s.time !== null) {
+      add(only, Math.max(s.time, s.cases.reduce((sum, c) => sum + (c.time ?? 0), 0)));
+      continue;
+    }
+    for (const c of s.cases) {
+      const file = c.file ? batchFileOf(c.file, tree, batch) : null;
+      if (file && c.time !== null) add(file, c.time);
+    }
+  }
   return out;
 }
 

@@ -31,6 +31,12 @@ export interface JUnitCase {
    * absent where the report does not say.
    */
   file?: string;
+  /**
+   * With `{ suites: true }`: the innermost testsuite the case is in (its number in the report,
+   * and its time in seconds), for the time of a file that a case's own time leaves out (jest
+   * reports a file's loading only in its testsuite's).
+   */
+  suite?: { id: number; time: number | null };
 }
 
 export interface JUnitResult {
@@ -263,7 +269,7 @@ function lineOf(xml: string, offset: number): number {
   return line;
 }
 
-function finishCase(c: OpenCase, suites: string[], suiteFiles: (string | undefined)[], limits: JUnitLimits): JUnitCase {
+function finishCase(c: OpenCase, suites: string[], suiteFiles: (string | undefined)[], suite: JUnitCase['suite'] | undefined, limits: JUnitLimits): JUnitCase {
   // A failure outweighs an error (pytest reports a failed test with an erroring teardown as
   // both), and either outweighs a skip.
   const pick = (kind: string) => c.outcome.find((o) => o.kind === kind);
@@ -296,12 +302,14 @@ function finishCase(c: OpenCase, suites: string[], suiteFiles: (string | undefin
     message,
     output,
     ...(file !== '' ? { file: clip(file, limits.maxName) } : {}),
+    ...(suite ? { suite } : {}),
   };
 }
 
 /** The test cases of a JUnit XML report, and notes on what could not be read. Never throws. */
-export function parseJUnit(input: string, limitsIn: Partial<JUnitLimits> = {}): JUnitResult {
-  const limits = { ...DEFAULT_JUNIT_LIMITS, ...limitsIn };
+export function parseJUnit(input: string, limitsIn: Partial<JUnitLimits> & { suites?: boolean } = {}): JUnitResult {
+  const { suites: withSuites = false, ...rest } = limitsIn;
+  const limits = { ...DEFAULT_JUNIT_LIMITS, ...rest };
   const cases: JUnitCase[] = [];
   const notes: string[] = [];
   let xml = input.charCodeAt(0) === 0xfeff ? input.slice(1) : input;
@@ -315,6 +323,9 @@ export function parseJUnit(input: string, limitsIn: Partial<JUnitLimits> = {}): 
   /** The `name` of each open testsuite, for cases without a classname, and its `file`. */
   const suites: string[] = [];
   const suiteFiles: (string | undefined)[] = [];
+  /** Each open testsuite's number and time (with `suites`). */
+  const suiteInfo: { id: number; time: number | null }[] = [];
+  let suiteCount = 0;
   let current: OpenCase | null = null;
   let root: string | null = null;
   let capturing: Capture | null = null;
@@ -340,6 +351,7 @@ export function parseJUnit(input: string, limitsIn: Partial<JUnitLimits> = {}): 
         if (token.name === 'testsuite' && current === null) {
           suites.push(token.attrs.name ?? '');
           suiteFiles.push(token.attrs.file);
+          suiteInfo.push({ id: (suiteCount += 1), time: parseTime(token.attrs.time) });
         }
         if (current) {
           current.depth += 1;
@@ -389,7 +401,7 @@ export function parseJUnit(input: string, limitsIn: Partial<JUnitLimits> = {}): 
       if (current.depth === 0) {
         // The testcase itself.
         if (cases.length < limits.maxCases) {
-          cases.push(finishCase(current, suites, suiteFiles, limits));
+          cases.push(finishCase(current, suites, suiteFiles, withSuites ? suiteInfo[suiteInfo.length - 1] : undefined, limits));
         } else {
           notes.push(`more than ${limits.maxCases} test cases; only the first ${limits.maxCases} were kept`);
           full = true;
@@ -405,6 +417,7 @@ export function parseJUnit(input: string, limitsIn: Partial<JUnitLimits> = {}): 
     if (name === 'testsuite') {
       suites.pop();
       suiteFiles.pop();
+      suiteInfo.pop();
     }
   }
 }

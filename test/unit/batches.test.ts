@@ -8,6 +8,7 @@ import {
   medianMs,
   MIN_BATCH_MS,
   pinFailures,
+  reportedSeconds,
   shareDuration,
   shellQuote,
 } from '../../src/core/batches';
@@ -108,5 +109,27 @@ describe('a batch’s time shared out to its files', () => {
     );
     // 1 s of a's cases; the other 2 s split 1:3.
     expect(shared).toEqual(new Map([['a', 1_500], ['b', 1_500]]));
+  });
+});
+
+describe('a file’s seconds by its report', () => {
+  const tree = '/ws/session-7';
+  const batch = ['test/a.test.ts', 'test/b.test.ts'];
+  // jest-junit with JEST_JUNIT_ADD_FILE_ATTRIBUTE: a testsuite per file, whose time holds the
+  // file's loading (1.5 s here) that its cases' own times (0.1 s) leave out.
+  const jest = `<testsuites name="jest tests" tests="3" time="2.4">
+  <testsuite name="a.test.ts" tests="2" time="1.5"><testcase classname="a one" name="one" time="0.05" file="/ws/session-7/test/a.test.ts"/><testcase classname="a two" name="two" time="0.05" file="/ws/session-7/test/a.test.ts"/></testsuite>
+  <testsuite name="b.test.ts" tests="1" time="0.9"><testcase classname="b" name="three" time="0.2" file="/ws/session-7/test/b.test.ts"/></testsuite>
+</testsuites>`;
+
+  it('counts a one-file testsuite’s whole time for its file', () => {
+    const seconds = reportedSeconds(batch, parseJUnit(jest, { suites: true }).cases, tree);
+    expect(seconds).toEqual(new Map([['test/a.test.ts', 1.5], ['test/b.test.ts', 0.9]]));
+  });
+
+  it('counts the cases’ own times where a testsuite spans files, or suites are not read', () => {
+    const mixed = `<testsuite name="all" time="9"><testcase name="one" time="0.25" file="test/a.test.ts"/><testcase name="two" time="0.5" file="test/b.test.ts"/></testsuite>`;
+    expect(reportedSeconds(batch, parseJUnit(mixed, { suites: true }).cases, tree)).toEqual(new Map([['test/a.test.ts', 0.25], ['test/b.test.ts', 0.5]]));
+    expect(reportedSeconds(batch, parseJUnit(jest).cases, tree)).toEqual(new Map([['test/a.test.ts', 0.1], ['test/b.test.ts', 0.2]]));
   });
 });

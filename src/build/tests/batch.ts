@@ -217,10 +217,14 @@ async function readReports(dir: string, tree: string): Promise<ReportedCase[]> {
   const entries = await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => []);
   const files = entries.filter((e) => e.isFile() && e.name.endsWith('.xml')).slice(0, MAX_REPORTS);
   const cases: ReportedCase[] = [];
+  let reportIndex = 0;
   for (const entry of files) {
     const { text } = await readCapped(path.join(entry.parentPath, entry.name), MAX_REPORT_BYTES);
-    for (const c of parseJUnit(text).cases) {
-      cases.push({ file: c.file, status: c.status, time: c.time, path: null, text: [c.message, c.output].filter(Boolean).join('\n') });
+    // Suites of different report files are apart: their numbers start again in each.
+    const offset = (reportIndex += 1) * 1_000_000;
+    for (const c of parseJUnit(text, { suites: true }).cases) {
+      const suite = c.suite ? { id: c.suite.id + offset, time: c.suite.time } : undefined;
+      cases.push({ file: c.file, status: c.status, time: c.time, suite, path: null, text: [c.message, c.output].filter(Boolean).join('\n') });
     }
   }
   // Which file of the tree each case names, for its output (pinFailures maps them the same way).
