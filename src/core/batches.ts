@@ -41,18 +41,19 @@ export const NO_HISTORY_MS = 1_000;
 /** The shortest batch worth its process start (a Node.js framework's is about half a second), and the longest one. */
 export const MIN_BATCH_MS = 2_000;
 export const MAX_BATCH_MS = 20_000;
-/** What is left is shared out in this many batches a lane, at each claim (1: a lane's whole share, capped). */
-export const GUIDED_SHARE = 1;
 
 /**
- * How long the next batch should be, by the estimates of the files not taken yet (guided
- * self-scheduling, as OpenMP's `guided`): a lane's share of what is left, within
- * MIN_BATCH_MS..MAX_BATCH_MS. Batches start long, when a process start is worth the least, and
- * shrink towards the end, so the lanes finish within about one short batch of each other; a
- * suite of a few seconds runs in a process or two a lane, as its own runner would.
+ * How long the next batch should be: a lane's fair share of all the work left, that is the files
+ * nobody has taken and what the batches other lanes are running still have to do, within
+ * MIN_BATCH_MS..MAX_BATCH_MS. Counting the batches under way is what makes the shares equal:
+ * lanes that start together each take half of a two-lane suite, and each pays its framework's
+ * start once, where sizing from the untaken files alone (guided self-scheduling, as OpenMP's
+ * `guided`) would hand the second lane a quarter, then an eighth, each a process start of its
+ * own. A lane that starts late, or whose batch ran short of its estimate, takes a smaller
+ * batch, so the lanes finish within about one short batch of each other.
  */
-export function batchBudgetMs(remainingEstimateMs: number, lanes: number): number {
-  const share = remainingEstimateMs / Math.max(1, lanes) / GUIDED_SHARE;
+export function batchBudgetMs(work: { pendingMs: number; runningMs: number }, lanes: number): number {
+  const share = (work.pendingMs + work.runningMs) / Math.max(1, lanes);
   return Math.round(Math.min(MAX_BATCH_MS, Math.max(MIN_BATCH_MS, share)));
 }
 

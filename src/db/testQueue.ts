@@ -81,7 +81,7 @@ export async function claimFiles(db: Db, sessionId: number, claim: Claim, opts: 
     planned += cost;
   }
   const { rows } = await db.query<{ path: string; estimate_ms: number | null }>(
-    `UPDATE test_queue SET state = 'claimed', claimed_by = $3, lane = $4, lease_until = now() + $5 * interval '1 millisecond'
+    `UPDATE test_queue SET state = 'claimed', claimed_by = $3, lane = $4, lease_until = now() + $5 * interval '1 millisecond', claimed_at = now()
       WHERE session_id = $1 AND path = ANY($2::text[])
         AND (state = 'pending' OR (state = 'claimed' AND lease_until < now()))
       RETURNING path, estimate_ms, position`,
@@ -207,14 +207,29 @@ export async function recordFileResult(db: Db, sessionId: number, claim: Claim, 
   return { recorded: recorded.has(r.path), firstFailure };
 }
 
-/** What the files of the build's list no lane has taken yet are estimated to take (a file never run counts as `unknownMs`), for sizing batches. */
-export async function queueEstimateMs(db: Db, sessionId: number, unknownMs: number): Promise<number> {
-  const { rows } = await db.query<{ total: string | null }>(
-    `SELECT sum(coalesce(estimate_ms, $2)) AS total FROM test_queue
-      WHERE session_id = $1 AND (state = 'pending' OR (state = 'claimed' AND lease_until < now()))`,
+/** The work left in a build's list by the files' estimates (a file never run counts as `unknownMs`). */
+export interface WorkLeft {
+  /** Files no lane has taken yet (or whose lease ran out). */
+  pendingMs: number;
+  /** What the batches lanes hold now still have to run: each batch's estimate less the time since it was taken. */
+  runningMs: number;
+}
+
+/** What is left to do in the build's list, for sizing the next batch. */
+export async function workLeftMs(db: Db, sessionId: number, unknownMs: number): Promise<WorkLeft> {
+  const { rows } = await db.query<{ pending: string | null; running: string | null }>(
+    `WITH open AS (
+       SELECT claimed_by, coalesce(estimate_ms, $2) AS est, claimed_at,
+              state = 'claimed' AND lease_until >= now() AS held
+         FROM test_queue WHERE session_id = $1 AND state <> 'done'
+     ), held AS (
+       SELECT greatest(0, sum(est) - extract(epoch FROM now() - min(claimed_at)) * 1000) AS left_ms
+         FROM open WHERE held GROUP BY claimed_by
+     )
+     SELECT (SELECT sum(est) FROM open WHERE NOT held) AS pending, (SELECT sum(left_ms) FROM held) AS running`,
     [sessionId, unknownMs],
   );
-  return Number(rows[0]?.total ?? 0);
+  return { pendingMs: Number(rows[0]?.pending ?? 0), runningMs: Math.round(Number(rows[0]?.running ?? 0)) };
 }
 
 export interface QueueProgress {

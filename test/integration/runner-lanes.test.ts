@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runLane, LEASE_MS, type LaneDeps, type LaneJob } from '../../src/build/tests/lane';
 import type { Counts } from '../../src/core/types';
-import { claimFiles, enqueueTests, queueCounts, recordFileResult, type QueuedFile } from '../../src/db/testQueue';
+import { claimFiles, enqueueTests, queueCounts, recordFileResult, workLeftMs, type QueuedFile } from '../../src/db/testQueue';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { insertPostSession } from '../support/postSession';
 import { eventually } from '../support/wait';
@@ -118,6 +118,27 @@ describe('lanes sharing a list', () => {
     expect((await claimFiles(db.pool, s.sessionId, claim, opts)).map((f) => f.path)).toEqual(['test/long_test.sh']);
     expect(await claimFiles(db.pool, s.sessionId, claim, opts)).toHaveLength(20);
     expect(await claimFiles(db.pool, s.sessionId, claim, opts)).toEqual([]);
+  });
+
+  it('count, as work left, the untaken files and what the batches under way have still to run', async () => {
+    const s = await setup({});
+    await enqueueTests(db.pool, s.sessionId, [
+      { path: 'test/a_test.sh', estimateMs: 6_000 },
+      { path: 'test/b_test.sh', estimateMs: 4_000 },
+      { path: 'test/c_test.sh', estimateMs: null },
+    ]);
+    expect(await workLeftMs(db.pool, s.sessionId, 1_000)).toEqual({ pendingMs: 11_000, runningMs: 0 });
+    const claim = { token: 'lane 0 attempt 1 on host', lane: 0, leaseMs: LEASE_MS };
+    await claimFiles(db.pool, s.sessionId, claim, { budgetMs: 10_000, unknownMs: 1_000, maxFiles: 100 });
+    // Taken 4 s ago: 6 s of its 10 s are left.
+    await db.pool.query(`UPDATE test_queue SET claimed_at = now() - interval '4 seconds' WHERE session_id = $1 AND state = 'claimed'`, [s.sessionId]);
+    const left = await workLeftMs(db.pool, s.sessionId, 1_000);
+    expect(left.pendingMs).toBe(1_000);
+    expect(left.runningMs).toBeGreaterThan(5_000);
+    expect(left.runningMs).toBeLessThanOrEqual(6_000);
+    // A batch past its estimate has nothing left, not less than nothing.
+    await db.pool.query(`UPDATE test_queue SET claimed_at = now() - interval '1 minute' WHERE session_id = $1 AND state = 'claimed'`, [s.sessionId]);
+    expect(await workLeftMs(db.pool, s.sessionId, 1_000)).toEqual({ pendingMs: 1_000, runningMs: 0 });
   });
 });
 

@@ -34,23 +34,50 @@ describe('the batch command', () => {
 });
 
 describe('how long a batch is', () => {
-  it('is a lane’s share of what is left, within its bounds: long first, short last', () => {
-    expect(batchBudgetMs(20_000, 2)).toBe(10_000);
-    expect(batchBudgetMs(3_000, 2)).toBe(MIN_BATCH_MS);
-    expect(batchBudgetMs(10 * 60_000, 1)).toBe(MAX_BATCH_MS);
-    expect(batchBudgetMs(8_000, 0)).toBe(8_000);
+  it('is a lane’s share of the work left, running batches included, within its bounds', () => {
+    expect(batchBudgetMs({ pendingMs: 20_000, runningMs: 0 }, 2)).toBe(10_000);
+    expect(batchBudgetMs({ pendingMs: 10_000, runningMs: 10_000 }, 2)).toBe(10_000);
+    expect(batchBudgetMs({ pendingMs: 3_000, runningMs: 0 }, 2)).toBe(MIN_BATCH_MS);
+    expect(batchBudgetMs({ pendingMs: 10 * 60_000, runningMs: 0 }, 1)).toBe(MAX_BATCH_MS);
+    expect(batchBudgetMs({ pendingMs: 8_000, runningMs: 0 }, 0)).toBe(8_000);
   });
 
-  it('takes a suite of a few seconds in a batch or two a lane', () => {
-    // Express's 88 files, about 5 s of lane time by history, on 2 lanes.
-    let left = 5_000;
-    const batches: number[] = [];
-    while (left > 0) {
-      const b = Math.min(left, batchBudgetMs(left, 2));
-      batches.push(b);
-      left -= b;
+  // Lanes that claim in turn, each as its last batch ends: how many batches each one runs.
+  function plan(totalMs: number, lanes: number, starts: number[]): number[][] {
+    let pending = totalMs;
+    const busyUntil = starts.slice(0, lanes);
+    const running = new Array<{ end: number; ms: number } | null>(lanes).fill(null);
+    const batches: number[][] = Array.from({ length: lanes }, () => []);
+    while (pending > 0) {
+      const lane = busyUntil.indexOf(Math.min(...busyUntil));
+      const now = busyUntil[lane]!;
+      const runningMs = running.reduce((sum, r, i) => sum + (r && i !== lane ? Math.max(0, r.end - now) : 0), 0);
+      const b = Math.min(pending, batchBudgetMs({ pendingMs: pending, runningMs }, lanes));
+      pending -= b;
+      batches[lane]!.push(b);
+      running[lane] = { end: now + b, ms: b };
+      busyUntil[lane] = now + b;
     }
-    expect(batches).toEqual([2_500, 2_000, 500]);
+    return batches;
+  }
+
+  it('gives lanes that start together a process each for a suite of seconds', () => {
+    // Sluice's own unit tests, about 22 s of lane time by history, on 2 lanes.
+    expect(plan(22_000, 2, [0, 0])).toEqual([[11_000], [11_000]]);
+  });
+
+  it('gives a lane that starts late a smaller share, so both finish together', () => {
+    const [early, late] = plan(22_000, 2, [0, 4_000]);
+    expect(early![0]).toBe(11_000);
+    expect(late![0]).toBe(9_000); // (11 s untaken + 7 s of the first batch left) ÷ 2
+    expect(early!.reduce((a, b) => a + b, 0)).toBe(13_000);
+    expect(4_000 + late!.reduce((a, b) => a + b, 0)).toBe(13_000);
+  });
+
+  it('still takes at least a few seconds a batch of a long suite, and at most its cap', () => {
+    const lanes = plan(10 * 60_000, 4, [0, 0, 0, 0]);
+    for (const l of lanes) for (const b of l) expect(b).toBeLessThanOrEqual(MAX_BATCH_MS);
+    expect(lanes.flat().reduce((a, b) => a + b, 0)).toBe(10 * 60_000);
   });
 
   it('takes the median of the recorded durations for a file never run', () => {

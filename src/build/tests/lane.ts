@@ -5,7 +5,7 @@
  *
  * A lane takes what it runs next as one claim of files, longest first by their estimates:
  * - with a test command holding `{files}`, one claim is one batch, one process for all its files
- *   (batch.ts), sized from what is left, long first and short last (core/batches.ts batchBudgetMs);
+ *   (batch.ts), a lane's fair share of the work left, running batches included (core/batches.ts batchBudgetMs);
  * - otherwise each file runs in a process of its own, and short files are claimed together
  *   (CLAIM_BUDGET_MS), so that they cost one claim and one write of their results between them.
  * A failing file runs again, alone, up to `retryFailed` times; one that passes on a retry counts
@@ -21,7 +21,6 @@ import { batchBudgetMs, isBatchCommand, NO_HISTORY_MS } from '../../core/batches
 import type { Counts } from '../../core/types';
 import {
   claimFiles,
-  queueEstimateMs,
   queueProgress,
   recordFileResults,
   releaseClaims,
@@ -29,6 +28,7 @@ import {
   type Claim,
   type FileResult,
   type QueuedFile,
+  workLeftMs,
 } from '../../db/testQueue';
 import { liveOutput } from '../liveOutput';
 import { maskOutput } from '../output';
@@ -135,7 +135,7 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
       const unknownMs = batches ? NO_HISTORY_MS : timed >= 3 ? Math.max(1, timedMs / timed) : FIRST_GUESS_MS;
       const taken = await claimFiles(pool, job.sessionId, claim, {
         // A batch is sized from what is left (a file never run: its median, or NO_HISTORY_MS).
-        budgetMs: batches ? batchBudgetMs(await queueEstimateMs(pool, job.sessionId, NO_HISTORY_MS), job.lanes ?? 1) : CLAIM_BUDGET_MS,
+        budgetMs: batches ? batchBudgetMs(await workLeftMs(pool, job.sessionId, NO_HISTORY_MS), job.lanes ?? 1) : CLAIM_BUDGET_MS,
         unknownMs,
         maxFiles: batches ? MAX_BATCH_FILES : MAX_CLAIM,
       });
