@@ -27,13 +27,13 @@ export interface Config {
   workspaceDir: string;
   /** Time limit of one test file. */
   testTimeoutMs: number;
-  /** Runners: the unprivileged user tests run as (SLUICE_BUILD_USER); unset, the runner's own. */
+  /** Runners: the unprivileged user tests run as (SLUICE_BUILD_USER); unset, a root runner's own `sluice-build` (runner/buildUser.ts), or a runner's own user when it is not root. */
   buildUser?: string;
   /**
-   * Runners: the further sandbox around tests (SLUICE_SANDBOX): `bwrap` (bubblewrap namespaces,
-   * build/sandbox.ts) or `none` (the default).
+   * Runners: the sandbox around build processes (SLUICE_SANDBOX): `auto` (the default, and
+   * undefined: bubblewrap wherever it works), `bwrap` (required) or `none` (runner/isolation.ts).
    */
-  sandbox?: 'none' | 'bwrap';
+  sandbox?: 'auto' | 'bwrap' | 'none';
   /** Runners, with the sandbox: whether tests may use the network (SLUICE_SANDBOX_NETWORK=host, the default) or not (`none`). */
   sandboxNetwork?: boolean;
   /** Test files one build may have; more end it in `error` (default 5,000). */
@@ -162,7 +162,7 @@ const EnvSchema = z.object({
   SLUICE_RUNNER_SLOTS: positiveInt.default(DEFAULT_RUNNER_SLOTS),
   SLUICE_MAX_TEST_FILES: positiveInt.default(DEFAULT_MAX_TEST_FILES),
   SLUICE_BUILD_USER: z.string().min(1).optional(),
-  SLUICE_SANDBOX: z.enum(['none', 'bwrap']).default('none'),
+  SLUICE_SANDBOX: z.enum(['auto', 'bwrap', 'none']).default('auto'),
   SLUICE_SANDBOX_NETWORK: z.enum(['host', 'none']).default('host'),
   SLUICE_WEBHOOK_RETRY_INITIAL_MS: positiveInt.default(1_000),
   // Defaults: 1 s doubling to 1 h, 36 attempts: the last one about a day after the first (README).

@@ -1,5 +1,6 @@
 /**
- * The further sandbox around a test (SLUICE_SANDBOX=bwrap): bubblewrap, from Debian's
+ * The sandbox around every build process (SLUICE_SANDBOX=auto, the default, where it works; or
+ * bwrap, required): bubblewrap, from Debian's
  * `bubblewrap` package, started unprivileged in new user, PID, IPC, UTS and mount namespaces
  * (and a network namespace of its own when SLUICE_SANDBOX_NETWORK=none).
  *
@@ -84,10 +85,10 @@ export function sandboxArgv(sandbox: Sandbox, workdir: string, writable: readonl
 }
 
 /**
- * Checks at a runner's start that the sandbox works here (bwrap installed, user namespaces
- * allowed, as the build user): a clear error now rather than every test failing later.
+ * Tries the sandbox for real, as the build user: bwrap installed, user namespaces allowed. Null
+ * when it works; otherwise why not.
  */
-export async function checkSandbox(sandbox: Sandbox, runAs?: BuildUser): Promise<void> {
+export async function probeSandbox(sandbox: Sandbox, runAs?: BuildUser): Promise<string | null> {
   const argv = sandboxArgv(sandbox, '/', [], ['/bin/sh', '-c', 'exit 0']);
   const result = await new Promise<{ code: number | null; stderr: string; error?: Error }>((resolve) => {
     const child = spawn(argv[0]!, argv.slice(1), {
@@ -100,9 +101,6 @@ export async function checkSandbox(sandbox: Sandbox, runAs?: BuildUser): Promise
     child.once('error', (error) => resolve({ code: null, stderr, error }));
     child.once('close', (code) => resolve({ code, stderr }));
   });
-  if (result.code === 0) return;
-  const why = result.error?.message ?? (result.stderr.trim() || `exit code ${result.code}`);
-  throw new Error(
-    `SLUICE_SANDBOX=bwrap: bubblewrap does not work here (${why}); install it (apt-get install bubblewrap) and allow unprivileged user namespaces, or set SLUICE_SANDBOX=none`,
-  );
+  if (result.code === 0) return null;
+  return result.error?.message ?? (result.stderr.trim() || `exit code ${result.code}`);
 }

@@ -1,4 +1,3 @@
-import { chmod, mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createRunnerActivities } from '../activities';
@@ -8,11 +7,12 @@ import { sweepServices } from '../build/services';
 import { DEFAULT_CACHE_LOCAL_DIR, DEFAULT_CACHE_LOCAL_MAX_BYTES, DEFAULT_RUNNER_SLOTS, type Config } from '../config';
 import { loadInstallation } from '../db/installation';
 import { createPool } from '../db/pool';
+import { recordRunner, removeRunner, touchRunner } from '../db/runners';
 import { endedSessions } from '../db/sessions';
 import { createPresenceWorker } from '../temporal/presence';
 import { installRuntime } from '../temporal/runtime';
-import { checkSandbox, type Sandbox } from '../build/sandbox';
-import { resolveBuildUser } from './buildUser';
+import { SLUICE_VERSION } from '../version';
+import { isolationWarning, resolveIsolation } from './isolation';
 import { startReaper } from './reaper';
 
 export interface RunnerHandle {
@@ -26,6 +26,13 @@ export interface RunRunnerOptions {
   buildQueues?: string[];
   /** How many activities (test lanes, checkouts, pushes) it runs at once. Default config.runnerSlots. */
   slots?: number;
+  /**
+   * Refuse to start where SLUICE_SANDBOX=auto finds no working bubblewrap (default true, a runner
+   * on its own); `npm start` runs on with a warning (runner/isolation.ts).
+   */
+  requireSandbox?: boolean;
+  /** See IsolationOptions.trustedBuilds: the test suite's own builds only. */
+  trustedBuilds?: boolean;
 }
 
 /** How often a runner removes the checkouts of sessions that have ended. */
@@ -42,18 +49,11 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
   const name = `${os.hostname()}-${process.pid}`;
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const pool = createPool(config.databaseUrl);
-  const runAs = config.buildUser ? resolveBuildUser(config.buildUser) : undefined;
-  if (runAs) {
-    // The build user reaches its own trees, and cannot list the others.
-    await mkdir(config.workspaceDir, { recursive: true });
-    await chmod(config.workspaceDir, 0o711);
-  } else {
-    console.warn(
-      `sluice runner: tests run as this runner's own user, and can read its environment (database URL, secret key); set SLUICE_BUILD_USER (README "Security model")`,
-    );
-  }
-  const sandbox: Sandbox | undefined = config.sandbox === 'bwrap' ? { bwrap: 'bwrap', network: config.sandboxNetwork ?? true } : undefined;
-  if (sandbox) await checkSandbox(sandbox, runAs);
+  const isolation = await resolveIsolation(config, { requireSandbox: options.requireSandbox ?? true, trustedBuilds: options.trustedBuilds });
+  if (isolation.gaps.length > 0 && !options.trustedBuilds) console.warn(isolationWarning(isolation));
+  const { runAs, sandbox } = isolation;
+  // Its row says how it isolates builds: the web UI warns administrators while one does not.
+  await recordRunner(pool, { name, version: SLUICE_VERSION, sandboxed: sandbox !== undefined, buildUser: isolation.runAsName, gaps: isolation.gaps });
   const reaper = await startReaper();
   const activities = createRunnerActivities({ config, pool, runner: name, processGroups: reaper, runAs, sandbox });
   const slots = options.slots ?? config.runnerSlots ?? DEFAULT_RUNNER_SLOTS;
@@ -87,6 +87,7 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
   };
   const sweep = () =>
     Promise.all([
+      touchRunner(pool, name).catch((err: unknown) => console.warn(`sluice runner: recording that it is up failed: ${(err as Error).message}`)),
       sweepTrees(trees).catch((err: unknown) => console.warn(`sluice runner: sweeping old checkouts failed: ${(err as Error).message}`)),
       sweepLeftServices().catch((err: unknown) => console.warn(`sluice runner: sweeping old service databases failed: ${(err as Error).message}`)),
       // Local copies of cache entries evicted (or deleted with their repository) elsewhere.
@@ -108,6 +109,7 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
       } finally {
         await reaper.close();
         await connection.close();
+        await removeRunner(pool, name).catch(() => undefined); // gone from the list a little later anyway
         await pool.end();
       }
     },

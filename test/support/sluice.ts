@@ -31,6 +31,8 @@ export interface Sluice {
   ids: WorkflowIds;
   /** `http://127.0.0.1:<port>` */
   url: string;
+  /** Its runners' names (host-pid, as test results and the web UI name them). */
+  runnerNames: string[];
   /** Calls the management API with the admin token; throws unless the status is 2xx. */
   admin<T = Record<string, unknown>>(method: string, path: string, body?: unknown): Promise<T>;
   stop(): Promise<void>;
@@ -66,6 +68,14 @@ export async function startSluice(
     hookTimeoutMs?: number;
     /** Runners started with this Sluice (each its own process's runner in one process); default 1. */
     runners?: number;
+    /**
+     * How its runners isolate builds: `trusted` (the default unless `sandbox` or `buildUser` is
+     * given) runs them as this process's user without a sandbox, so that tests can talk to their
+     * builds through files of their own outside the checkout (a release file, a pid file, a log);
+     * `default` is what a runner does with nothing configured: bubblewrap where it works, never
+     * as root (runner/isolation.ts). Isolation's own tests use `default` or name the settings.
+     */
+    isolation?: 'trusted' | 'default';
   } = {},
 ): Promise<Sluice> {
   const port = await freePort();
@@ -134,9 +144,13 @@ export async function startSluice(
       workflowBundle: { codePath: requireEnv('SLUICE_TEST_WORKFLOW_BUNDLE') },
     });
     parts.push(() => worker.shutdown());
+    const runnerNames: string[] = [];
     for (let i = 0; i < (opts.runners ?? 1); i++) {
-      const runner: RunnerHandle = await runRunner(config, { slots: opts.runnerSlots });
+      // As `npm start` does: where bubblewrap does not work (a developer's laptop), run on.
+      const trustedBuilds = (opts.isolation ?? (opts.sandbox || opts.buildUser ? 'default' : 'trusted')) === 'trusted';
+      const runner: RunnerHandle = await runRunner(config, { slots: opts.runnerSlots, requireSandbox: false, trustedBuilds });
       parts.push(() => runner.shutdown());
+      runnerNames.push(runner.name);
     }
     const app: FastifyInstance = buildApp({
       config,
@@ -159,6 +173,7 @@ export async function startSluice(
       client,
       ids,
       url: config.baseUrl,
+      runnerNames,
       admin: (method, p, body) => callAdmin(config.baseUrl, config.adminToken, method, p, body),
       stop: stopAll,
     };

@@ -1,0 +1,54 @@
+/**
+ * SQL of the runners that are up (migration 023): each one's row, written at its start and
+ * every 30 s, says how it isolates builds, so the web UI can warn while one does not.
+ */
+import type { Db } from './transaction';
+
+export interface RunnerRecord {
+  name: string;
+  version: string;
+  sandboxed: boolean;
+  buildUser: string | null;
+  gaps: string[];
+}
+
+/** A runner as the web UI's warning shows it. */
+export interface UnisolatedRunner {
+  name: string;
+  gaps: string[];
+  last_seen_at: Date;
+}
+
+/** How long a runner that stopped writing its row still counts as up. */
+export const RUNNER_SEEN_WITHIN_MS = 2 * 60_000;
+
+/** Writes the runner's row at its start; rows of runners not seen for a day go. */
+export async function recordRunner(db: Db, r: RunnerRecord): Promise<void> {
+  await db.query(
+    `INSERT INTO runners (name, version, sandboxed, build_user, gaps) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (name) DO UPDATE SET version = $2, sandboxed = $3, build_user = $4, gaps = $5, started_at = now(), last_seen_at = now()`,
+    [r.name, r.version, r.sandboxed, r.buildUser, r.gaps],
+  );
+  await db.query(`DELETE FROM runners WHERE last_seen_at < now() - interval '1 day'`);
+}
+
+/** Says the runner is still up. */
+export async function touchRunner(db: Db, name: string): Promise<void> {
+  await db.query(`UPDATE runners SET last_seen_at = now() WHERE name = $1`, [name]);
+}
+
+/** A runner that stops takes its row away. */
+export async function removeRunner(db: Db, name: string): Promise<void> {
+  await db.query(`DELETE FROM runners WHERE name = $1`, [name]);
+}
+
+/** Runners seen lately that run builds without isolation. */
+export async function unisolatedRunners(db: Db, withinMs = RUNNER_SEEN_WITHIN_MS): Promise<UnisolatedRunner[]> {
+  const { rows } = await db.query<UnisolatedRunner>(
+    `SELECT name, gaps, last_seen_at FROM runners
+      WHERE cardinality(gaps) > 0 AND last_seen_at > now() - $1 * interval '1 millisecond'
+      ORDER BY name`,
+    [withinMs],
+  );
+  return rows;
+}
