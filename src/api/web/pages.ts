@@ -75,7 +75,7 @@ export function page(reply: FastifyReply, template: string, data: PageData, stat
       'content-security-policy',
       "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     )
-    .send(eta.render(`./${template}`, { csrf: reply.generateCsrf(), ...data }));
+    .send(eta.render(`./${template}`, { csrf: reply.generateCsrf(), unisolated: data.user ? (reply.request.unisolatedRunners ?? []) : [], ...data }));
 }
 
 /** A page saying there is no such thing, with a 404. */

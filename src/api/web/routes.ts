@@ -13,6 +13,7 @@ import fastifyCsrf from '@fastify/csrf-protection';
 import fastifyFormbody from '@fastify/formbody';
 import fastifySse from '@fastify/sse';
 import type { FastifyInstance } from 'fastify';
+import { unisolatedRunners, type UnisolatedRunner } from '../../db/runners';
 import { z } from 'zod';
 import type { ApiDeps } from '../app';
 import { sameSecret } from '../auth';
@@ -47,6 +48,13 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps): Pr
   const scope = webScope(web, deps);
   const { csrf } = scope;
 
+  // Administrators see on every page while a runner runs builds without isolation (issue 23).
+  web.decorateRequest('unisolatedRunners', null);
+  web.addHook('preHandler', async (request) => {
+    if (request.method !== 'GET' || !signedIn(request)) return;
+    request.unisolatedRunners = await unisolatedRunners(deps.pool).catch(() => null);
+  });
+
   web.get<{ Querystring: { next?: string } }>('/sign-in', async (request, reply) => {
     if (signedIn(request)) return reply.code(303).header('location', safeNext(request.query.next)).send();
     return page(reply, 'signIn', { title: 'Sign in', user: null, next: safeNext(request.query.next), name: '', error: null });
@@ -80,4 +88,11 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps): Pr
   registerOrgPages(web, scope);
   registerRepoPages(web, scope);
   registerWebhookPages(web, scope);
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Runners up that run builds without isolation, for the layout's warning; null: not looked up. */
+    unisolatedRunners: UnisolatedRunner[] | null;
+  }
 }
