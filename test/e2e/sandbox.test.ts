@@ -1,23 +1,27 @@
 /**
  * A hostile test file in a real build, as a test would try to reach what it should not: the
- * runner's environment (database URL, secret key), its working directory and memory (the
- * ptrace check: opening /proc/<pid>/mem), other builds' trees, signalling the runner, leaving a
- * daemon behind (setsid, so outside its process group), PostgreSQL's socket, the API's port.
+ * runner's environment (database URL, secret key, admin token) and any process's command line,
+ * its working directory and memory (the ptrace check: opening /proc/<pid>/mem), other builds'
+ * trees, signalling the runner, leaving a daemon behind (setsid, so outside its process group),
+ * PostgreSQL's socket, the API's port.
  *
- * Two levels (README "Security model"), each in its own Sluice:
- * - the build user (SLUICE_BUILD_USER=sluice-build, created by .ci/run): no secret, no memory,
- *   no directory of the runner's; it still sees the runner's process and the network, and a
- *   daemon that left its process group outlives the test (said below, not hidden);
- * - the build user inside bubblewrap (SLUICE_SANDBOX=bwrap, SLUICE_SANDBOX_NETWORK=none): it
- *   sees no process but its own, no socket, no network, and nothing it started survives.
- * The runner runs inside this jest process, so `process.pid` is the runner's pid.
+ * Against the default configuration first (issue 23: safe without configuration): nothing set,
+ * the runner as root (as .ci/run runs it) runs the build as its own unprivileged user in
+ * bubblewrap; it finds no secret, no process but its own, and nothing it started survives.
+ * Then the levels an operator can choose, each in its own Sluice (README "Security model"):
+ * - the build user without bubblewrap (SLUICE_SANDBOX=none): no secret, no memory, no directory
+ *   of the runner's; it still sees the runner's process and the network, and a daemon that left
+ *   its process group outlives the test (said below, not hidden);
+ * - bubblewrap without network (SLUICE_SANDBOX_NETWORK=none): it also reaches no socket or port.
+ * The runner runs inside this jest process, so `process.pid` is the runner's pid. The hostile
+ * file is test/support/hostile.ts's; test/e2e/npm-start.test.ts runs it against `npm start`.
  */
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { daemonMarkerName, hostileFiles } from '../support/hostile';
 import { bwrapWorks, processesMatching } from '../support/pids';
 import { reportPath } from '../support/reports';
 import { eventually } from '../support/wait';
-import { script, World } from '../support/world';
+import { World } from '../support/world';
 
 const BUILD_USER = 'sluice-build';
 
@@ -30,48 +34,27 @@ function buildUserUid(): number | null {
 }
 
 const uid = buildUserUid();
-// Running tests as another user needs a root runner and the user: .ci/run provides both. A
-// developer's machine without them skips this file, saying why.
-const asRoot = process.getuid?.() === 0 && uid !== null;
-if (!asRoot) console.warn(`sandbox.test.ts skipped: needs root and the user ${BUILD_USER} (.ci/run creates it)`);
-// bubblewrap comes from .ci/run too; where user namespaces are not allowed the runner refuses
-// SLUICE_SANDBOX=bwrap at start (tested below by its own check), so the level is skipped, saying why.
-const sandboxed = asRoot && bwrapWorks();
-if (asRoot && !sandboxed) console.warn('sandbox.test.ts: the bubblewrap level is skipped: bwrap is missing or user namespaces are not allowed here');
-
-/** The hostile file: prints BREACH for what must never work, and plain words for what it saw. */
-function hostileScript(daemonMarker: string, apiPort: number): string {
-  const runner = process.pid;
-  return [
-    'echo "uid=$(id -u)"',
-    // Secrets in any process's environment this user can read (the runner's holds the test database URL).
-    'for p in /proc/[0-9]*; do tr "\\0" "\\n" <$p/environ 2>/dev/null; done | grep -q SLUICE_TEST_DATABASE_URL && echo "BREACH: read a Sluice environment"',
-    // The runner's working directory (this project: jest.config.js), through any process's cwd link.
-    'for p in /proc/[0-9]*; do [ -e $p/cwd/jest.config.js ] && echo "BREACH: reached the runner\'s working directory"; done',
-    `R=${runner}`,
-    'if grep -q jest /proc/$R/cmdline 2>/dev/null; then',
-    '  echo "sees the runner"',
-    // Opening another process's memory needs ptrace access to it.
-    '  (exec 3</proc/$R/mem) 2>/dev/null && echo "BREACH: opened the runner\'s memory"',
-    '  kill -0 $R 2>/dev/null && echo "BREACH: could signal the runner"',
-    'fi',
-    // Its own checkout and its worker's home (HOME, beside it) are all it may see there.
-    'ls -A "$(dirname "$PWD")" 2>/dev/null | grep -v -x -e "$(basename "$PWD")" -e "$(basename "$HOME")" | grep -q . && echo "BREACH: listed the other checkouts"',
-    'ls /root >/dev/null 2>&1 && echo "BREACH: listed /root"',
-    '[ -S /run/postgresql/.s.PGSQL.5432 ] && echo "sees the database socket"',
-    `bash -c 'exec 3<>/dev/tcp/127.0.0.1/${apiPort}' 2>/dev/null && echo "reached the API"`,
-    // A daemon that leaves the process group and the session, as `nohup cmd &` with setsid would.
-    `setsid sh -c 'exec sleep ${daemonMarker}' </dev/null >/dev/null 2>&1 &`,
-    'echo work > mine.txt && cat mine.txt >/dev/null && echo "wrote in its tree"',
-    'exit 0',
-  ].join('\n');
-}
+const root = process.getuid?.() === 0;
+// Running tests as another user needs a root runner; .ci/run runs the tests as root and creates
+// the user. A developer's machine without them skips the levels that need it, saying why.
+const asRoot = root && uid !== null;
+if (!asRoot) console.warn(`sandbox.test.ts: the build user's levels are skipped: they need root and the user ${BUILD_USER} (.ci/run creates it)`);
+// bubblewrap comes from .ci/run too; where user namespaces are not allowed, the default runs
+// without it and says so (test/integration/runner-isolation.test.ts), and these levels are skipped.
+const sandboxed = bwrapWorks();
+if (!sandboxed) console.warn('sandbox.test.ts: the bubblewrap levels are skipped: bwrap is missing or user namespaces are not allowed here');
 
 async function runHostileBuild(w: World): Promise<{ output: string; daemonMarker: string }> {
   // An unusual sleep length names the daemon (sleep takes fractions).
-  const daemonMarker = `3${randomBytes(2).readUInt16BE(0)}.${randomBytes(2).readUInt16BE(0)}7`;
+  const daemonMarker = daemonMarkerName();
+  const { config } = w.sluice;
   const repo = await w.makeRepo(
-    { 'hostile_test.sh': script(hostileScript(daemonMarker, w.sluice.config.port)) },
+    hostileFiles({
+      daemonMarker,
+      apiPort: config.port,
+      runner: { pid: process.pid, cmdline: 'jest' },
+      secrets: [config.databaseUrl, config.secretKey.toString('base64'), config.adminToken],
+    }),
     { suite: { branch: 'master', test_pattern: '*_test.sh' } },
   );
   await w.sluice.admin('PUT', `/api/v1/repos/${repo.id}/secrets/API_TOKEN`, { value: 'sk_live_sandboxed_0123' });
@@ -82,10 +65,32 @@ async function runHostileBuild(w: World): Promise<{ output: string; daemonMarker
   return { output: report.tests[0]!.output, daemonMarker };
 }
 
-(asRoot ? describe : describe.skip)('a test file running as the build user', () => {
+(sandboxed ? describe : describe.skip)('a test file under the default configuration', () => {
   let w: World;
   beforeAll(async () => {
-    w = await World.start({ buildUser: BUILD_USER });
+    w = await World.start({ isolation: 'default' });
+  });
+  afterAll(() => w?.stop());
+
+  it('finds no secret, process, socket or directory of the runner, and nothing it started survives', async () => {
+    const { output, daemonMarker } = await runHostileBuild(w);
+    // Never root: a root runner runs builds as its own unprivileged user.
+    expect(output).toContain(`uid=${root ? buildUserUid() : process.getuid?.()}\n`);
+    expect(output).toContain('wrote in its tree\n');
+    expect(output).not.toContain('BREACH');
+    expect(output).not.toContain('sees the runner');
+    expect(output).not.toContain('sees the database socket');
+    // The host's network is the default (package setup, services): the API's port answers.
+    expect(output).toContain('reached the API\n');
+    // The daemon died with the sandbox's PID namespace when the test ended.
+    await eventually('the daemon gone', async () => processesMatching(`sleep ${daemonMarker}`).length === 0);
+  });
+});
+
+(asRoot ? describe : describe.skip)('a test file running as the build user without bubblewrap (SLUICE_SANDBOX=none)', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await World.start({ buildUser: BUILD_USER, sandbox: 'none' });
   });
   afterAll(() => w?.stop());
 
@@ -104,7 +109,7 @@ async function runHostileBuild(w: World): Promise<{ output: string; daemonMarker
   });
 });
 
-(sandboxed ? describe : describe.skip)('a test file in bubblewrap, as the build user, without network', () => {
+(sandboxed && asRoot ? describe : describe.skip)('a test file in bubblewrap, as the build user, without network', () => {
   let w: World;
   beforeAll(async () => {
     w = await World.start({ buildUser: BUILD_USER, sandbox: 'bwrap', sandboxNetwork: false });

@@ -20,7 +20,8 @@ type Hook = { name: string; worker: number | null; status: string; output_tail: 
 describe('services: postgresql, mysql and redis, one of each per worker', () => {
   let w: World;
   beforeAll(async () => {
-    w = await World.start({ services: ADMINS });
+    // As a runner with nothing configured runs them: each worker's tests in bubblewrap, as the build user.
+    w = await World.start({ services: ADMINS, isolation: 'default' });
   });
   afterAll(() => w?.stop());
 
@@ -106,7 +107,7 @@ describe('services: postgresql, mysql and redis, one of each per worker', () => 
 describe('a service the runner does not have', () => {
   let w: World;
   beforeAll(async () => {
-    w = await World.start({ services: { postgresql: ADMINS.postgresql } });
+    w = await World.start({ services: { postgresql: ADMINS.postgresql }, isolation: 'default' });
   });
   afterAll(() => w?.stop());
 

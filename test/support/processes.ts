@@ -25,7 +25,8 @@ import path from 'node:path';
 import { freePort, startDevServer, type DevServer } from '../../src/temporal/devServer';
 import { eventually } from './wait';
 
-export type Role = 'api' | 'worker' | 'runner';
+/** A role of the production shape, or `dev`: `npm start`'s all-in-one process (dist/dev.js). */
+export type Role = 'api' | 'worker' | 'runner' | 'dev';
 
 export interface RoleExit {
   code: number | null;
@@ -65,14 +66,14 @@ const workspaces = new Set<string>();
 
 /**
  * Starts `node dist/<role>/main.js` (build it first: buildDist) with `env` over a minimal
- * environment (PATH, HOME and the like; nothing else of the test's). Its output is kept, and
+ * environment (PATH, HOME and the like; nothing else of the test's), as the user `as` when given. Its output is kept, and
  * copied to the test's stderr when SLUICE_TEST_ECHO_ROLES=1.
  */
-export function startRole(role: Role, env: NodeJS.ProcessEnv): RoleProcess {
-  const main = path.join(DIST, role, 'main.js');
+export function startRole(role: Role, env: NodeJS.ProcessEnv, as?: { uid: number; gid: number }): RoleProcess {
+  const main = role === 'dev' ? path.join(DIST, 'dev.js') : path.join(DIST, role, 'main.js');
   if (!existsSync(main)) throw new Error(`${main} does not exist: call buildDist() first`);
   const base = Object.fromEntries(PASSED_THROUGH.filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]));
-  const child = spawn(process.execPath, [main], { cwd: REPO_ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [main], { cwd: REPO_ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...(as ?? {}) });
   if (child.pid === undefined) throw new Error(`could not start ${main}`);
   const pid = child.pid;
 
