@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startCluster } from '../test/support/cluster';
 import { eventFigures } from './events';
+import { isolationFigures } from './isolation';
 import { scaleFigures } from './scale';
 import { setupFigures } from './setup';
 import { suiteFigures } from './suite';
@@ -21,6 +22,7 @@ const PARTS = {
   scale: { title: 'Scale: runners (issue 9)', figures: scaleFigures },
   setup: { title: 'Setup: package setup and the dependency cache (issue 21)', figures: setupFigures },
   suite: { title: 'Real suites: Sluice beside the framework alone (issue 22)', figures: suiteFigures },
+  isolation: { title: 'Isolation: bubblewrap by default (issue 23)', figures: isolationFigures },
 } as const;
 
 // Parts wait minutes between two calls of the API (a suite running alone): an idle connection

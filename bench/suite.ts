@@ -25,9 +25,9 @@ import type { Row } from './table';
 const WORKERS = 2;
 const run = promisify(exec);
 const REPO_ROOT = path.resolve(__dirname, '..');
-const EXPRESS = process.env.SLUICE_BENCH_EXPRESS ?? '/work/.mirror/expressjs+express/repo';
+export const EXPRESS = process.env.SLUICE_BENCH_EXPRESS ?? '/work/.mirror/expressjs+express/repo';
 
-interface RealSuite {
+export interface RealSuite {
   name: string;
   /** A git repository to clone (bare or not). */
   source: string;
@@ -42,7 +42,7 @@ interface RealSuite {
   sluice: { test_pattern: string; test_command: string };
 }
 
-const SUITES: RealSuite[] = [
+export const SUITES: RealSuite[] = [
   {
     name: 'Sluice’s unit tests (jest, 54 files)',
     source: REPO_ROOT,

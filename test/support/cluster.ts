@@ -33,8 +33,8 @@ export interface Cluster {
   api: RoleProcess;
   worker: RoleProcess;
   runners: RoleProcess[];
-  /** Starts one more runner; resolves once it polls. */
-  addRunner(): Promise<RoleProcess>;
+  /** Starts one more runner, with `env` over the cluster's; resolves once it polls. */
+  addRunner(env?: NodeJS.ProcessEnv): Promise<RoleProcess>;
   admin<T = Record<string, unknown>>(method: string, p: string, body?: unknown): Promise<T>;
   makeRepo(files: RepoFiles, suite: Record<string, unknown>): Promise<ClusterRepo>;
   /** Registers a bare repository already on disk (a real project's), served by the SSH server, with a suite. */
@@ -72,13 +72,13 @@ export async function startCluster(opts: { runners: number; env?: NodeJS.Process
   const { SLUICE_ADMIN_TOKEN: _adminToken, ...backEnv } = env;
   const api = startRole('api', env);
   const worker = startRole('worker', backEnv);
-  const startRunner = async () => {
-    const r = startRole('runner', backEnv);
+  const startRunner = async (extra: NodeJS.ProcessEnv = {}) => {
+    const r = startRole('runner', { ...backEnv, ...extra });
     await r.waitForOutput(/sluice runner: \S+ serving /, 90_000);
     return r;
   };
   const [runners] = await Promise.all([
-    Promise.all(Array.from({ length: opts.runners }, startRunner)),
+    Promise.all(Array.from({ length: opts.runners }, () => startRunner())),
     waitForHealthy(env.SLUICE_BASE_URL!, 90_000),
     worker.waitForOutput(/sluice worker: serving /, 90_000),
   ]);
@@ -112,8 +112,8 @@ export async function startCluster(opts: { runners: number; env?: NodeJS.Process
     api,
     worker,
     runners,
-    async addRunner() {
-      const r = await startRunner();
+    async addRunner(extra) {
+      const r = await startRunner(extra);
       runners.push(r);
       return r;
     },
