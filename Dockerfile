@@ -16,8 +16,10 @@ RUN npm run build
 
 # ---- run: production dependencies and dist/ only ----
 FROM node:20-bookworm-slim
-# Runners pull over SSH with git or Mercurial and may sandbox tests with bubblewrap
-# (SLUICE_SANDBOX=bwrap); certificates for HTTPS webhooks, chat and SMTP.
+# Runners pull over SSH with git or Mercurial and run every build process in bubblewrap where
+# the container allows user namespaces (SLUICE_SANDBOX=auto, the default; the runner refuses to
+# start where it does not work unless SLUICE_SANDBOX=none); certificates for HTTPS webhooks,
+# chat and SMTP. sluice-build is the user a root runner runs builds as.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git openssh-client mercurial bubblewrap ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
