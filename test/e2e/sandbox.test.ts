@@ -21,7 +21,9 @@ import { daemonMarkerName, hostileFiles } from '../support/hostile';
 import { bwrapWorks, processesMatching } from '../support/pids';
 import { reportPath } from '../support/reports';
 import { eventually } from '../support/wait';
-import { World } from '../support/world';
+import type { RepoFiles } from '../support/gitRepo';
+import { startS3Server, TEST_SECRET_ACCESS_KEY, type S3Server } from '../support/s3Server';
+import { script, World } from '../support/world';
 
 const BUILD_USER = 'sluice-build';
 
@@ -44,36 +46,57 @@ if (!asRoot) console.warn(`sandbox.test.ts: the build user's levels are skipped:
 const sandboxed = bwrapWorks();
 if (!sandboxed) console.warn('sandbox.test.ts: the bubblewrap levels are skipped: bwrap is missing or user namespaces are not allowed here');
 
-async function runHostileBuild(w: World): Promise<{ output: string; daemonMarker: string }> {
+/** The services' admin connections the default level's runner holds (this machine's servers, as services.test.ts). */
+const SERVICE_ADMINS = {
+  postgresql: 'postgres://postgres@127.0.0.1:5432/postgres',
+  mysql: 'mysql://root@127.0.0.1:3306',
+  redis: 'redis://127.0.0.1:6379',
+};
+
+async function runHostileBuild(w: World, extra: { secrets?: string[]; files?: RepoFiles } = {}): Promise<{ output: string; daemonMarker: string }> {
   // An unusual sleep length names the daemon (sleep takes fractions).
   const daemonMarker = daemonMarkerName();
   const { config } = w.sluice;
   const repo = await w.makeRepo(
-    hostileFiles({
-      daemonMarker,
-      apiPort: config.port,
-      runner: { pid: process.pid, cmdline: 'jest' },
-      secrets: [config.databaseUrl, config.secretKey.toString('base64'), config.adminToken],
-    }),
+    {
+      ...extra.files,
+      ...hostileFiles({
+        daemonMarker,
+        apiPort: config.port,
+        runner: { pid: process.pid, cmdline: 'jest' },
+        secrets: [config.databaseUrl, config.secretKey.toString('base64'), config.adminToken, ...(extra.secrets ?? [])],
+      }),
+    },
     { suite: { branch: 'master', test_pattern: '*_test.sh' } },
   );
   await w.sluice.admin('PUT', `/api/v1/repos/${repo.id}/secrets/API_TOKEN`, { value: 'sk_live_sandboxed_0123' });
   const { session } = await w.build(repo);
   expect((await w.eventsOf(session)).at(-1)).toMatchObject({ status: 'passed' });
   const res = await fetch(`${w.sluice.url}${await reportPath(w.sluice.pool, session)}`, { headers: { accept: 'application/json' } });
-  const report = (await res.json()) as { tests: { output: string }[] };
-  return { output: report.tests[0]!.output, daemonMarker };
+  const report = (await res.json()) as { tests: { path: string; output: string }[] };
+  return { output: report.tests.find((t) => t.path === 'hostile_test.sh')!.output, daemonMarker };
 }
 
 (sandboxed ? describe : describe.skip)('a test file under the default configuration', () => {
   let w: World;
+  let s3: S3Server;
   beforeAll(async () => {
-    w = await World.start({ isolation: 'default' });
+    // With what a runner holds besides: the cache store's credentials and the services' admin connections.
+    s3 = await startS3Server();
+    await s3.makeBucket('sluice-sandbox');
+    w = await World.start({ isolation: 'default', store: s3.settings('sluice-sandbox'), services: SERVICE_ADMINS });
   });
-  afterAll(() => w?.stop());
+  afterAll(async () => {
+    await w?.stop();
+    await s3?.stop();
+  });
 
   it('finds no secret, process, socket or directory of the runner, and nothing it started survives', async () => {
-    const { output, daemonMarker } = await runHostileBuild(w);
+    const { output, daemonMarker } = await runHostileBuild(w, {
+      secrets: [TEST_SECRET_ACCESS_KEY, ...Object.values(SERVICE_ADMINS)],
+      // Its worker's own databases: what it may have (and the runner then holds the admin connections).
+      files: { 'sluice.yml': { content: 'services: [postgresql, mysql, redis]\n' }, 'own_services_test.sh': script('test -n "$DATABASE_URL" && test -n "$REDIS_URL" && echo "has its own databases"') },
+    });
     // Never root: a root runner runs builds as its own unprivileged user.
     expect(output).toContain(`uid=${root ? buildUserUid() : process.getuid?.()}\n`);
     expect(output).toContain('wrote in its tree\n');
