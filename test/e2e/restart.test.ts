@@ -7,7 +7,7 @@
  * processes, killed for real.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -31,6 +31,10 @@ const started: ChildProcess[] = [];
 beforeAll(async () => {
   [db, ssh, receiver] = await Promise.all([createTestDatabase('sluice_restart'), startSshGitServer({ authorizedKeys: [] }), startReceiver()]);
   tmp = await mkdtemp(path.join(os.tmpdir(), 'sluice-restart-'));
+  // Where the build user writes what it tells this test (as root, npm start runs builds as it).
+  await chmod(tmp, 0o711);
+  await mkdir(path.join(tmp, 'shared'), { mode: 0o1777 });
+  await chmod(path.join(tmp, 'shared'), 0o1777);
   const [port, temporalPort, uiPort] = [await freePort(), await freePort(), await freePort()];
   env = {
     ...process.env,
@@ -40,6 +44,10 @@ beforeAll(async () => {
     PORT: String(port),
     SLUICE_TEMPORAL_PORT: String(temporalPort),
     SLUICE_TEMPORAL_UI_PORT: String(uiPort),
+    // The slow test tells this test its pid and its runs through files of this test's (below):
+    // without bubblewrap, whose PID namespace and private /tmp would hide both. As root, npm
+    // start still runs builds as its own unprivileged user. npm-start.test.ts tries the default.
+    SLUICE_SANDBOX: 'none',
   };
   for (const name of ['TEMPORAL_ADDRESS', 'SLUICE_ADMIN_TOKEN', 'SLUICE_SECRET_KEY']) delete env[name];
 }, 60_000);
@@ -113,8 +121,8 @@ it('npm start killed with SIGKILL mid-build and started again finishes every bui
   const first = await npmStart();
   // It gives builds this machine's PostgreSQL, MariaDB and Redis, which answer here (.ci/run starts them).
   for (const service of ['postgresql', 'mysql', 'redis']) expect(printed.get(first)!()).toMatch(new RegExp(`${service}\\s+the local server`));
-  const slowPid = path.join(tmp, 'slow.pid');
-  const runs = path.join(tmp, 'runs.log');
+  const slowPid = path.join(tmp, 'shared', 'slow.pid');
+  const runs = path.join(tmp, 'shared', 'runs.log');
   const bare = path.join(tmp, 'app.git');
   await createBareRepo(
     bare,
