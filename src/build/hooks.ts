@@ -61,7 +61,7 @@ export async function runHook(
     cwd: place.tree,
     env: place.env,
     program: hook.name,
-    writable: [place.tree, place.home],
+    dirs: { tree: place.tree, home: place.home },
     timeoutMs: place.timeoutMs,
     signal: place.signal,
     onOutput: live.onOutput,

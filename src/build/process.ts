@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
-import { sandboxArgv, type Sandbox } from './sandbox';
+import { sandboxArgv, sandboxEnv, type Sandbox, type SandboxDirs } from './sandbox';
 
 /** The Unix user build processes run as (SLUICE_BUILD_USER), by number. */
 export interface BuildUser {
@@ -29,8 +29,8 @@ export interface RunProcessInput {
   env: Record<string, string>;
   /** What to call the program in messages. */
   program: string;
-  /** Directories the process may write in the sandbox (the checkout and its home). */
-  writable: string[];
+  /** The checkout and its home: what the process may write in the sandbox, where it sees them at SANDBOX_TREE and SANDBOX_HOME. */
+  dirs: SandboxDirs;
   /** Wall-clock limit; 0 or less means none. */
   timeoutMs: number;
   /** Aborting stops the process (the session was stopped, the activity was cancelled). */
@@ -195,12 +195,12 @@ export async function runProcess(input: RunProcessInput, started = performance.n
     return { status, exitCode, durationMs, output: text + sep + tail };
   };
 
-  const command = input.sandbox ? sandboxArgv(input.sandbox, input.cwd, input.writable, argv) : argv;
+  const command = input.sandbox ? sandboxArgv(input.sandbox, input.dirs, input.cwd, argv) : argv;
   let child: ChildProcess;
   try {
     child = spawn(command[0]!, command.slice(1), {
       cwd: input.cwd,
-      env: input.env,
+      env: input.sandbox ? sandboxEnv(input.dirs, input.env) : input.env,
       // Its own process group: on timeout or stop we kill the test and all it started.
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],

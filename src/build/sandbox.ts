@@ -4,8 +4,8 @@
  * `bubblewrap` package, started unprivileged in new user, PID, IPC, UTS and mount namespaces
  * (and a network namespace of its own when SLUICE_SANDBOX_NETWORK=none).
  *
- * What the test sees: the host's /usr and /etc read-only, its own tree and home read-write, an
- * empty /tmp, a /proc of its own namespace and a minimal /dev. Not the runner's working
+ * What the test sees: the host's /usr and /etc read-only, its own tree and home read-write at
+ * /sluice/tree and /sluice/home (the same for every build), an empty /tmp, a /proc of its own namespace and a minimal /dev. Not the runner's working
  * directory, the data directory, other builds' trees, /run (PostgreSQL's socket), /home or
  * /root, and no process outside the sandbox: not the runner, not other builds' tests. With
  * --die-with-parent and a PID namespace, everything the test started, daemons that called
@@ -16,6 +16,7 @@
  */
 import { spawn } from 'node:child_process';
 import { lstatSync, readlinkSync } from 'node:fs';
+import path from 'node:path';
 import type { BuildUser } from './process';
 
 export interface Sandbox {
@@ -53,10 +54,56 @@ function rootLayout(): readonly string[] {
 }
 
 /**
- * The argv that runs `argv` in the sandbox, in `workdir`, with `writable` directories (the tree
- * and the test's home) bound at the same paths, read-write.
+ * Where a build process sees its checkout and its home inside the sandbox: the same paths for
+ * every build, whatever the session, so that tools whose caches are keyed by absolute paths find
+ * theirs again from one build to the next (jest's transform cache holds the project's root
+ * directory; a Python virtualenv, its own path), as GitLab's /builds/<project> does.
  */
-export function sandboxArgv(sandbox: Sandbox, workdir: string, writable: readonly string[], argv: readonly string[]): string[] {
+export const SANDBOX_TREE = '/sluice/tree';
+export const SANDBOX_HOME = '/sluice/home';
+
+/** A build process's writable directories on the host: its checkout and its worker's home. */
+export interface SandboxDirs {
+  tree: string;
+  home: string;
+}
+
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * `value` (a path, a PATH-like list, a command line) with the host paths of `dirs` as the
+ * sandbox shows them: a path counts where it ends at `/`, `:`, a quote, a space or the end, so
+ * the tree's path does not match inside its home's (`session-12` in `session-12.home`).
+ */
+export function insideSandbox(dirs: SandboxDirs, value: string): string {
+  let out = value;
+  for (const [host, inside] of [
+    [dirs.home, SANDBOX_HOME],
+    [dirs.tree, SANDBOX_TREE],
+  ] as const) {
+    out = out.replace(new RegExp(`${escapeRegExp(path.resolve(host))}(?=$|[/:'"\\s])`, 'g'), inside);
+  }
+  return out;
+}
+
+/** A path a build process printed (a JUnit report's `file`) as the host sees it. */
+export function outsideSandbox(dirs: SandboxDirs, value: string): string {
+  for (const [inside, host] of [
+    [SANDBOX_TREE, dirs.tree],
+    [SANDBOX_HOME, dirs.home],
+  ] as const) {
+    if (value === inside || value.startsWith(`${inside}/`)) return path.resolve(host) + value.slice(inside.length);
+  }
+  return value;
+}
+
+/**
+ * The argv that runs `argv` in the sandbox, in `cwd`, with the checkout and home (`dirs`) bound
+ * read-write at SANDBOX_TREE and SANDBOX_HOME; host paths of them in `argv` and `cwd` are
+ * rewritten to those (the environment: insideSandbox, by the caller).
+ */
+export function sandboxArgv(sandbox: Sandbox, dirs: SandboxDirs | null, cwd: string, argv: readonly string[]): string[] {
+  const inside = (v: string) => (dirs ? insideSandbox(dirs, v) : v);
   const args = [
     sandbox.bwrap,
     '--unshare-user',
@@ -79,9 +126,14 @@ export function sandboxArgv(sandbox: Sandbox, workdir: string, writable: readonl
     '--tmpfs',
     '/tmp',
   ];
-  for (const dir of writable) args.push('--bind', dir, dir);
-  args.push('--chdir', workdir, '--', ...argv);
+  if (dirs) args.push('--bind', dirs.tree, SANDBOX_TREE, '--bind', dirs.home, SANDBOX_HOME);
+  args.push('--chdir', inside(cwd), '--', ...argv.map(inside));
   return args;
+}
+
+/** An environment as the sandbox shows it: every value's host paths of `dirs` rewritten. */
+export function sandboxEnv(dirs: SandboxDirs, env: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, insideSandbox(dirs, v)]));
 }
 
 /**
@@ -89,7 +141,7 @@ export function sandboxArgv(sandbox: Sandbox, workdir: string, writable: readonl
  * when it works; otherwise why not.
  */
 export async function probeSandbox(sandbox: Sandbox, runAs?: BuildUser): Promise<string | null> {
-  const argv = sandboxArgv(sandbox, '/', [], ['/bin/sh', '-c', 'exit 0']);
+  const argv = sandboxArgv(sandbox, null, '/', ['/bin/sh', '-c', 'exit 0']);
   const result = await new Promise<{ code: number | null; stderr: string; error?: Error }>((resolve) => {
     const child = spawn(argv[0]!, argv.slice(1), {
       stdio: ['ignore', 'ignore', 'pipe'],

@@ -100,6 +100,8 @@ async function runHostileBuild(w: World, extra: { secrets?: string[]; files?: Re
     // Never root: a root runner runs builds as its own unprivileged user.
     expect(output).toContain(`uid=${root ? buildUserUid() : process.getuid?.()}\n`);
     expect(output).toContain('wrote in its tree\n');
+    // Its checkout at the same place in every build: tools' caches keyed by path stay warm.
+    expect(output).toContain('pwd=/sluice/tree\n');
     expect(output).not.toContain('BREACH');
     expect(output).not.toContain('sees the runner');
     expect(output).not.toContain('sees the database socket');
@@ -107,6 +109,31 @@ async function runHostileBuild(w: World, extra: { secrets?: string[]; files?: Re
     expect(output).toContain('reached the API\n');
     // The daemon died with the sandbox's PID namespace when the test ended.
     await eventually('the daemon gone', async () => processesMatching(`sleep ${daemonMarker}`).length === 0);
+  });
+
+  it('runs a batch there, whose JUnit report names files by their absolute paths inside, and pins its failure on its file', async () => {
+    // As mocha's xunit reporter writes them: `file` is the absolute path the process saw.
+    const runner = script(`status=0; cases=""
+for f in "$@"; do
+  if sh "$f"; then r=""; else status=1; r="<failure message=\\"failed\\">assertion</failure>"; fi
+  cases="$cases<testcase classname=\\"$f\\" name=\\"works\\" time=\\"0.01\\" file=\\"$PWD/$f\\">$r</testcase>"
+done
+echo "<testsuite name=\\"tiny\\">$cases</testsuite>" > "$SLUICE_REPORT_DIR/report.xml"
+exit $status`);
+    const repo = await w.makeRepo(
+      { 'run.sh': runner, 'test/a.sh': { content: 'true\n' }, 'test/b.sh': { content: 'exit 1\n' }, 'test/c.sh': { content: 'true\n' } },
+      { suite: { branch: 'master', test_pattern: 'test/*.sh', test_command: './run.sh {files}' } },
+    );
+    const { session } = await w.build(repo);
+    expect((await w.eventsOf(session)).at(-1)).toMatchObject({ status: 'failed', counts: expect.objectContaining({ passed: 2, failed: 1 }) });
+    const v = (await w.session(session)) as unknown as { tests: { path: string; status: string }[]; batches: { note: string | null }[] };
+    expect(v.tests.map((t) => [t.path, t.status])).toEqual([
+      ['test/a.sh', 'passed'],
+      ['test/b.sh', 'failed'],
+      ['test/c.sh', 'passed'],
+    ]);
+    // Pinned by the report (its /sluice/tree/… paths mapped back), none run again.
+    expect(v.batches.map((b) => b.note)).toEqual([expect.stringMatching(/3 files by their JUnit results$/)]);
   });
 });
 

@@ -33,7 +33,7 @@ const file = (path: string): OutputSource => ({ kind: 'file', worker: 1, path, a
 /** Runs `sh -c script` with its output live as `source`'s; the result once the writer is done too. */
 async function run(sessionId: number, script: string, opts: { secrets?: string[]; source?: OutputSource } & LiveOutputOptions = {}): Promise<ProcessResult> {
   const live = liveOutput(db.pool, sessionId, opts.source ?? file('test/a_test.sh'), opts.secrets ?? [], opts);
-  const result = await runProcess({ argv: ['/bin/sh', '-c', script], viaShell: true, cwd: tmp, env: { PATH: '/usr/bin:/bin' }, program: 'sh', writable: [tmp], timeoutMs: 30_000, onOutput: live.onOutput });
+  const result = await runProcess({ argv: ['/bin/sh', '-c', script], viaShell: true, cwd: tmp, env: { PATH: '/usr/bin:/bin' }, program: 'sh', dirs: { tree: tmp, home: tmp }, timeoutMs: 30_000, onOutput: live.onOutput });
   await live.end(result);
   return result;
 }

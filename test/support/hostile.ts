@@ -39,6 +39,7 @@ export function hostileFiles(probe: HostileProbe): RepoFiles {
 function hostileScript({ daemonMarker, apiPort, runner, dataDir }: HostileProbe): string {
   return [
     'echo "uid=$(id -u)"',
+    'echo "pwd=$(pwd)"',
     // Sluice's secrets (secrets.txt, beside this file) in any process's environment or command
     // line this user can read, or its own.
     'for p in /proc/[0-9]*; do tr "\\0" "\\n" <$p/environ 2>/dev/null; done | grep -q -F -f secrets.txt && echo "BREACH: read a secret of Sluice in an environment"',

@@ -19,7 +19,7 @@ import { finishBatch, startBatch } from '../../db/testBatches';
 import { liveOutput } from '../liveOutput';
 import { maskOutput } from '../output';
 import { runProcess, type BuildUser, type ProcessGroups, type ProcessResult } from '../process';
-import type { Sandbox } from '../sandbox';
+import { outsideSandbox, type Sandbox, type SandboxDirs } from '../sandbox';
 import { readCapped } from './junit';
 import { testEnvironment } from './runTestFile';
 
@@ -198,7 +198,7 @@ async function runCommand(
       cwd: place.tree,
       env: testEnvironment(place.home, { ...place.env, SLUICE_BATCH_ID: id, SLUICE_REPORT_DIR: reportDir }),
       program: 'the test command',
-      writable: [place.tree, place.home],
+      dirs: { tree: place.tree, home: place.home },
       timeoutMs,
       signal: place.signal,
       onOutput: live.onOutput,
@@ -206,14 +206,14 @@ async function runCommand(
       runAs: place.runAs,
       sandbox: place.sandbox,
     }));
-    return { result, cases: await readReports(reportDir, place.tree) };
+    return { result, cases: await readReports(reportDir, place.tree, place.sandbox ? { tree: place.tree, home: place.home } : null) };
   } finally {
     await rm(reportDir, { recursive: true, force: true });
   }
 }
 
 /** The cases of the JUnit XML files a batch left in its report directory (regular files only: no link is followed). */
-async function readReports(dir: string, tree: string): Promise<ReportedCase[]> {
+async function readReports(dir: string, tree: string, sandboxed: SandboxDirs | null): Promise<ReportedCase[]> {
   const entries = await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => []);
   const files = entries.filter((e) => e.isFile() && e.name.endsWith('.xml')).slice(0, MAX_REPORTS);
   const cases: ReportedCase[] = [];
@@ -224,7 +224,9 @@ async function readReports(dir: string, tree: string): Promise<ReportedCase[]> {
     const offset = (reportIndex += 1) * 1_000_000;
     for (const c of parseJUnit(text, { suites: true }).cases) {
       const suite = c.suite ? { id: c.suite.id + offset, time: c.suite.time } : undefined;
-      cases.push({ file: c.file, status: c.status, time: c.time, suite, path: null, text: [c.message, c.output].filter(Boolean).join('\n') });
+      // A path the sandbox showed (SANDBOX_TREE/…) as the host knows it.
+      const file = c.file && sandboxed ? outsideSandbox(sandboxed, c.file) : c.file;
+      cases.push({ file, status: c.status, time: c.time, suite, path: null, text: [c.message, c.output].filter(Boolean).join('\n') });
     }
   }
   // Which file of the tree each case names, for its output (pinFailures maps them the same way).

@@ -164,7 +164,7 @@ export async function runTestFile(input: RunTestFileInput): Promise<RunTestFileR
         cwd: input.workdir,
         env: testEnvironment(home, input.env),
         program: runsFileItself ? input.path : argv[0]!,
-        writable: [input.workdir, home],
+        dirs: { tree: input.workdir, home },
       },
       started,
     );

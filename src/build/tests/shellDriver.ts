@@ -19,7 +19,7 @@ import { constants, existsSync } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { killProcessGroup, processGroupAlive, signalOfExitCode, TailBuffer, type ProcessResult, type RunProcessInput } from '../process';
-import { sandboxArgv } from '../sandbox';
+import { SANDBOX_TREE, sandboxArgv, sandboxEnv } from '../sandbox';
 import { checkTestPath, splitArgs, testEnvironment } from './runTestFile';
 
 export interface ShellDriverInput extends Pick<RunProcessInput, 'timeoutMs' | 'signal' | 'killGraceMs' | 'maxOutputBytes' | 'processGroups' | 'runAs' | 'sandbox'> {
@@ -138,8 +138,10 @@ async function drive(input: ShellDriverInput, runsFileItself: boolean, words: st
   const graceMs = input.killGraceMs ?? DEFAULT_GRACE_MS;
   const cap = input.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
   const boundary = randomBytes(16).toString('hex');
-  const prefix = input.sandbox ? sandboxArgv(input.sandbox, input.workdir, [input.workdir, input.home], words) : words;
-  const arg = (path: string) => (runsFileItself ? join(input.workdir, path) : path.startsWith('-') ? `./${path}` : path);
+  const dirs = { tree: input.workdir, home: input.home };
+  const prefix = input.sandbox ? sandboxArgv(input.sandbox, dirs, input.workdir, words) : words;
+  // A file that runs itself is named by its absolute path, as the sandbox shows it when there is one.
+  const arg = (path: string) => (runsFileItself ? join(input.sandbox ? SANDBOX_TREE : input.workdir, path) : path.startsWith('-') ? `./${path}` : path);
   const program = (path: string) => (runsFileItself ? path : words[0]!);
 
   const files$ = files.map<Running>((path) => ({
@@ -164,7 +166,7 @@ async function drive(input: ShellDriverInput, runsFileItself: boolean, words: st
     const [shell, ...args] = SHELLS[input.shell ?? SHELL];
     child = spawn(shell, [...args, 'sluice-driver', ...prefix], {
       cwd: input.workdir,
-      env: testEnvironment(input.home, input.env),
+      env: input.sandbox ? sandboxEnv(dirs, testEnvironment(input.home, input.env)) : testEnvironment(input.home, input.env),
       // The driver's own group: a stop kills it with the file it is on.
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
