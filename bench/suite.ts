@@ -39,7 +39,7 @@ export interface RealSuite {
   single: string;
   /** One file (appended). */
   perFile: string;
-  sluice: { test_pattern: string; test_command: string };
+  sluice: { test_pattern: string; test_command: string; cache?: { key_paths: string[]; save_paths: string[] } };
 }
 
 export const SUITES: RealSuite[] = [
@@ -54,8 +54,11 @@ export const SUITES: RealSuite[] = [
     sluice: {
       test_pattern: 'test/unit/**/*.test.ts',
       test_command:
-        // jest-junit's report names each file, and its suite time holds the file's loading.
-        'JEST_JUNIT_OUTPUT_DIR=$SLUICE_REPORT_DIR JEST_JUNIT_ADD_FILE_ATTRIBUTE=true npx jest --ci --selectProjects unit -i --reporters=default --reporters=jest-junit -- {files}',
+        // jest-junit's report names each file, and its suite time holds the file's loading. jest's
+        // transform cache in the worker's home, kept by the dependency cache: the checkout is at
+        // the same path in every build's sandbox, so its entries are found again.
+        'JEST_JUNIT_OUTPUT_DIR=$SLUICE_REPORT_DIR JEST_JUNIT_ADD_FILE_ATTRIBUTE=true npx jest --ci --selectProjects unit -i --cacheDirectory=$HOME/.cache/jest --reporters=default --reporters=jest-junit -- {files}',
+      cache: { key_paths: ['package-lock.json'], save_paths: ['node_modules', '~/.npm', '~/.cache/jest'] },
     },
   },
   {

@@ -37,7 +37,8 @@ describe('how long a batch is', () => {
   it('is a lane’s share of the work left, running batches included, within its bounds', () => {
     expect(batchBudgetMs({ pendingMs: 20_000, runningMs: 0 }, 2)).toBe(10_000);
     expect(batchBudgetMs({ pendingMs: 10_000, runningMs: 10_000 }, 2)).toBe(10_000);
-    expect(batchBudgetMs({ pendingMs: 3_000, runningMs: 0 }, 2)).toBe(MIN_BATCH_MS);
+    expect(batchBudgetMs({ pendingMs: 3_000, runningMs: 0 }, 2)).toBe(1_500);
+    expect(batchBudgetMs({ pendingMs: 1_500, runningMs: 0 }, 2)).toBe(MIN_BATCH_MS);
     expect(batchBudgetMs({ pendingMs: 10 * 60_000, runningMs: 0 }, 1)).toBe(MAX_BATCH_MS);
     expect(batchBudgetMs({ pendingMs: 8_000, runningMs: 0 }, 0)).toBe(8_000);
   });
