@@ -4,7 +4,7 @@
  * three runners, each `node dist/<role>/main.js` as docker-compose runs them
  * (test/support/cluster.ts). Runners are killed with SIGKILL, for real.
  */
-import { readFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { startCluster, type Cluster } from '../support/cluster';
 import { eventually } from '../support/wait';
@@ -13,9 +13,18 @@ import { isAlive } from '../support/pids';
 import { reportPath } from '../support/reports';
 
 let c: Cluster;
+/** Where builds write what they tell this test: open to the build user the runners run them as. */
+let shared: string;
 
 beforeAll(async () => {
-  c = await startCluster({ runners: 3 });
+  // Without bubblewrap: the files report the runner's pid ($PPID) and their own through files of
+  // this test's, which a sandbox's PID namespace and private /tmp would hide (sandbox.test.ts
+  // tries the default). As root, runners still run builds as their own unprivileged user.
+  c = await startCluster({ runners: 3, env: { SLUICE_SANDBOX: 'none' } });
+  await chmod(c.tmp, 0o711);
+  shared = path.join(c.tmp, 'shared');
+  await mkdir(shared, { mode: 0o1777 });
+  await chmod(shared, 0o1777);
 }, 300_000);
 
 afterAll(async () => {
@@ -35,7 +44,7 @@ async function report(session: number): Promise<{ tests: Array<{ path: string; s
 
 describe('a build of workers: 3 on three runner processes', () => {
   it('runs its files on three runners, each file once, and passes', async () => {
-    const log = path.join(c.tmp, 'spread.log');
+    const log = path.join(shared, 'spread.log');
     // Each file records the runner that started it ($PPID), then waits until three runners
     // have started one (bounded): it passes only if the build really ran on three at once.
     const barrier = (name: string) =>
@@ -67,7 +76,7 @@ describe('a build of workers: 3 on three runner processes', () => {
 
 describe('a runner killed with SIGKILL while it runs a file', () => {
   it('the build still passes, every file counted once, and its test process is gone', async () => {
-    const dir = c.tmp;
+    const dir = shared;
     const slowPid = path.join(dir, 'slow.pid');
     const runs = path.join(dir, 'killed.log');
     // The first run of slow_test.sh records itself and hangs; the one after the kill passes.
