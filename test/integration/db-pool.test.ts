@@ -20,8 +20,10 @@ it('replaces an idle connection the server terminated, and answers the next quer
     const client = await pool.connect();
     const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     client.release(); // now idle in the pool
+    // Listening before the backend goes: the pool may drop the client before the terminating query answers.
+    const removed = new Promise<void>((resolve) => pool.once('remove', () => resolve()));
     await db.pool.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
-    await new Promise<void>((resolve) => pool.once('remove', () => resolve()));
+    await removed;
     expect((await pool.query<{ n: number }>('SELECT 1 AS n')).rows).toEqual([{ n: 1 }]);
   } finally {
     await pool.end();
