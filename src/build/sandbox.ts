@@ -1,13 +1,14 @@
 /**
  * The sandbox around every build process (SLUICE_SANDBOX=auto, the default, where it works; or
- * bwrap, required): bubblewrap, from Debian's
- * `bubblewrap` package, started unprivileged in new user, PID, IPC, UTS and mount namespaces
- * (and a network namespace of its own when SLUICE_SANDBOX_NETWORK=none).
+ * bwrap, required): bubblewrap, from Debian's `bubblewrap` package, started unprivileged in new
+ * user, PID, IPC, UTS and mount namespaces (and a network namespace of its own when
+ * SLUICE_SANDBOX_NETWORK=none).
  *
  * What the test sees: the host's /usr and /etc read-only, its own tree and home read-write at
- * /sluice/tree and /sluice/home (the same for every build), an empty /tmp, a /proc of its own namespace and a minimal /dev. Not the runner's working
- * directory, the data directory, other builds' trees, /run (PostgreSQL's socket), /home or
- * /root, and no process outside the sandbox: not the runner, not other builds' tests. With
+ * /sluice/tree and /sluice/home (the same for every build), an empty /tmp, a /proc of its own
+ * namespace and a minimal /dev. Not the runner's working directory, the data directory, other
+ * builds' trees, /run (PostgreSQL's socket), /home or /root, and no process outside the
+ * sandbox: not the runner, not other builds' tests. With
  * --die-with-parent and a PID namespace, everything the test started, daemons that called
  * setsid included, dies when the test ends or is killed: nothing survives a build.
  *
