@@ -19,6 +19,7 @@ import { registerOperatorRoutes } from './routes/admin/operator';
 import { registerOrgRoutes } from './routes/admin/orgs';
 import { registerOutputRoutes } from './routes/admin/output';
 import { registerRepoRoutes } from './routes/admin/repos';
+import { registerRunnerRoutes } from './routes/admin/runners';
 import { registerSecretRoutes } from './routes/admin/secrets';
 import { registerSessionRoutes } from './routes/admin/sessions';
 import { registerSuiteRoutes } from './routes/admin/suites';
@@ -104,6 +105,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
       registerDeliveryRoutes(admin, deps);
       registerSessionRoutes(admin, deps);
       registerOperatorRoutes(admin, deps);
+      registerRunnerRoutes(admin, deps);
     },
     { prefix: '/api/v1' },
   );

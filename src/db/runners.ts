@@ -52,3 +52,30 @@ export async function unisolatedRunners(db: Db, withinMs = RUNNER_SEEN_WITHIN_MS
   );
   return rows;
 }
+
+/** A runner as the runners list shows it. */
+export interface RunnerListRow {
+  name: string;
+  version: string;
+  sandboxed: boolean;
+  build_user: string | null;
+  gaps: string[];
+  started_at: Date;
+  last_seen_at: Date;
+  /** Lanes of builds running test files on it now (by their claims in the shared lists). */
+  busy_lanes: number;
+}
+
+/** The runners seen lately, busiest first, then by name. */
+export async function listRunners(db: Db, withinMs = RUNNER_SEEN_WITHIN_MS): Promise<RunnerListRow[]> {
+  const { rows } = await db.query<RunnerListRow>(
+    `SELECT r.name, r.version, r.sandboxed, r.build_user, r.gaps, r.started_at, r.last_seen_at,
+            (SELECT count(DISTINCT q.claimed_by)::int FROM test_queue q
+              WHERE q.state = 'claimed' AND q.lease_until > now() AND q.claimed_by LIKE '% on ' || r.name) AS busy_lanes
+       FROM runners r
+      WHERE r.last_seen_at > now() - $1 * interval '1 millisecond'
+      ORDER BY busy_lanes DESC, r.name`,
+    [withinMs],
+  );
+  return rows;
+}

@@ -61,7 +61,7 @@ export interface PageData {
   title: string;
   user: SignedIn | null;
   /** Which part of the site the page belongs to, for the navigation. */
-  section?: 'builds' | 'orgs';
+  section?: 'builds' | 'orgs' | 'runners';
   [key: string]: unknown;
 }
 

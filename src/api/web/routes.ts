@@ -21,6 +21,7 @@ import { registerBuildPages } from './builds';
 import { registerOrgPages } from './orgs';
 import { registerOutputPages } from './output';
 import { registerRepoPages } from './repos';
+import { registerRunnerPages } from './runners';
 import { registerWebhookPages } from './webhooks';
 import { page, safeNext, webScope } from './pages';
 import { cookieOptions, cookieSecret, signedIn, signIn, signOut } from './signIn';
@@ -88,6 +89,7 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps): Pr
   registerOrgPages(web, scope);
   registerRepoPages(web, scope);
   registerWebhookPages(web, scope);
+  registerRunnerPages(web, scope);
 }
 
 declare module 'fastify' {
