@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
-import { sandboxArgv, sandboxEnv, type Sandbox, type SandboxDirs } from './sandbox';
+import { launch, type Sandbox, type SandboxDirs } from './sandbox';
 
 /** The Unix user build processes run as (SLUICE_BUILD_USER), by number. */
 export interface BuildUser {
@@ -195,12 +195,12 @@ export async function runProcess(input: RunProcessInput, started = performance.n
     return { status, exitCode, durationMs, output: text + sep + tail };
   };
 
-  const command = input.sandbox ? sandboxArgv(input.sandbox, input.dirs, input.cwd, argv) : argv;
+  const command = launch(input.sandbox, input.dirs, input.cwd, argv, input.env);
   let child: ChildProcess;
   try {
-    child = spawn(command[0]!, command.slice(1), {
+    child = spawn(command.argv[0]!, command.argv.slice(1), {
       cwd: input.cwd,
-      env: input.sandbox ? sandboxEnv(input.dirs, input.env) : input.env,
+      env: command.env,
       // Its own process group: on timeout or stop we kill the test and all it started.
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],

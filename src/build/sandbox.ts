@@ -101,7 +101,7 @@ export function outsideSandbox(dirs: SandboxDirs, value: string): string {
 /**
  * The argv that runs `argv` in the sandbox, in `cwd`, with the checkout and home (`dirs`) bound
  * read-write at SANDBOX_TREE and SANDBOX_HOME; host paths of them in `argv` and `cwd` are
- * rewritten to those (the environment: insideSandbox, by the caller).
+ * rewritten to those (the environment: launch).
  */
 export function sandboxArgv(sandbox: Sandbox, dirs: SandboxDirs | null, cwd: string, argv: readonly string[]): string[] {
   const inside = (v: string) => (dirs ? insideSandbox(dirs, v) : v);
@@ -132,9 +132,23 @@ export function sandboxArgv(sandbox: Sandbox, dirs: SandboxDirs | null, cwd: str
   return args;
 }
 
-/** An environment as the sandbox shows it: every value's host paths of `dirs` rewritten. */
-export function sandboxEnv(dirs: SandboxDirs, env: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, insideSandbox(dirs, v)]));
+/**
+ * What a build process is started with: `argv` and `env` as they are without a sandbox; in one,
+ * bwrap's argv around them and every value of `env` with the host paths of `dirs` as the sandbox
+ * shows them. Every build process starts through this (process.ts, the shell driver).
+ */
+export function launch(
+  sandbox: Sandbox | undefined,
+  dirs: SandboxDirs,
+  cwd: string,
+  argv: readonly string[],
+  env: Record<string, string>,
+): { argv: string[]; env: Record<string, string> } {
+  if (!sandbox) return { argv: [...argv], env };
+  return {
+    argv: sandboxArgv(sandbox, dirs, cwd, argv),
+    env: Object.fromEntries(Object.entries(env).map(([k, v]) => [k, insideSandbox(dirs, v)])),
+  };
 }
 
 /**

@@ -19,7 +19,7 @@ import { constants, existsSync } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { killProcessGroup, processGroupAlive, signalOfExitCode, TailBuffer, type ProcessResult, type RunProcessInput } from '../process';
-import { SANDBOX_TREE, sandboxArgv, sandboxEnv } from '../sandbox';
+import { insideSandbox, launch } from '../sandbox';
 import { checkTestPath, splitArgs, testEnvironment } from './runTestFile';
 
 export interface ShellDriverInput extends Pick<RunProcessInput, 'timeoutMs' | 'signal' | 'killGraceMs' | 'maxOutputBytes' | 'processGroups' | 'runAs' | 'sandbox'> {
@@ -139,9 +139,11 @@ async function drive(input: ShellDriverInput, runsFileItself: boolean, words: st
   const cap = input.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
   const boundary = randomBytes(16).toString('hex');
   const dirs = { tree: input.workdir, home: input.home };
-  const prefix = input.sandbox ? sandboxArgv(input.sandbox, dirs, input.workdir, words) : words;
+  // Each file starts with these words (in the sandbox, when there is one) and its path after them.
+  const start = launch(input.sandbox, dirs, input.workdir, words, testEnvironment(input.home, input.env));
   // A file that runs itself is named by its absolute path, as the sandbox shows it when there is one.
-  const arg = (path: string) => (runsFileItself ? join(input.sandbox ? SANDBOX_TREE : input.workdir, path) : path.startsWith('-') ? `./${path}` : path);
+  const absolute = (path: string) => (input.sandbox ? insideSandbox(dirs, join(input.workdir, path)) : join(input.workdir, path));
+  const arg = (path: string) => (runsFileItself ? absolute(path) : path.startsWith('-') ? `./${path}` : path);
   const program = (path: string) => (runsFileItself ? path : words[0]!);
 
   const files$ = files.map<Running>((path) => ({
@@ -164,9 +166,9 @@ async function drive(input: ShellDriverInput, runsFileItself: boolean, words: st
   let child: ChildProcess;
   try {
     const [shell, ...args] = SHELLS[input.shell ?? SHELL];
-    child = spawn(shell, [...args, 'sluice-driver', ...prefix], {
+    child = spawn(shell, [...args, 'sluice-driver', ...start.argv], {
       cwd: input.workdir,
-      env: input.sandbox ? sandboxEnv(dirs, testEnvironment(input.home, input.env)) : testEnvironment(input.home, input.env),
+      env: start.env,
       // The driver's own group: a stop kills it with the file it is on.
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
