@@ -122,29 +122,23 @@ export function pinFailures(batch: readonly string[], cases: readonly BatchCase[
  */
 export function reportedSeconds(batch: readonly string[], cases: readonly BatchCase[], tree: string): Map<string, number> {
   const out = new Map<string, number>();
-  const add = (file: string, seconds: number) => out.set(file, (out.get(file) ?? 0) + seconds);
-  const bySuite = new Map<number, { files: Set<string | null>; time: number | null; cases: BatchCase[] }>();
+  // Cases by their testsuite (a case without one is a group of its own), each with its file.
+  const groups = new Map<number | BatchCase, { time: number | null; cases: { file: string | null; time: number | null }[] }>();
   for (const c of cases) {
-    const file = c.file ? batchFileOf(c.file, tree, batch) : null;
-    if (!c.suite) {
-      if (file && c.time !== null) add(file, c.time);
-      continue;
-    }
-    const s = bySuite.get(c.suite.id) ?? { files: new Set(), time: c.suite.time, cases: [] };
-    s.files.add(file);
-    s.cases.push(c);
-    bySuite.set(c.suite.id, s);
+    const key = c.suite?.id ?? c;
+    const group = groups.get(key) ?? { time: c.suite?.time ?? null, cases: [] };
+    group.cases.push({ file: c.file ? batchFileOf(c.file, tree, batch) : null, time: c.time });
+    groups.set(key, group);
   }
-  for (const s of bySuite.values()) {
-    const [only] = [...s.files];
-    if (s.files.size === 1 && only && s.time !== null) {
-      add(only, Math.max(s.time, s.cases.reduce((sum, c) => sum + (c.time ?? 0), 0)));
+  const add = (file: string, seconds: number) => out.set(file, (out.get(file) ?? 0) + seconds);
+  for (const group of groups.values()) {
+    const files = new Set(group.cases.map((c) => c.file));
+    const [only] = [...files];
+    if (files.size === 1 && only && group.time !== null) {
+      add(only, Math.max(group.time, group.cases.reduce((sum, c) => sum + (c.time ?? 0), 0)));
       continue;
     }
-    for (const c of s.cases) {
-      const file = c.file ? batchFileOf(c.file, tree, batch) : null;
-      if (file && c.time !== null) add(file, c.time);
-    }
+    for (const c of group.cases) if (c.file && c.time !== null) add(c.file, c.time);
   }
   return out;
 }
