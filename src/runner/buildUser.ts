@@ -21,8 +21,13 @@ export function resolveBuildUser(name: string, passwd = '/etc/passwd'): BuildUse
   }
   const ids = lookupUser(name, passwd);
   if (!ids) throw new Error(`SLUICE_BUILD_USER=${name}: no such user (create it: useradd --system --no-create-home --shell /usr/sbin/nologin ${name})`);
-  if (ids.uid === 0 || ids.gid === 0) throw new Error(`SLUICE_BUILD_USER=${name} is root or in group root: use an unprivileged user`);
+  if (!unprivileged(ids)) throw new Error(`SLUICE_BUILD_USER=${name} is root or in group root: use an unprivileged user`);
   return ids;
+}
+
+/** The ids when they are neither root nor in group root; else null. */
+function unprivileged(ids: BuildUser | null): BuildUser | null {
+  return ids && ids.uid !== 0 && ids.gid !== 0 ? ids : null;
 }
 
 /** A user's ids by /etc/passwd; null when there is no such user. */
@@ -39,16 +44,16 @@ export function lookupUser(name: string, passwd = '/etc/passwd'): BuildUser | nu
  * created now if the machine lacks it, or `nobody` where it cannot be created.
  */
 export async function ownBuildUser(): Promise<{ name: string; user: BuildUser }> {
-  const existing = lookupUser(OWN_BUILD_USER);
-  if (existing && existing.uid !== 0 && existing.gid !== 0) return { name: OWN_BUILD_USER, user: existing };
+  const existing = unprivileged(lookupUser(OWN_BUILD_USER));
+  if (existing) return { name: OWN_BUILD_USER, user: existing };
   try {
     await promisify(execFile)('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', OWN_BUILD_USER]);
   } catch {
     // Another runner on this machine created it first, or there is no useradd: look again below.
   }
-  const created = lookupUser(OWN_BUILD_USER);
-  if (created && created.uid !== 0 && created.gid !== 0) return { name: OWN_BUILD_USER, user: created };
-  const nobody = lookupUser(NOBODY);
-  if (nobody && nobody.uid !== 0 && nobody.gid !== 0) return { name: NOBODY, user: nobody };
+  const created = unprivileged(lookupUser(OWN_BUILD_USER));
+  if (created) return { name: OWN_BUILD_USER, user: created };
+  const nobody = unprivileged(lookupUser(NOBODY));
+  if (nobody) return { name: NOBODY, user: nobody };
   throw new Error(`the runner runs as root and could not create the user ${OWN_BUILD_USER} to run builds as: create an unprivileged user and set SLUICE_BUILD_USER`);
 }
