@@ -8,6 +8,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { RepoFiles } from './gitRepo';
+import { processesMatching } from './pids';
+import { eventually } from './wait';
 import { script } from './world';
 
 export interface HostileProbe {
@@ -71,4 +73,17 @@ function hostileScript({ daemonMarker, apiPort, runner, dataDir }: HostileProbe)
     'echo work > mine.txt && cat mine.txt >/dev/null && echo "wrote in its tree"',
     'exit 0',
   ].join('\n');
+}
+
+/**
+ * What the hostile file's output shows of a build in bubblewrap: it worked in its tree, reached
+ * nothing of Sluice's (no BREACH), saw neither the runner nor PostgreSQL's socket, and its daemon
+ * died with the sandbox's PID namespace when the test ended.
+ */
+export async function expectSandboxed(output: string, daemonMarker: string): Promise<void> {
+  expect(output).toContain('wrote in its tree\n');
+  expect(output).not.toContain('BREACH');
+  expect(output).not.toContain('sees the runner');
+  expect(output).not.toContain('sees the database socket');
+  await eventually('the daemon gone', async () => processesMatching(`sleep ${daemonMarker}`).length === 0);
 }
