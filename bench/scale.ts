@@ -11,7 +11,7 @@
  * - the history of a 5,000-file build, beside Temporal's own limit.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -99,15 +99,23 @@ async function efficiency(c: Cluster, log: (line: string) => void): Promise<Row[
   return rows;
 }
 
+/** The queue of the two runners the runner-death figure kills one of. */
+const DEATH_QUEUE = 'sluice-bench-death';
+
 async function runnerDeath(c: Cluster, log: (line: string) => void): Promise<Row> {
+  // The slow file tells the bench its runner's pid and when it started through files of the
+  // bench's, which bubblewrap's private /tmp and PID namespace would hide: two more runners
+  // without it, on a queue of their own, and a directory the build user may write in.
+  await Promise.all([0, 1].map(() => c.addRunner({ SLUICE_SANDBOX: 'none', SLUICE_BUILD_QUEUE: DEATH_QUEUE })));
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'sluice-bench-death-'));
+  await chmod(tmp, 0o1777);
   try {
     const starts = path.join(tmp, 'starts.log');
     const marker = path.join(tmp, 'first');
     // Logs each start (ns clock, runner pid); the first run hangs until its runner is killed.
     const slow = script(`echo "$(date +%s%N) $PPID" >> ${starts}\nif [ ! -e ${marker} ]; then touch ${marker}; sleep 600; fi`);
     const repo = await c.makeRepo({ 'test/slow_test.sh': slow, 'test/other_test.sh': script('sleep 1') }, { branch: 'master', test_pattern: 'test/*_test.sh', workers: 2 });
-    const session = await c.build(repo);
+    const session = await c.build(repo, { branch: 'master', queue: DEATH_QUEUE });
     const first = await eventually('the slow file to start', async () => (await readFile(starts, 'utf8').catch(() => '')).split('\n')[0]?.match(/^\d+ (\d+)$/));
     const victim = c.runners.find((r) => r.pid === Number(first[1]))!;
     log(`runner death: killing runner ${victim.pid}`);
@@ -118,7 +126,6 @@ async function runnerDeath(c: Cluster, log: (line: string) => void): Promise<Row
     const seconds = (Number(BigInt(again[1]!) / 1_000_000n) - killedAt) / 1000;
     await c.eventsOf(session);
     c.runners.splice(c.runners.indexOf(victim), 1);
-    await c.addRunner();
     return {
       name: 'Runner killed (SIGKILL) → its file running on another runner',
       value: seconds,
