@@ -132,6 +132,11 @@ interface Running {
   drained: boolean;
   durationMs: number;
   live: ReturnType<NonNullable<ShellDriverInput['live']>> | null;
+  /**
+   * What it printed before the driver's `start` line came: stdout and fd 3 are two pipes, so its
+   * first output can be read first. Handed to its live output when that starts.
+   */
+  early: Buffer[];
 }
 
 async function drive(input: ShellDriverInput, runsFileItself: boolean, words: string[], files: string[]): Promise<DriverFileResult[]> {
@@ -160,6 +165,7 @@ async function drive(input: ShellDriverInput, runsFileItself: boolean, words: st
     drained: false,
     durationMs: 0,
     live: null,
+    early: [],
   }));
   const done: Promise<void>[] = [];
 
@@ -195,7 +201,8 @@ async function drive(input: ShellDriverInput, runsFileItself: boolean, words: st
 
   const take = (f: Running, bytes: Buffer) => {
     f.output.push(bytes);
-    f.live?.onOutput(bytes);
+    if (f.live) f.live.onOutput(bytes);
+    else if (f.pid === null) f.early.push(bytes);
   };
   // stdout: each file's output, up to its boundary line.
   const marker = Buffer.from(`\n${boundary} `);
@@ -243,6 +250,7 @@ async function drive(input: ShellDriverInput, runsFileItself: boolean, words: st
         f.t0 = performance.now();
         f.pid = Number(value);
         f.live = input.live?.(f.path) ?? null;
+        for (const bytes of f.early.splice(0)) f.live?.onOutput(bytes);
         input.processGroups?.track(f.pid);
         if (input.timeoutMs > 0) f.timer = setTimeout(() => stop(f, `timed out after ${input.timeoutMs} ms`), input.timeoutMs);
         if (input.signal?.aborted) stop(f, 'stopped');
