@@ -159,16 +159,19 @@ it('a batch that hangs is stopped at its time limit, and the file that hangs tim
 }, 30_000);
 
 it('short files claimed together run from one shell, each in a process of its own, and a slow one streams its output while it runs', async () => {
-  const s = await session({ 'a.sh': 'echo a', 'slow.sh': 'echo tick; sleep 0.6; echo tock', 'z.sh': 'echo z; exit 2' });
+  // The slow file prints its second line only once this test has seen its first (bounded: 30 s).
+  const slow = 'echo tick; for i in $(seq 1 600); do [ -e release ] && break; sleep 0.05; done; echo tock';
+  const s = await session({ 'a.sh': 'echo a', 'slow.sh': slow, 'z.sh': 'echo z; exit 2' });
   const running = runLane(deps(), job(s, { command: 'sh' }));
   // Its first line is in the database before it ends.
   let seen = '';
-  for (let i = 0; i < 100 && !seen.includes('tick'); i++) {
+  for (let i = 0; i < 200 && !seen.includes('tick'); i++) {
     seen = (await readOutput(db.pool, s.sessionId, 0, 100)).filter((r) => r.path === 'test/slow.sh').map((r) => r.text).join('');
     if (!seen.includes('tick')) await new Promise((r) => setTimeout(r, 50));
   }
   expect(seen).toContain('tick');
   expect(seen).not.toContain('tock');
+  await writeFile(join(s.workdir, 'release'), '');
   await running;
   const rows = await results(s.sessionId);
   expect(rows.map((r) => [r.path, r.status, r.output, r.batch_id])).toEqual([
