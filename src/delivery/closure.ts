@@ -329,18 +329,22 @@ function runInEngine(
   try {
     rt.setMemoryLimit(Math.max(engine.pages * WASM_PAGE - ENGINE_OVERHEAD_BYTES, (engine.pages * WASM_PAGE) / 2));
     rt.setMaxStackSize(l.stackBytes);
-    rt.setInterruptHandler(() => {
-      if (!overBudget()) return false;
-      interrupted = true;
-      return true;
-    });
     const c = (ctx = rt.newContext());
 
+    // Our own prelude runs before the deadline is armed: on a fresh engine under load it can take
+    // longer than a closure's whole budget, and an interrupted prelude would read as "out of memory".
     const prelude = c.evalCode(PRELUDE, 'sluice-prelude.js', { type: 'global' });
     if (prelude.error) {
       keep(prelude.error);
       throw new EngineFailure('memory', 'the sandbox could not start');
     }
+    wallStart = performance.now();
+    cpuStart = threadCpuMs();
+    rt.setInterruptHandler(() => {
+      if (!overBudget()) return false;
+      interrupted = true;
+      return true;
+    });
     const fns = keep(prelude.value);
     const [callFn, encodeFn, describeFn] = [0, 1, 2].map((i) => keep(c.getProp(fns, i)));
 

@@ -264,6 +264,19 @@ describe('runClosure: fallbacks', () => {
     expect(closureEngineInfo().instancesCreated).toBe(before + 1);
   });
 
+  it("a fresh engine's own start does not count against the closure's deadline", async () => {
+    // A stack overflow poisons the engine, so the next run starts a new one and evaluates Sluice's
+    // prelude first. That start can take longer than a tight deadline on a loaded machine; it used
+    // to be interrupted and reported as "the sandbox could not start" (reason memory).
+    for (let i = 0; i < 5; i++) {
+      await runClosure('function f() { return f() }\nfunction transform_payload() { return f() }', PAYLOAD);
+      const before = closureEngineInfo().instancesCreated;
+      const result = await runClosure(OK_CLOSURE, PAYLOAD, { deadlineMs: 1 });
+      expect(closureEngineInfo().instancesCreated).toBe(before + 1);
+      expect(result).toEqual({ kind: 'ok', headers: {}, body: '{"n":41}' });
+    }
+  });
+
   it('runs that fail in every way, interleaved, never disturb each other', async () => {
     const sources = [
       OK_CLOSURE,
