@@ -99,8 +99,8 @@ export const layers = [
     files: ['src/build/**/*.ts'],
     rule: layer({
       packages: ['fastify', ...TEMPORAL],
-      folders: ['api', 'activities', 'workflows', 'temporal', 'worker', 'runner', 'delivery'],
-      why: "the runner's build steps know nothing of Temporal, HTTP routes or workflows: activities wrap them, and their SQL is in db/",
+      folders: ['api', 'activities', 'workflows', 'temporal', 'worker', 'runner', 'delivery', 'db', 'crypto'],
+      why: "the runner's build steps know nothing of Temporal, HTTP routes, workflows or the database: activities wrap them, and they read and write builds through BuildRecords (build/records.ts), never SQL or Sluice's secret key",
     }),
   },
 ];

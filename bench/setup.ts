@@ -16,6 +16,7 @@ import { findLocal } from '../src/build/cache/local';
 import { openStore } from '../src/store';
 import type { Cluster } from '../test/support/cluster';
 import type { Row } from './table';
+import { pgBuildRecords } from '../src/db/buildRecords';
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'node-100mb');
 /** What package setup caches for an npm project by default (build/packages.ts). */
@@ -73,7 +74,7 @@ export async function setupFigures(c: Cluster, log: (line: string) => void): Pro
  */
 async function localRestore(c: Cluster, repoId: number, lock: string, log: (line: string) => void): Promise<{ restore: number; copy: number }> {
   const deps: CacheDeps = {
-    pool: c.db.pool,
+    records: pgBuildRecords(c.db.pool, Buffer.alloc(32)),
     store: openStore({ kind: 'dir', dir: c.env.SLUICE_CACHE_URL! }),
     local: { dir: c.env.SLUICE_CACHE_LOCAL_DIR!, maxBytes: 20 * 2 ** 30 },
     limits: { maxEntryBytes: 2 * 2 ** 30, maxRepoBytes: 10 * 2 ** 30 },

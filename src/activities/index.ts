@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { DEFAULT_ARTIFACT_LIMITS, DEFAULT_CACHE_DIR, type Config } from '../config';
 import { cacheDeps } from '../build/cache';
+import { pgBuildRecords } from '../db/buildRecords';
 import { openStore, type BlobStore } from '../store';
 import { DEFAULT_STATUS_RETRY } from '../core/commitStatus';
 import { createBuildActivities } from './build/activities';
@@ -54,12 +55,15 @@ export function createRunnerActivities(
   const { pushToCiServer } = createPostActivities({ config: deps.config, pool: deps.pool });
   // One store a runner, for its caches and its builds' artifacts.
   const store = deps.store ?? openStore(deps.config.store ?? { kind: 'dir', dir: DEFAULT_CACHE_DIR });
+  const records = pgBuildRecords(deps.pool, deps.config.secretKey);
   return {
     ...createBuildActivities({
       ...deps,
-      cache: cacheDeps(deps.config, deps.pool, store),
-      artifacts: { pool: deps.pool, store, limits: deps.config.artifactLimits ?? DEFAULT_ARTIFACT_LIMITS },
+      records,
+      cache: cacheDeps(deps.config, records, store),
+      artifacts: { records, store, limits: deps.config.artifactLimits ?? DEFAULT_ARTIFACT_LIMITS },
     }),
     pushToCiServer,
   };
 }
+

@@ -21,13 +21,12 @@ import { lstat, mkdtemp, open, readlink, realpath, rm, stat, writeFile, type Fil
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { Pool } from 'pg';
 import { glob } from 'tinyglobby';
-import { deleteWorkerArtifacts, dropArtifact, markArtifactStored, reserveArtifact } from '../db/artifacts';
 import type { BlobStore } from '../store';
+import type { BuildRecords } from './records';
 
 export interface ArtifactDeps {
-  pool: Pool;
+  records: BuildRecords;
   store: BlobStore;
   limits: { maxFileBytes: number; maxBuildBytes: number };
 }
@@ -93,7 +92,7 @@ export async function collectArtifacts(deps: ArtifactDeps, job: ArtifactJob): Pr
 
   // A retried worker replaces its own earlier artifacts. Blobs that cannot be deleted now stay
   // under the session's prefix, and go with the session.
-  for (const key of await deleteWorkerArtifacts(deps.pool, job.sessionId, job.worker)) {
+  for (const key of await deps.records.deleteWorkerArtifacts(job.sessionId, job.worker)) {
     await deps.store.delete(key).catch(() => undefined);
   }
 
@@ -194,7 +193,7 @@ async function keepOne(deps: ArtifactDeps, job: ArtifactJob, root: string, owner
     const size = info.size;
     if (size > deps.limits.maxFileBytes) return { kind: 'skipped', why: `${mib(size)}, over the limit of one file (${mib(deps.limits.maxFileBytes)})` };
 
-    const reserved = await reserveArtifact(deps.pool, { sessionId: job.sessionId, worker: job.worker, path: rel, size }, { maxBuildBytes: deps.limits.maxBuildBytes, maxFiles: MAX_ARTIFACT_FILES });
+    const reserved = await deps.records.reserveArtifact({ sessionId: job.sessionId, worker: job.worker, path: rel, size }, { maxBuildBytes: deps.limits.maxBuildBytes, maxFiles: MAX_ARTIFACT_FILES });
     if (!reserved.ok) {
       if (reserved.why === 'gone') return { kind: 'stop', why: 'the build is gone (deleted meanwhile)' };
       if (reserved.why === 'files') return { kind: 'stop', why: `the build keeps at most ${MAX_ARTIFACT_FILES} files` };
@@ -206,19 +205,19 @@ async function keepOne(deps: ArtifactDeps, job: ArtifactJob, root: string, owner
       if (size === 0) await writeFile(copy, '', { mode: 0o600 });
       else await pipeline(handle.createReadStream({ start: 0, end: size - 1, autoClose: false }), createWriteStream(copy, { mode: 0o600 }));
     } catch (err) {
-      await dropArtifact(deps.pool, reserved.id);
+      await deps.records.dropArtifact(reserved.id);
       return { kind: 'skipped', why: `unreadable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` };
     }
     const copied = (await stat(copy)).size;
     try {
       await deps.store.putFile(reserved.storeKey, copy);
     } catch (err) {
-      await dropArtifact(deps.pool, reserved.id);
+      await deps.records.dropArtifact(reserved.id);
       return { kind: 'stop', why: `the store (${deps.store.description}) failed: ${(err as Error).message}` };
     } finally {
       await rm(copy, { force: true });
     }
-    if (!(await markArtifactStored(deps.pool, reserved.id, copied))) {
+    if (!(await deps.records.markArtifactStored(reserved.id, copied))) {
       // Its row went meanwhile (the session deleted, or a newer attempt of this worker): so does the blob.
       await deps.store.delete(reserved.storeKey).catch(() => undefined);
       return { kind: 'stop', why: 'the build is gone (deleted meanwhile)' };

@@ -5,16 +5,15 @@
  * session_hooks exists from its start, so the build page shows it running; its output is
  * stored with every secret masked.
  */
-import type { Pool } from 'pg';
 import type { HookName } from '../core/buildSetup';
-import { finishHook, startHook } from '../db/sessionHooks';
 import { liveOutput } from './liveOutput';
 import { maskOutput } from './output';
 import { runProcess, type BuildUser, type ProcessGroups, type ProcessResult } from './process';
+import type { BuildRecords } from './records';
 import type { Sandbox } from './sandbox';
 
 export interface HookPlace {
-  pool: Pool;
+  records: BuildRecords;
   sessionId: number;
   /** 1..N, or null for post_build (once a build). */
   worker: number | null;
@@ -46,7 +45,7 @@ export async function runHook(
   place: HookPlace,
   hook: { name: HookName; command: string; detail?: string | null; sandbox?: Sandbox },
 ): Promise<HookOutcome> {
-  const id = await startHook(place.pool, {
+  const id = await place.records.startHook({
     sessionId: place.sessionId,
     name: hook.name,
     worker: place.worker,
@@ -54,7 +53,7 @@ export async function runHook(
     detail: hook.detail ?? null,
     runner: place.runner,
   });
-  const live = liveOutput(place.pool, place.sessionId, { kind: 'hook', hookId: id }, place.secrets);
+  const live = liveOutput(place.records, place.sessionId, { kind: 'hook', hookId: id }, place.secrets);
   const result = await live.watch(runProcess({
     argv: ['/bin/sh', '-c', hook.command],
     viaShell: true,
@@ -71,14 +70,14 @@ export async function runHook(
     sandbox: hook.sandbox ?? place.sandbox,
   }));
   const output = maskOutput(result.output, place.secrets);
-  await finishHook(place.pool, id, { status: result.status, exitCode: result.exitCode, durationMs: result.durationMs, output });
+  await place.records.finishHook(id, { status: result.status, exitCode: result.exitCode, durationMs: result.durationMs, output });
   return { ...result, name: hook.name, output };
 }
 
 /** A hook that is not needed this time (package setup after an exact cache hit): shown, with why. */
 export async function skipHook(place: HookPlace, hook: { name: HookName; command: string; detail: string }): Promise<void> {
-  const id = await startHook(place.pool, { sessionId: place.sessionId, name: hook.name, worker: place.worker, command: hook.command, detail: hook.detail, runner: place.runner });
-  await finishHook(place.pool, id, { status: 'skipped', exitCode: null, durationMs: 0, output: '' });
+  const id = await place.records.startHook({ sessionId: place.sessionId, name: hook.name, worker: place.worker, command: hook.command, detail: hook.detail, runner: place.runner });
+  await place.records.finishHook(id, { status: 'skipped', exitCode: null, durationMs: 0, output: '' });
 }
 
 /** What a build that a setup hook failed says: the hook, where, how, and its last lines. */

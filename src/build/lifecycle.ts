@@ -27,18 +27,16 @@
  * always gives its services back.
  */
 import { chown, mkdir } from 'node:fs/promises';
-import type { Pool } from 'pg';
 import type { ServiceAdmins } from '../config';
 import type { BuildSetup, CacheSettings, HookName } from '../core/buildSetup';
 import type { Counts, Timing } from '../core/types';
-import { markWorkerFailed, markWorkerReady, recordWorkerStep, rendezvous, setupTiming } from '../db/sessionWorkers';
 import { collectArtifacts, type ArtifactDeps } from './artifacts';
 import { restoreCache, saveCache, type CacheDeps, type Restored } from './cache';
 import { hookFailure, runHook, skipHook, type HookPlace } from './hooks';
 import { defaultCache, detectPackageManagers, packageEnv, type PackageManager } from './packages';
 import type { BuildUser, ProcessGroups } from './process';
 import type { Sandbox } from './sandbox';
-import { loadBuildSecrets } from './secrets';
+import type { BuildRecords } from './records';
 import { provisionServices, ServiceUnavailableError, type WorkerServices } from './services';
 import { collectJUnitResults } from './tests/junit';
 import { runLane } from './tests/lane';
@@ -76,8 +74,7 @@ export interface WorkerJob {
 }
 
 export interface WorkerDeps {
-  pool: Pool;
-  secretKey: Buffer;
+  records: BuildRecords;
   /** This runner's name (host-pid). */
   runner: string;
   processGroups?: ProcessGroups;
@@ -222,12 +219,12 @@ async function servicesStep(w: Worker): Promise<boolean> {
 /** Every worker waits for every other before any test runs; the one that completes the set tells the session. */
 async function meet(w: Worker): Promise<boolean> {
   const { deps, job } = w;
-  let state = await markWorkerReady(deps.pool, job.sessionId, job.worker, deps.runner);
-  if (state.failure === null && state.ready >= job.workers) await deps.allReady({ ...(await setupTiming(deps.pool, job.sessionId)), exec: now() });
+  let state = await deps.records.markWorkerReady(job.sessionId, job.worker, deps.runner);
+  if (state.failure === null && state.ready >= job.workers) await deps.allReady({ ...(await deps.records.setupTiming(job.sessionId)), exec: now() });
   while (state.failure === null && state.ready < job.workers) {
     if (deps.signal?.aborted) return false;
     await sleep(RENDEZVOUS_POLL_MS, deps.signal);
-    state = await rendezvous(deps.pool, job.sessionId);
+    state = await deps.records.rendezvous(job.sessionId);
   }
   if (state.failure !== null) throw new SetupFailed(state.failure, { cause: 'another worker' });
   return true;
@@ -236,7 +233,7 @@ async function meet(w: Worker): Promise<boolean> {
 async function tests(w: Worker): Promise<boolean> {
   const { deps, job } = w;
   const out = await runLane(
-    { pool: deps.pool, runner: deps.runner, processGroups: deps.processGroups, runAs: deps.runAs, sandbox: deps.sandbox, firstFailure: deps.firstFailure, signal: deps.signal },
+    { records: deps.records, runner: deps.runner, processGroups: deps.processGroups, runAs: deps.runAs, sandbox: deps.sandbox, firstFailure: deps.firstFailure, signal: deps.signal },
     {
       sessionId: job.sessionId,
       lane: job.worker - 1,
@@ -274,7 +271,7 @@ async function artifacts(w: Worker): Promise<boolean> {
     ran = true;
   }
   if (job.junitPattern && w.ran > 0) {
-    await collectJUnitResults({ pool: deps.pool, secretKey: deps.secretKey }, { sessionId: job.sessionId, workdir: job.tree, pattern: job.junitPattern, lane: job.worker - 1 });
+    await collectJUnitResults({ records: deps.records }, { sessionId: job.sessionId, workdir: job.tree, pattern: job.junitPattern, lane: job.worker - 1 });
     ran = true;
   }
   return ran;
@@ -298,7 +295,7 @@ export async function runWorker(deps: WorkerDeps, job: WorkerJob): Promise<Worke
   await mkdir(job.home, { recursive: true, mode: 0o700 });
   if (deps.runAs) await chown(job.home, deps.runAs.uid, deps.runAs.gid);
   // Secrets are read here, from PostgreSQL, never through Temporal, and only for a build they may reach.
-  const secrets = job.secrets ? await loadBuildSecrets(deps.pool, deps.secretKey, job.repoId) : { values: {}, unreadable: [] };
+  const secrets = job.secrets ? await deps.records.buildSecrets(job.repoId) : { values: {}, unreadable: [] };
   const managers = job.setup.hooks.package_setup === undefined ? await detectPackageManagers(job.tree) : [];
   const w: Worker = {
     deps,
@@ -333,7 +330,7 @@ export async function runWorker(deps: WorkerDeps, job: WorkerJob): Promise<Worke
       }
       if (ran && step.key) timing[step.key] = now();
       if ((ran && step.key) || w.notes.length > 0) {
-        await recordWorkerStep(deps.pool, job.sessionId, job.worker, deps.runner, ran && step.key ? { [step.key]: timing[step.key]! } : {}, w.notes.splice(0));
+        await deps.records.recordWorkerStep(job.sessionId, job.worker, deps.runner, ran && step.key ? { [step.key]: timing[step.key]! } : {}, w.notes.splice(0));
       }
     }
   } finally {
@@ -350,9 +347,9 @@ export async function runWorker(deps: WorkerDeps, job: WorkerJob): Promise<Worke
 async function failSetup(w: Worker, err: SetupFailed): Promise<string | null> {
   const { deps, job } = w;
   if (err.cause === 'another worker') return err.message;
-  const before = await rendezvous(deps.pool, job.sessionId);
+  const before = await deps.records.rendezvous(job.sessionId);
   if (before.failure === null && before.ready >= job.workers) return null;
-  return (await markWorkerFailed(deps.pool, job.sessionId, job.worker, deps.runner, err.message)).failure ?? err.message;
+  return (await deps.records.markWorkerFailed(job.sessionId, job.worker, deps.runner, err.message)).failure ?? err.message;
 }
 
 // --- once a build -----------------------------------------------------------------------------
@@ -373,11 +370,11 @@ export interface PostBuildJob {
 export async function runPostBuildHook(deps: Omit<WorkerDeps, 'firstFailure' | 'allReady' | 'cache' | 'artifacts' | 'services'>, job: PostBuildJob): Promise<{ status: string }> {
   await mkdir(job.home, { recursive: true, mode: 0o700 });
   if (deps.runAs) await chown(job.home, deps.runAs.uid, deps.runAs.gid);
-  const secrets = job.secrets ? await loadBuildSecrets(deps.pool, deps.secretKey, job.repoId) : { values: {}, unreadable: [] };
+  const secrets = job.secrets ? await deps.records.buildSecrets(job.repoId) : { values: {}, unreadable: [] };
   const env = testEnvironment(job.home, { ...job.env, ...secrets.values, SLUICE_BUILD_STATUS: job.status });
   const outcome = await runHook(
     {
-      pool: deps.pool,
+      records: deps.records,
       sessionId: job.sessionId,
       worker: null,
       runner: deps.runner,
@@ -400,8 +397,9 @@ export async function runPostBuildHook(deps: Omit<WorkerDeps, 'firstFailure' | '
 
 /**
  * The worker's variables, later ones winning: the profile's and the trigger's, the repository's
- * secrets (a trigger may not replace one: build/secrets.ts), where the package managers put
- * things, and the worker's number. Services add theirs when they are made. A PATH from the
+ * secrets, where the package managers put things, and the worker's number. A secret is the
+ * operator's setting and the trigger's env comes from whoever holds the webhook URL, so a
+ * trigger can neither replace a secret's value nor redirect where a test sends it. Services add theirs when they are made. A PATH from the
  * package managers goes in front of the base PATH.
  */
 function workerEnvironment(job: WorkerJob, secrets: Record<string, string>, packages: Record<string, string>): Record<string, string> {
@@ -419,7 +417,7 @@ function workerEnvironment(job: WorkerJob, secrets: Record<string, string>, pack
 function hookPlace(w: Worker): HookPlace {
   const { deps, job } = w;
   return {
-    pool: deps.pool,
+    records: deps.records,
     sessionId: job.sessionId,
     worker: job.worker,
     runner: deps.runner,

@@ -17,10 +17,10 @@
  *   flush, and nothing here ever fails the process or its result.
  */
 import { StringDecoder } from 'node:string_decoder';
-import type { Pool } from 'pg';
 import { MaskingStream } from '../core/maskStream';
-import { appendOutput, type OutputSource } from '../db/outputChunks';
+import type { OutputSource } from '../db/outputChunks';
 import type { ProcessResult } from './process';
+import type { BuildRecords } from './records';
 
 export const FLUSH_MS = 250;
 export const MAX_BYTES = 1024 * 1024;
@@ -44,7 +44,7 @@ export interface LiveOutput {
 }
 
 /** Starts the clock of a process about to run (its first flush is FLUSH_MS from now). */
-export function liveOutput(pool: Pool, sessionId: number, source: OutputSource, secrets: string[], options: LiveOutputOptions = {}): LiveOutput {
+export function liveOutput(records: BuildRecords, sessionId: number, source: OutputSource, secrets: string[], options: LiveOutputOptions = {}): LiveOutput {
   const maxBytes = options.maxBytes ?? MAX_BYTES;
   const decoder = new StringDecoder('utf8');
   const masking = new MaskingStream(secrets);
@@ -64,7 +64,7 @@ export function liveOutput(pool: Pool, sessionId: number, source: OutputSource, 
     unsent = '';
     if (all === '' && end === null) return;
     try {
-      await appendOutput(pool, sessionId, source, rows(all), end === null ? null : { status: end.status, exitCode: end.exitCode, durationMs: end.durationMs });
+      await records.appendOutput(sessionId, source, rows(all), end === null ? null : { status: end.status, exitCode: end.exitCode, durationMs: end.durationMs });
     } catch (err) {
       unsent = all;
       options.onError?.(err);

@@ -1,4 +1,5 @@
 /** Dependency cache entries (cache_entries): which blob of the store holds which repository's entry, for which branch and key. */
+import { repoCachePrefix } from '../core/storeKeys';
 import type { Db } from './transaction';
 
 export interface CacheEntryRow {
@@ -81,8 +82,7 @@ export async function liveStoreKeys(db: Db, storeKeys: readonly string[]): Promi
   return new Set(rows.map((r) => r.storeKey));
 }
 
-/** Where a repository's entries are in the store: everything under it goes with the repository. */
-export const repoCachePrefix = (repoId: number) => `caches/${repoId}`;
+export { repoCachePrefix };
 
 /**
  * Deletes the blobs of deleted repositories' cache entries (migration 019 queues them), a

@@ -6,6 +6,7 @@ import { sweepLocalCache } from '../build/cache';
 import { sweepServices } from '../build/services';
 import { DEFAULT_CACHE_LOCAL_DIR, DEFAULT_CACHE_LOCAL_MAX_BYTES, DEFAULT_RUNNER_SLOTS, type Config } from '../config';
 import { loadInstallation } from '../db/installation';
+import { pgBuildRecords } from '../db/buildRecords';
 import { createPool } from '../db/pool';
 import { recordRunner, removeRunner, touchRunner } from '../db/runners';
 import { endedSessions } from '../db/sessions';
@@ -77,7 +78,8 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
   workers.push(...(await Promise.all(queues.map((taskQueue) => createPresenceWorker(connection, config.temporalNamespace, taskQueue)))));
   const running = Promise.all(workers.map((w) => w.run()));
 
-  const trees = treeDeps(config, pool);
+  const records = pgBuildRecords(pool, config.secretKey);
+  const trees = treeDeps(config, records);
   // Service databases and users of ended sessions (a runner that crashed left them): on the servers of this runner.
   let installation: string | undefined;
   const sweepLeftServices = async () => {
@@ -91,7 +93,7 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
       sweepTrees(trees).catch((err: unknown) => console.warn(`sluice runner: sweeping old checkouts failed: ${(err as Error).message}`)),
       sweepLeftServices().catch((err: unknown) => console.warn(`sluice runner: sweeping old service databases failed: ${(err as Error).message}`)),
       // Local copies of cache entries evicted (or deleted with their repository) elsewhere.
-      sweepLocalCache({ pool, local: config.cacheLocal ?? { dir: DEFAULT_CACHE_LOCAL_DIR, maxBytes: DEFAULT_CACHE_LOCAL_MAX_BYTES } }).catch((err: unknown) =>
+      sweepLocalCache({ records, local: config.cacheLocal ?? { dir: DEFAULT_CACHE_LOCAL_DIR, maxBytes: DEFAULT_CACHE_LOCAL_MAX_BYTES } }).catch((err: unknown) =>
         console.warn(`sluice runner: sweeping old local cache copies failed: ${(err as Error).message}`),
       ),
     ]);

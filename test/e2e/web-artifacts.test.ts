@@ -19,6 +19,7 @@ import { openStore } from '../../src/store';
 import { describeWithBrowser, openBrowser, signIn, type Browser } from '../support/browser';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { script, World } from '../support/world';
+import { pgBuildRecords } from '../../src/db/buildRecords';
 
 describeWithBrowser('web-artifacts.test.ts')('hooks and artifacts on the web pages', () => {
   let w: World;
@@ -79,7 +80,7 @@ describeWithBrowser('web-artifacts.test.ts')('hooks and artifacts on the web pag
     await writeFile(path.join(tree, 'coverage', 'index.html'), evil);
     await writeFile(path.join(tree, 'coverage', 'lcov.info'), 'TN:\nend_of_record\n');
     const kept = await collectArtifacts(
-      { pool, store: openStore(storeSettings()), limits: { maxFileBytes: 1 << 20, maxBuildBytes: 1 << 24 } },
+      { records: pgBuildRecords(pool, Buffer.alloc(32)), store: openStore(storeSettings()), limits: { maxFileBytes: 1 << 20, maxBuildBytes: 1 << 24 } },
       { sessionId: build.session, worker: 1, tree, patterns: ['coverage/**'] },
     );
     expect(kept).toMatchObject({ files: 2, notes: [] });

@@ -13,6 +13,7 @@ import { runProcess } from '../../src/build/process';
 import { startApiHarness, type ApiHarness } from '../support/apiApp';
 import { insertPostSession } from '../support/postSession';
 import { eventually } from '../support/wait';
+import { pgBuildRecords } from '../../src/db/buildRecords';
 
 let h: ApiHarness;
 let tmp: string;
@@ -30,7 +31,7 @@ const session = async () => (await insertPostSession(h.db.pool, h.config.secretK
 
 /** Runs `script` as test file `path` of worker `worker`, its output live. */
 async function runFile(sessionId: number, path: string, script: string, secrets: string[] = []) {
-  const live = liveOutput(h.db.pool, sessionId, { kind: 'file', worker: 1, path, attempt: 1, run: 1 }, secrets);
+  const live = liveOutput(pgBuildRecords(h.db.pool, h.config.secretKey), sessionId, { kind: 'file', worker: 1, path, attempt: 1, run: 1 }, secrets);
   const result = await runProcess({ argv: ['/bin/sh', '-c', script], viaShell: true, cwd: tmp, env: { PATH: '/usr/bin:/bin' }, program: 'sh', dirs: { tree: tmp, home: tmp }, timeoutMs: 30_000, onOutput: live.onOutput });
   await live.end(result);
   return result;

@@ -14,6 +14,7 @@ import { openStore, type BlobStore } from '../../src/store';
 import { startApiHarness, type ApiHarness } from '../support/apiApp';
 import { insertPostSession, type PostSession } from '../support/postSession';
 import { eventually } from '../support/wait';
+import { pgBuildRecords } from '../../src/db/buildRecords';
 
 let h: ApiHarness;
 let work: string;
@@ -32,7 +33,7 @@ async function collect(sessionId: number, worker: number, files: Record<string, 
     await mkdir(path.dirname(path.join(tree, rel)), { recursive: true });
     await writeFile(path.join(tree, rel), content);
   }
-  const result = await collectArtifacts({ pool: h.db.pool, store, limits: { maxFileBytes: 1 << 24, maxBuildBytes: 1 << 26 } }, { sessionId, worker, tree, patterns: ['**/*'] });
+  const result = await collectArtifacts({ records: pgBuildRecords(h.db.pool, h.config.secretKey), store, limits: { maxFileBytes: 1 << 24, maxBuildBytes: 1 << 26 } }, { sessionId, worker, tree, patterns: ['**/*'] });
   expect(result.notes).toEqual([]);
 }
 

@@ -12,6 +12,7 @@ import { listSessionArtifacts } from '../../src/db/artifacts';
 import { openStore, type BlobStore } from '../../src/store';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { startS3Server, type S3Server } from '../support/s3Server';
+import { pgBuildRecords } from '../../src/db/buildRecords';
 
 let db: TestDatabase;
 let s3: S3Server;
@@ -80,7 +81,7 @@ describe.each([
 ])('with the %s store', (_name, makeStore) => {
   let deps: ArtifactDeps;
   beforeAll(() => {
-    deps = { pool: db.pool, store: makeStore(), limits: BIG };
+    deps = { records: pgBuildRecords(db.pool, Buffer.alloc(32)), store: makeStore(), limits: BIG };
   });
 
   it('keeps the regular files inside the checkout that match, nothing through a link, nothing of .git', async () => {
@@ -210,7 +211,7 @@ it('a failing store ends the collection with a note; nothing half-kept is listed
   const session = await newSession();
   const dir = await tree('checkout-store-down', { 'a.txt': 'a', 'b.txt': 'b' });
   const down = openStore(s3.settings('no-such-bucket'));
-  const result = await collectArtifacts({ pool: db.pool, store: down, limits: BIG }, { sessionId: session, worker: 1, tree: dir, patterns: ['*.txt'] });
+  const result = await collectArtifacts({ records: pgBuildRecords(db.pool, Buffer.alloc(32)), store: down, limits: BIG }, { sessionId: session, worker: 1, tree: dir, patterns: ['*.txt'] });
   expect(result.files).toBe(0);
   expect(result.notes).toHaveLength(1);
   expect(result.notes[0]).toMatch(/^artifacts: the store \(s3:\/\/no-such-bucket\/ at http:\/\/127\.0\.0\.1:\d+\) failed: .*; 2 files not kept$/);
@@ -223,7 +224,7 @@ it('notes past MAX_NOTES end with how many more there were', async () => {
   const files = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`big/${String(i).padStart(2, '0')}.bin`, Buffer.alloc(20)]));
   const dir = await tree('checkout-many', files);
   const store = openStore({ kind: 'dir', dir: path.join(work, 'store') });
-  const result = await collectArtifacts({ pool: db.pool, store, limits: { maxFileBytes: 10, maxBuildBytes: 1000 } }, { sessionId: session, worker: 1, tree: dir, patterns: ['big/*'] });
+  const result = await collectArtifacts({ records: pgBuildRecords(db.pool, Buffer.alloc(32)), store, limits: { maxFileBytes: 10, maxBuildBytes: 1000 } }, { sessionId: session, worker: 1, tree: dir, patterns: ['big/*'] });
   expect(result.notes).toHaveLength(20);
   expect(result.notes[0]).toBe('artifacts: big/00.bin left out: 20 bytes, over the limit of one file (10 bytes)');
   expect(result.notes[19]).toBe('artifacts: 11 more notes like these');

@@ -11,6 +11,7 @@ import { listSessionArtifacts } from '../../src/db/artifacts';
 import { openStore } from '../../src/store';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { startS3Server, type S3Server } from '../support/s3Server';
+import { pgBuildRecords } from '../../src/db/buildRecords';
 
 let db: TestDatabase;
 let s3: S3Server;
@@ -60,7 +61,7 @@ async function sessionWithArtifacts(ageDays: number, files: string[], parentId: 
   await mkdir(tree, { recursive: true });
   for (const f of files) await writeFile(path.join(tree, f), `${f} of ${session}`);
   const store = openStore({ kind: 'dir', dir: storeDir });
-  const kept = await collectArtifacts({ pool: db.pool, store, limits: { maxFileBytes: 1 << 20, maxBuildBytes: 1 << 24 } }, { sessionId: session, worker: 1, tree, patterns: ['*'] });
+  const kept = await collectArtifacts({ records: pgBuildRecords(db.pool, Buffer.alloc(32)), store, limits: { maxFileBytes: 1 << 20, maxBuildBytes: 1 << 24 } }, { sessionId: session, worker: 1, tree, patterns: ['*'] });
   expect(kept.files).toBe(files.length);
   return session;
 }

@@ -19,6 +19,7 @@ import { createBareRepo } from '../support/gitRepo';
 import { createHgRepo, hgCommit } from '../support/hgRepo';
 import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
 import { reportPath } from '../support/reports';
+import { pgBuildRecords } from '../../src/db/buildRecords';
 
 const TOKEN = 'tok_9f8e7d6c5b4a-deploy';
 const SHARED_SECRET = 'from-the-secret-store';
@@ -102,7 +103,7 @@ beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), 'sluice-build-activities-'));
   h = await startApiHarness({ config: { workspaceDir: join(tmp, 'workspaces') } });
   await mkdir(h.config.workspaceDir);
-  activities = createBuildActivities({ config: h.config, pool: h.db.pool, runner: 'runner-under-test' });
+  activities = createBuildActivities({ config: h.config, records: pgBuildRecords(h.db.pool, h.config.secretKey), runner: 'runner-under-test' });
   server = await startSshGitServer({ authorizedKeys: [] });
   await h.admin('POST', '/api/v1/orgs', { name: 'acme', email: 'ci@acme.test' });
 
@@ -146,7 +147,7 @@ describe('queueTests', () => {
       profileName: 'default',
       pattern: 'tests/*.sh',
     };
-    const capped = createBuildActivities({ config: { ...h.config, maxTestFiles: 2 }, pool: h.db.pool, runner: 'runner-under-test' });
+    const capped = createBuildActivities({ config: { ...h.config, maxTestFiles: 2 }, records: pgBuildRecords(h.db.pool, h.config.secretKey), runner: 'runner-under-test' });
     const error = await failureOf(runActivity(() => capped.queueTests(input)).result);
     expect(error).toMatchObject({
       type: 'TooManyTestFiles',
@@ -178,7 +179,7 @@ describe('checkout', () => {
     expect(got.listed).toBeUndefined();
     expect(await listOf(built)).toEqual([]);
 
-    const capped = createBuildActivities({ config: { ...h.config, maxTestFiles: 2 }, pool: h.db.pool, runner: 'runner-under-test' });
+    const capped = createBuildActivities({ config: { ...h.config, maxTestFiles: 2 }, records: pgBuildRecords(h.db.pool, h.config.secretKey), runner: 'runner-under-test' });
     const tooMany = await newSession('git');
     const again = await runActivity(() =>
       capped.checkout({ sessionId: tooMany, repoId: repos.git.id, branch: 'master', head: 'HEAD', list: { ...list, unlessCommit: null } }),
@@ -316,7 +317,7 @@ describe('JUnit results', () => {
   });
 
   const collect = (pattern?: string | null) =>
-    collectJUnitResults({ pool: h.db.pool, secretKey: h.config.secretKey }, { sessionId: session, workdir, ...(pattern === undefined ? {} : { pattern }) });
+    collectJUnitResults({ records: pgBuildRecords(h.db.pool, h.config.secretKey) }, { sessionId: session, workdir, ...(pattern === undefined ? {} : { pattern }) });
 
   it('were collected by the lane that ran the tests', async () => {
     const { rows } = await h.db.pool.query('SELECT file, cases FROM junit_files WHERE session_id = $1', [session]);

@@ -16,6 +16,7 @@ import { runWorker, WORKER_STEPS, type WorkerDeps, type WorkerJob } from '../../
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { insertPostSession } from '../support/postSession';
 import { eventually } from '../support/wait';
+import { pgBuildRecords } from '../../src/db/buildRecords';
 
 const PG_ADMIN = 'postgres://postgres@127.0.0.1:5432/postgres';
 let db: TestDatabase;
@@ -65,8 +66,7 @@ async function worker(): Promise<{ job: WorkerJob; log: string; read: () => Prom
 
 function deps(signal?: AbortSignal): WorkerDeps {
   return {
-    pool: db.pool,
-    secretKey,
+    records: pgBuildRecords(db.pool, secretKey),
     runner: 'runner-under-test',
     hookTimeoutMs: 30_000,
     cache: null,

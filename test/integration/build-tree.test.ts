@@ -14,6 +14,7 @@ import { createTestDatabase, type TestDatabase } from '../support/db';
 import { createBareRepo, pushCommit } from '../support/gitRepo';
 import { insertPostSession, type PostSession } from '../support/postSession';
 import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
+import { pgBuildRecords } from '../../src/db/buildRecords';
 
 let db: TestDatabase;
 let server: SshGitServer;
@@ -32,7 +33,7 @@ beforeAll(async () => {
   const bare = join(tmp, 'app.git');
   first = await createBareRepo(bare, { 'a.txt': { content: 'one\n' } }, 'first');
   second = await pushCommit(bare, { 'a.txt': { content: 'two\n' } }, 'second');
-  deps = { pool: db.pool, secretKey, workspaceDir: join(tmp, 'ws') };
+  deps = { records: pgBuildRecords(db.pool, secretKey), workspaceDir: join(tmp, 'ws') };
   s = await insertPostSession(db.pool, secretKey, { key, pullUrl: server.url(bare) });
 });
 

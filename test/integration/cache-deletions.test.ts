@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Config } from '../../src/config';
 import { createCleanupActivity } from '../../src/activities/cleanup';
-import { repoCachePrefix } from '../../src/db/cacheEntries';
+import { repoCachePrefix } from '../../src/core/storeKeys';
 import { openStore } from '../../src/store';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 

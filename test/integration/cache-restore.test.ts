@@ -14,6 +14,7 @@ import { restoreCache, saveCache, sweepLocalCache, type CacheDeps, type CacheSet
 import { checkoutKey } from '../../src/build/cache/key';
 import { openStore, type BlobStore } from '../../src/store';
 import { createTestDatabase, type TestDatabase } from '../support/db';
+import { pgBuildRecords } from '../../src/db/buildRecords';
 
 let db: TestDatabase;
 let work: string;
@@ -60,7 +61,7 @@ async function newRepo(): Promise<number> {
 /** A runner: its own local directory, the shared store and database. */
 function runner(name: string, overrides: Partial<Pick<CacheDeps, 'limits' | 'local'>> = {}): CacheDeps {
   return {
-    pool: db.pool,
+    records: pgBuildRecords(db.pool, Buffer.alloc(32)),
     store,
     local: { dir: path.join(work, `local-${name}`), maxBytes: 100 * MiB },
     limits: { maxEntryBytes: 50 * MiB, maxRepoBytes: 200 * MiB },

@@ -9,6 +9,7 @@ import { restoreCache, saveCache, sweepLocalCache, type CacheDeps, type CacheSet
 import { openStore, type BlobStore } from '../../src/store';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { startS3Server, type S3Server } from '../support/s3Server';
+import { pgBuildRecords } from '../../src/db/buildRecords';
 
 let db: TestDatabase;
 let s3: S3Server;
@@ -41,7 +42,7 @@ afterAll(async () => {
 });
 
 const runner = (name: string, maxRepoBytes = 100 * 1024 * 1024): CacheDeps => ({
-  pool: db.pool,
+  records: pgBuildRecords(db.pool, Buffer.alloc(32)),
   store,
   local: { dir: path.join(work, `local-${name}`), maxBytes: 100 * 1024 * 1024 },
   limits: { maxEntryBytes: 10 * 1024 * 1024, maxRepoBytes },

@@ -14,6 +14,7 @@ import { lastOutputSeq, readOutput, type OutputSource } from '../../src/db/outpu
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { insertPostSession } from '../support/postSession';
 import { eventually } from '../support/wait';
+import { pgBuildRecords } from '../../src/db/buildRecords';
 
 let db: TestDatabase;
 let tmp: string;
@@ -32,7 +33,7 @@ const file = (path: string): OutputSource => ({ kind: 'file', worker: 1, path, a
 
 /** Runs `sh -c script` with its output live as `source`'s; the result once the writer is done too. */
 async function run(sessionId: number, script: string, opts: { secrets?: string[]; source?: OutputSource } & LiveOutputOptions = {}): Promise<ProcessResult> {
-  const live = liveOutput(db.pool, sessionId, opts.source ?? file('test/a_test.sh'), opts.secrets ?? [], opts);
+  const live = liveOutput(pgBuildRecords(db.pool, Buffer.alloc(32)), sessionId, opts.source ?? file('test/a_test.sh'), opts.secrets ?? [], opts);
   const result = await runProcess({ argv: ['/bin/sh', '-c', script], viaShell: true, cwd: tmp, env: { PATH: '/usr/bin:/bin' }, program: 'sh', dirs: { tree: tmp, home: tmp }, timeoutMs: 30_000, onOutput: live.onOutput });
   await live.end(result);
   return result;
@@ -113,7 +114,7 @@ describe('live output', () => {
 
   it('ends as an error when what it watches throws, and writes nothing after', async () => {
     const id = await session();
-    const live = liveOutput(db.pool, id, file('test/thrown_test.sh'), []);
+    const live = liveOutput(pgBuildRecords(db.pool, Buffer.alloc(32)), id, file('test/thrown_test.sh'), []);
     live.onOutput(Buffer.from('before the throw\n'));
     const thrown = live.watch(new Promise<ProcessResult>((_, reject) => setTimeout(() => reject(new Error('no home for the file')), 400)));
     await expect(thrown).rejects.toThrow('no home for the file');
@@ -127,7 +128,7 @@ describe('live output', () => {
   it('streams a hook as its session_hooks row, masked with its secrets', async () => {
     const id = await session();
     const outcome = await runHook(
-      { pool: db.pool, sessionId: id, worker: 2, runner: 'host-1', tree: tmp, home: tmp, env: { PATH: '/usr/bin:/bin', TOKEN: 'hook-secret-42' }, secrets: ['hook-secret-42'], timeoutMs: 30_000 },
+      { records: pgBuildRecords(db.pool, Buffer.alloc(32)), sessionId: id, worker: 2, runner: 'host-1', tree: tmp, home: tmp, env: { PATH: '/usr/bin:/bin', TOKEN: 'hook-secret-42' }, secrets: ['hook-secret-42'], timeoutMs: 30_000 },
       { name: 'worker_setup', command: 'echo "setting up with $TOKEN"; sleep 0.5; echo ready' },
     );
     expect(outcome.output).toBe('setting up with ****\nready\n');

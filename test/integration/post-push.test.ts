@@ -26,6 +26,7 @@ import { createBareRepo, git, pushCommit, revParse } from '../support/gitRepo';
 import { createHgRepo, hg, hgCommit, hgNode } from '../support/hgRepo';
 import { insertPostSession, postBuildSteps, postTestConfig, type PostSession } from '../support/postSession';
 import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
+import { pgBuildRecords } from '../../src/db/buildRecords';
 
 let db: TestDatabase;
 let config: Config;
@@ -66,7 +67,7 @@ async function ciRepo(): Promise<string> {
  */
 async function checkout(s: PostSession, head = 'HEAD'): Promise<{ workdir: string; commitId: string }> {
   const workdir = treeDir(config.workspaceDir, s.sessionId);
-  const got = await fetchTree({ pool: db.pool, secretKey: config.secretKey, workspaceDir: config.workspaceDir }, { sessionId: s.sessionId, repoId: s.repoId, branch: 'master', head }, workdir, undefined);
+  const got = await fetchTree({ records: pgBuildRecords(db.pool, config.secretKey), workspaceDir: config.workspaceDir }, { sessionId: s.sessionId, repoId: s.repoId, branch: 'master', head }, workdir, undefined);
   return { workdir, commitId: got.commitId };
 }
 

@@ -18,6 +18,7 @@ import { listSessionBatches } from '../../src/db/testBatches';
 import { enqueueTests } from '../../src/db/testQueue';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { insertPostSession } from '../support/postSession';
+import { pgBuildRecords } from '../../src/db/buildRecords';
 
 let db: TestDatabase;
 let tmp: string;
@@ -63,7 +64,7 @@ async function session(files: Record<string, string>): Promise<{ sessionId: numb
 }
 
 function deps(): LaneDeps {
-  return { pool: db.pool, runner: 'host-1', firstFailure: async () => undefined };
+  return { records: pgBuildRecords(db.pool, Buffer.alloc(32)), runner: 'host-1', firstFailure: async () => undefined };
 }
 
 function job(s: { sessionId: number; workdir: string; runs: string }, over: Partial<LaneJob> & { env?: Record<string, string> } = {}): LaneJob {

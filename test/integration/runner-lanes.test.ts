@@ -14,6 +14,7 @@ import { claimFiles, enqueueTests, queueCounts, recordFileResult, workLeftMs, ty
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { insertPostSession } from '../support/postSession';
 import { eventually } from '../support/wait';
+import { pgBuildRecords } from '../../src/db/buildRecords';
 
 let db: TestDatabase;
 let tmp: string;
@@ -48,7 +49,7 @@ const queued = (names: string[], estimates: Record<string, number> = {}): Queued
 function deps(over: Partial<LaneDeps> = {}): LaneDeps & { firstFailures: Counts[] } {
   const firstFailures: Counts[] = [];
   return {
-    pool: db.pool,
+    records: pgBuildRecords(db.pool, secretKey),
     runner: 'host-1',
     firstFailure: async (c) => {
       firstFailures.push(c);

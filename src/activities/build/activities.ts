@@ -4,22 +4,18 @@
  * tree an earlier activity left on some runner: each gets its tree through tree.ts, so any
  * runner can take any of them and a runner's death costs a re-fetch, never a stuck build.
  *
- * They load what is secret (the SSH key, build secrets) from PostgreSQL themselves, so it
- * never enters Temporal's history, and store test output (secrets masked) in PostgreSQL,
- * returning only what the workflow decides on.
+ * They load what is secret (the SSH key, build secrets) through the runner's build records
+ * themselves, so it never enters Temporal's history, and store test output (secrets masked)
+ * there, returning only what the workflow decides on.
  */
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import type { Pool } from 'pg';
 import { DEFAULT_HOOK_TIMEOUT_MS, DEFAULT_MAX_TEST_FILES, type Config } from '../../config';
 import { medianMs } from '../../core/batches';
 import type { BuildSetup } from '../../core/buildSetup';
 import { FIRST_FAIL_SIGNAL, WORKERS_READY_SIGNAL } from '../../core/signalNames';
 import type { Counts, Timing } from '../../core/types';
-import { loadInstallation } from '../../db/installation';
-import { enqueueTests, recordedDurations } from '../../db/testQueue';
 import { FAILURE_TYPES } from '../failures';
-import { withHeartbeat } from '../heartbeat';
+import { runningActivity, withHeartbeat } from '../heartbeat';
 import { readRepoConfig } from '../post/repoConfig';
 import type {
   CheckoutInput,
@@ -37,13 +33,15 @@ import { ensureTree, fetchTree, holdTree, homeDir, markUsed, removeTree, treeDep
 import { GitPullError } from '../../build/checkout/git';
 import { runPostBuildHook, runWorker } from '../../build/lifecycle';
 import type { BuildUser, ProcessGroups } from '../../build/process';
+import type { BuildRecords } from '../../build/records';
 import type { Sandbox } from '../../build/sandbox';
 import { discoverTests, InvalidPatternError } from '../../build/tests/discover';
 import { laneHasWork } from '../../build/tests/lane';
 
 export interface BuildDeps {
   config: Config;
-  pool: Pool;
+  /** What the build steps read and write about builds (build/records.ts). */
+  records: BuildRecords;
   /** This runner's name (host-pid), recorded with each test file it runs. */
   runner: string;
   /** Where test process groups are reported so that none outlives this runner. */
@@ -72,11 +70,11 @@ export function checkoutFailure(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
 }
 
-export function createBuildActivities({ config, pool, runner, processGroups, runAs, sandbox, cache = null, artifacts = null }: BuildDeps) {
-  const trees = treeDeps(config, pool);
+export function createBuildActivities({ config, records, runner, processGroups, runAs, sandbox, cache = null, artifacts = null }: BuildDeps) {
+  const trees = treeDeps(config, records);
   // This installation's id names the services' databases; read once.
   let installationId: Promise<string> | undefined;
-  const installation = () => (installationId ??= loadInstallation(pool));
+  const installation = () => (installationId ??= records.installationId());
 
   /**
    * The session's list of the files in `workdir` that match `pattern`, written to PostgreSQL
@@ -97,13 +95,13 @@ export function createBuildActivities({ config, pool, runner, processGroups, run
         FAILURE_TYPES.tooManyTestFiles,
       );
     }
-    const known = await recordedDurations(pool, suiteId, profileName, paths);
+    const known = await records.recordedDurations(suiteId, profileName, paths);
     // A file never run is taken to last as long as the suite's middle file (null: no history at all).
     const median = medianMs([...known.values()]);
     const files = paths.map((path) => ({ path, estimateMs: known.get(path) ?? median }));
     // Stable: equal estimates keep discovery's (path) order.
     files.sort((a, b) => (b.estimateMs ?? Infinity) - (a.estimateMs ?? Infinity) || 0);
-    return enqueueTests(pool, sessionId, files);
+    return records.enqueueTests(sessionId, files);
   }
 
   return {
@@ -143,17 +141,17 @@ export function createBuildActivities({ config, pool, runner, processGroups, run
      * workers, files from the shared list until none is left, artifacts, the cache saved.
      */
     async runLane(input: RunLaneInput): Promise<RunLaneResult> {
-      const ctx = Context.current();
+      const run = runningActivity();
       const { sessionId } = input.tree;
       // A retry after a lost runner may find every file done by the other lanes.
-      if (!(await laneHasWork(pool, sessionId))) return { ran: 0, runner };
+      if (!(await laneHasWork(records, sessionId))) return { ran: 0, runner };
       const workdir = treeDir(config.workspaceDir, sessionId, input.lane);
       const signalSession = (name: string) => async (payload: unknown) => {
         // Best effort: the workflow also sends `test` and `first-fail` at the end if these never arrived.
         try {
-          await ctx.client.workflow.getHandle(input.workflowId).signal(name, payload);
+          await run?.signalWorkflow(input.workflowId, name, payload);
         } catch (err) {
-          ctx.log.warn(`${name} signal not delivered`, { sessionId, error: String(err) });
+          run?.log.warn(`${name} signal not delivered`, { sessionId, error: String(err) });
         }
       };
       return withHeartbeat(async (signal) => {
@@ -163,8 +161,7 @@ export function createBuildActivities({ config, pool, runner, processGroups, run
         await markUsed(workdir, runAs);
         const out = await runWorker(
           {
-            pool,
-            secretKey: config.secretKey,
+            records,
             runner,
             processGroups,
             runAs,
@@ -182,7 +179,7 @@ export function createBuildActivities({ config, pool, runner, processGroups, run
             repoId: input.tree.repoId,
             worker: input.lane + 1,
             workers: input.lanes ?? 1,
-            attempt: ctx.info.attempt,
+            attempt: run?.attempt ?? 1,
             tree: workdir,
             home: homeDir(workdir),
             command: input.command,
@@ -216,7 +213,7 @@ export function createBuildActivities({ config, pool, runner, processGroups, run
           });
           await markUsed(workdir, runAs);
           return await runPostBuildHook(
-            { pool, secretKey: config.secretKey, runner, processGroups, runAs, sandbox, hookTimeoutMs: config.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS, signal },
+            { records, runner, processGroups, runAs, sandbox, hookTimeoutMs: config.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS, signal },
             { sessionId: input.tree.sessionId, repoId: input.tree.repoId, tree: workdir, home: homeDir(workdir), command: input.command, env: input.env, secrets: input.secrets, status: input.status },
           );
         } finally {

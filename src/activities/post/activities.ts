@@ -30,6 +30,7 @@ import { postChatMessage } from './chat';
 import { parseSmtpUrl, sendMail } from './email';
 import { hgPushInputProblem, pushHgCommit } from './hgPush';
 import { GitPushError, pushCommit, pushInputProblem } from './push';
+import { pgBuildRecords } from '../../db/buildRecords';
 import { recordStep, type PostStep } from '../../db/postBuildSteps';
 import { loadPushTarget } from '../../db/repos';
 import { listFailingTests, loadSessionTargets } from '../../db/sessions';
@@ -104,7 +105,7 @@ export function createPostActivities(deps: PostDeps) {
           const workdir = treeDir(config.workspaceDir, input.sessionId);
           // The session has ended: the runner's sweep must not take the tree from under the push.
           release = holdTree(workdir);
-          if (!hg) await ensureTree(treeDeps(config, pool), input, workdir, 'objects', signal);
+          if (!hg) await ensureTree(treeDeps(config, pgBuildRecords(pool, config.secretKey)), input, workdir, 'objects', signal);
           // Read again: a fetch just now may have learned the pull URL's host key.
           const hostKeys: HostKeys = { known: (await loadPushTarget(pool, input.repoId))?.sshKnownHosts ?? repo.sshKnownHosts };
           const pushed = await (hg ? pushHgCommit : pushCommit)({
@@ -121,7 +122,7 @@ export function createPostActivities(deps: PostDeps) {
               // A host key refused while asking the pull URL for the tip: say what to do, as the checkout does.
               throw withHostKeyHint(err, input.repoId);
             })
-            .finally(() => keepLearnedHostKeys(pool, input.repoId, hostKeys));
+            .finally(() => keepLearnedHostKeys(pgBuildRecords(pool, config.secretKey), input.repoId, hostKeys));
           if (!pushed.pushed) {
             // Recorded as ok, returned as `pushed: false`. Declining to push a commit that is not
             // (or no longer) the branch's tip is this step doing its job, not failing: a branch

@@ -12,9 +12,10 @@
 import { lchown, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { Pool } from 'pg';
 import { DEFAULT_CACHE_DIR, DEFAULT_CACHE_LIMITS, DEFAULT_CACHE_LOCAL_DIR, DEFAULT_CACHE_LOCAL_MAX_BYTES, type Config } from '../../config';
-import { deleteEntry, evictEntries, findExactEntry, findNewestEntry, insertEntry, liveStoreKeys, repoCachePrefix, touchEntry, type CacheEntryRow } from '../../db/cacheEntries';
+import type { CacheEntryRow } from '../../db/cacheEntries';
+import { repoCachePrefix } from '../../core/storeKeys';
+import type { BuildRecords } from '../records';
 import { openStore, type BlobStore } from '../../store';
 import { checkEntry, EntryTooBig, packEntry, unpackEntry } from './archive';
 import { chownEntry, copyIn, copyOut, tidyEntry, type Owner } from './copy';
@@ -27,7 +28,7 @@ export interface CacheSettings {
 }
 
 export interface CacheDeps {
-  pool: Pool;
+  records: BuildRecords;
   store: BlobStore;
   local: { dir: string; maxBytes: number };
   limits: { maxEntryBytes: number; maxRepoBytes: number };
@@ -62,9 +63,9 @@ export interface Restored {
 }
 
 /** What the runner's configuration says, with the defaults of config.ts; `store` is opened once by the caller when it has one. */
-export function cacheDeps(config: Pick<Config, 'store' | 'cacheLocal' | 'cacheLimits'>, pool: Pool, store?: BlobStore): CacheDeps {
+export function cacheDeps(config: Pick<Config, 'store' | 'cacheLocal' | 'cacheLimits'>, records: BuildRecords, store?: BlobStore): CacheDeps {
   return {
-    pool,
+    records,
     store: store ?? openStore(config.store ?? { kind: 'dir', dir: DEFAULT_CACHE_DIR }),
     local: config.cacheLocal ?? { dir: DEFAULT_CACHE_LOCAL_DIR, maxBytes: DEFAULT_CACHE_LOCAL_MAX_BYTES },
     limits: config.cacheLimits ?? DEFAULT_CACHE_LIMITS,
@@ -84,8 +85,8 @@ export async function restoreCache(deps: CacheDeps, settings: CacheSettings, tar
     const computed = await checkoutKey(settings, target.tree);
     key = computed.key;
     const found =
-      (await findExactEntry(deps.pool, target.repoId, target.readScopes, key)) ??
-      (await findNewestEntry(deps.pool, target.repoId, target.readScopes, computed.family));
+      (await deps.records.findExactEntry(target.repoId, target.readScopes, key)) ??
+      (await deps.records.findNewestEntry(target.repoId, target.readScopes, computed.family));
     if (!found) return miss(key, notes);
     const local = await findLocal(deps.local, found.storeKey);
     const copy = local ?? (await download(deps, found, target.owner, notes, signal));
@@ -96,7 +97,7 @@ export async function restoreCache(deps: CacheDeps, settings: CacheSettings, tar
     }
     const { restored, notes: copyNotes } = await copyIn(copy.dir, target, computed.savePaths, target.owner, signal);
     notes.push(...copyNotes);
-    await touchEntry(deps.pool, found.id);
+    await deps.records.touchEntry(found.id);
     await evictLocal(deps.local);
     return {
       key,
@@ -123,7 +124,7 @@ async function download(deps: CacheDeps, entry: CacheEntryRow, owner: Owner | un
     const archive = path.join(work, 'entry.tgz');
     if (!(await deps.store.getFile(entry.storeKey, archive))) {
       notes.push(`cache entry ${entry.storeKey} is no longer in the store; forgotten`);
-      await deleteEntry(deps.pool, entry.id);
+      await deps.records.deleteEntry(entry.id);
       return null;
     }
     signal?.throwIfAborted();
@@ -147,7 +148,7 @@ async function download(deps: CacheDeps, entry: CacheEntryRow, owner: Owner | un
 
 /** Deletes an entry's row, then its blob. */
 async function forget(deps: CacheDeps, entry: CacheEntryRow): Promise<void> {
-  const storeKey = await deleteEntry(deps.pool, entry.id);
+  const storeKey = await deps.records.deleteEntry(entry.id);
   if (storeKey) await deps.store.delete(storeKey);
 }
 
@@ -166,7 +167,7 @@ export async function saveCache(
   if (!restored.key) return no('cache not saved: its settings name a path that is not allowed');
   let work: string | null = null;
   try {
-    if (await findExactEntry(deps.pool, target.repoId, [scope], restored.key)) return no(`cache not saved: ${scope} has an entry of this key already`);
+    if (await deps.records.findExactEntry(target.repoId, [scope], restored.key)) return no(`cache not saved: ${scope} has an entry of this key already`);
     const savePaths = parseSavePaths(settings.save_paths);
     work = await workPlace(deps.local);
     const entryDir = path.join(work, 'entry');
@@ -187,12 +188,12 @@ export async function saveCache(
     const storeKey = `${repoCachePrefix(target.repoId)}/${randomBytes(12).toString('hex')}.tgz`;
     await deps.store.putFile(storeKey, archive);
     const family = cacheFamily({ platform: process.platform, arch: process.arch, savePaths });
-    const id = await insertEntry(deps.pool, { repoId: target.repoId, scope, key: restored.key, family, size: bytes, storeKey });
+    const id = await deps.records.insertEntry({ repoId: target.repoId, scope, key: restored.key, family, size: bytes, storeKey });
     if (id === null) {
       await deps.store.delete(storeKey);
       return no(`cache not saved: another build saved an entry of this key in ${scope} meanwhile`);
     }
-    const evicted = await evictEntries(deps.pool, target.repoId, deps.limits.maxRepoBytes, id);
+    const evicted = await deps.records.evictEntries(target.repoId, deps.limits.maxRepoBytes, id);
     for (const key of evicted) await deps.store.delete(key).catch(() => undefined);
 
     await rm(archive, { force: true });
@@ -210,6 +211,6 @@ export async function saveCache(
 }
 
 /** Deletes local copies no entry names any more, and the least recently used over the limit; runners call it from time to time. */
-export async function sweepLocalCache(deps: Pick<CacheDeps, 'pool' | 'local'>): Promise<number> {
-  return evictLocal(deps.local, { isLive: (keys) => liveStoreKeys(deps.pool, keys) });
+export async function sweepLocalCache(deps: Pick<CacheDeps, 'records' | 'local'>): Promise<number> {
+  return evictLocal(deps.local, { isLive: (keys) => deps.records.liveStoreKeys(keys) });
 }

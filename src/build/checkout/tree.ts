@@ -11,27 +11,19 @@
  */
 import { lchown, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Pool } from 'pg';
 import type { Config } from '../../config';
-import { unseal } from '../../crypto/sealed';
-import { loadPullSource, recordKnownHosts } from '../../db/repos';
-import { endedSessions } from '../../db/sessions';
 import type { TreeRef } from '../../activities/types';
 import { fetchRepository, GitPullError, type FetchRepositoryResult, type HostKeys } from './git';
 import { fetchHgRepository } from './hg';
 import type { BuildUser } from '../process';
+import type { BuildRecords } from '../records';
 
 export interface TreeDeps {
-  pool: Pool;
-  secretKey: Buffer;
+  records: BuildRecords;
   workspaceDir: string;
 }
 
-export const treeDeps = (config: Pick<Config, 'secretKey' | 'workspaceDir'>, pool: Pool): TreeDeps => ({
-  pool,
-  secretKey: config.secretKey,
-  workspaceDir: config.workspaceDir,
-});
+export const treeDeps = (config: Pick<Config, 'workspaceDir'>, records: BuildRecords): TreeDeps => ({ records, workspaceDir: config.workspaceDir });
 
 interface Marker extends FetchRepositoryResult {
   /** No test has run in the tree yet. */
@@ -82,29 +74,28 @@ export async function fetchTree(
   workdir: string,
   signal: AbortSignal | undefined,
 ): Promise<FetchRepositoryResult> {
-  const repo = await loadPullSource(deps.pool, ref.repoId);
+  const repo = await deps.records.pullSource(ref.repoId);
   if (!repo) throw new TreeGoneError(`repository ${ref.repoId} no longer exists`);
   await removeTree(workdir);
   // The repository's SCM decides (the API refuses a trigger naming the other one).
-  const privateKey = unseal(deps.secretKey, repo.ssh_private_key_sealed);
-  const hostKeys: HostKeys = { known: repo.ssh_known_hosts };
-  const common = { pullUrl: repo.pull_url, privateKey, workdir, branch: ref.branch, head: ref.head, signal, hostKeys };
+  const hostKeys: HostKeys = { known: repo.knownHosts };
+  const common = { pullUrl: repo.pullUrl, privateKey: repo.privateKey, workdir, branch: ref.branch, head: ref.head, signal, hostKeys };
   let got: FetchRepositoryResult;
   try {
     got = repo.scm === 'hg' ? await fetchHgRepository(common) : await fetchRepository({ ...common, refspecs: ref.refspecs ?? [] });
   } catch (err) {
     throw withHostKeyHint(err, ref.repoId);
   } finally {
-    await keepLearnedHostKeys(deps.pool, ref.repoId, hostKeys);
+    await keepLearnedHostKeys(deps.records, ref.repoId, hostKeys);
   }
   await writeFile(markerOf(workdir), JSON.stringify({ ...got, pristine: true } satisfies Marker));
   return got;
 }
 
 /** Stores what ssh learned on a first connection to a host (trust on first use). */
-export async function keepLearnedHostKeys(pool: Pool, repoId: number, hostKeys: HostKeys): Promise<void> {
+export async function keepLearnedHostKeys(records: Pick<BuildRecords, 'recordKnownHosts'>, repoId: number, hostKeys: HostKeys): Promise<void> {
   const { known, learned } = hostKeys;
-  if (learned !== undefined && learned.trim() !== '' && learned !== (known ?? '')) await recordKnownHosts(pool, repoId, known, learned);
+  if (learned !== undefined && learned.trim() !== '' && learned !== (known ?? '')) await records.recordKnownHosts(repoId, known ?? null, learned);
 }
 
 /** A refused host key says what to do about it. */
@@ -168,7 +159,7 @@ export async function sweepTrees(deps: TreeDeps): Promise<number> {
     bySession.set(id, [...(bySession.get(id) ?? []), name]);
   }
   if (bySession.size === 0) return 0;
-  const ended = await endedSessions(deps.pool, [...bySession.keys()]);
+  const ended = await deps.records.endedSessions([...bySession.keys()]);
   let removed = 0;
   for (const id of ended) {
     for (const name of bySession.get(id) ?? []) {

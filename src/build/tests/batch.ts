@@ -11,21 +11,20 @@
  */
 import { chown, mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { Pool } from 'pg';
 import { batchCommandLine, pinFailures, reportedPath, reportedSeconds, shareDuration, type BatchCase } from '../../core/batches';
 import { parseJUnit } from '../../core/junit';
 import type { OutputSource } from '../../db/outputChunks';
-import { finishBatch, startBatch } from '../../db/testBatches';
 import { liveOutput } from '../liveOutput';
 import { maskOutput } from '../output';
 import { runProcess, type BuildUser, type ProcessGroups, type ProcessResult } from '../process';
+import type { BuildRecords } from '../records';
 import { outsideSandbox, type Sandbox, type SandboxDirs } from '../sandbox';
 import { readCapped } from './junit';
 import { testEnvironment } from './runTestFile';
 
 /** Where a batch runs, and as whom: the lane's worker. */
 export interface BatchPlace {
-  pool: Pool;
+  records: BuildRecords;
   sessionId: number;
   lane: number;
   runner: string;
@@ -75,7 +74,7 @@ const MAX_REPORT_BYTES = 16 * 1024 * 1024;
  */
 export async function runBatch(place: BatchPlace, files: readonly BatchFile[]): Promise<BatchFileResult[] | null> {
   const paths = files.map((f) => f.path);
-  const batchId = await startBatch(place.pool, { sessionId: place.sessionId, lane: place.lane, runner: place.runner, files: files.length });
+  const batchId = await place.records.startBatch({ sessionId: place.sessionId, lane: place.lane, runner: place.runner, files: files.length });
   const startedAt = new Date();
   const run = await runCommand(place, batchCommandLine(place.command, paths), `${batchId}`, timeoutOf(place.timeoutMs, files), {
     kind: 'batch',
@@ -84,19 +83,19 @@ export async function runBatch(place: BatchPlace, files: readonly BatchFile[]): 
   });
   const output = maskOutput(run.result.output, place.secretValues);
   if (place.signal?.aborted) {
-    await finishBatch(place.pool, batchId, { status: 'error', exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note: 'stopped' });
+    await place.records.finishBatch(batchId, { status: 'error', exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note: 'stopped' });
     return null;
   }
   const reported = reportedSeconds(paths, run.cases, place.tree);
   const durations = shareDuration(run.result.durationMs, files, reported);
   if (run.result.status === 'passed') {
-    await finishBatch(place.pool, batchId, { status: 'passed', exitCode: 0, durationMs: run.result.durationMs, output, note: null });
+    await place.records.finishBatch(batchId, { status: 'passed', exitCode: 0, durationMs: run.result.durationMs, output, note: null });
     return files.map((f) => ({ path: f.path, status: 'passed', exitCode: 0, durationMs: durations.get(f.path)!, output: '', batchId, startedAt }));
   }
 
   // A batch of one file is that file's own run: its verdict.
   if (files.length === 1) {
-    await finishBatch(place.pool, batchId, { status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note: null });
+    await place.records.finishBatch(batchId, { status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note: null });
     return [{ path: files[0]!.path, status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, batchId, startedAt }];
   }
   // Not whole: each file by what the reports say of it, else by a run of its own.
@@ -131,7 +130,7 @@ export async function runBatch(place: BatchPlace, files: readonly BatchFile[]): 
     [pinned > 0 ? `${pinned} file${pinned === 1 ? '' : 's'} by ${pinned === 1 ? 'its' : 'their'} JUnit results` : '', alone.length > 0 ? `${alone.length} run again one by one` : '']
       .filter(Boolean)
       .join(', ');
-  await finishBatch(place.pool, batchId, { status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note });
+  await place.records.finishBatch(batchId, { status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note });
   if (place.signal?.aborted) return null;
   return results;
 }
@@ -190,7 +189,7 @@ async function runCommand(
     await chown(path.dirname(reportDir), place.runAs.uid, place.runAs.gid);
     await chown(reportDir, place.runAs.uid, place.runAs.gid);
   }
-  const live = liveOutput(place.pool, place.sessionId, source, place.secretValues);
+  const live = liveOutput(place.records, place.sessionId, source, place.secretValues);
   try {
     const result = await live.watch(runProcess({
       argv: ['/bin/sh', '-c', commandLine],

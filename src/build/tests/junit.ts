@@ -10,20 +10,17 @@
  */
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Pool } from 'pg';
 import { decodeReport, parseJUnit, type JUnitCase } from '../../core/junit';
 import { maskSecrets } from '../../core/mask';
 import type { CollectResultsInput, CollectResultsResult } from '../../activities/types';
 import { discoverTests, InvalidPatternError } from './discover';
-import { loadBuildSecrets } from '../secrets';
-import { replaceJUnitResults, type JUnitFileResult } from '../../db/testCases';
-import { repoIdOfSession, suiteJUnitPatternOfSession } from '../../db/sessions';
+import type { JUnitFileResult } from '../../db/testCases';
+import type { BuildRecords } from '../records';
 
 export const JUNIT_LIMITS = { maxFiles: 500, maxFileBytes: 16 * 1024 * 1024, maxSessionCases: 20_000 };
 
 export interface CollectDeps {
-  pool: Pool;
-  secretKey: Buffer;
+  records: BuildRecords;
 }
 
 /** The first `max` bytes of a file, and whether there was more. */
@@ -46,7 +43,7 @@ export async function readCapped(path: string, max: number): Promise<{ text: str
 
 
 export async function collectJUnitResults(deps: CollectDeps, input: CollectResultsInput): Promise<CollectResultsResult> {
-  const pattern = input.pattern === undefined ? await suiteJUnitPatternOfSession(deps.pool, input.sessionId) : input.pattern;
+  const pattern = input.pattern === undefined ? await deps.records.suiteJUnitPatternOfSession(input.sessionId) : input.pattern;
   if (!pattern) return { cases: 0, failed: 0 };
 
   const files: JUnitFileResult[] = [];
@@ -90,8 +87,8 @@ export async function collectJUnitResults(deps: CollectDeps, input: CollectResul
 
   // Secrets are masked out of everything stored, names included (a parametrized test may
   // carry a value in its name).
-  const repoId = await repoIdOfSession(deps.pool, input.sessionId);
-  const secrets = repoId === null ? [] : Object.values((await loadBuildSecrets(deps.pool, deps.secretKey, repoId)).values);
+  const repoId = await deps.records.repoIdOfSession(input.sessionId);
+  const secrets = repoId === null ? [] : Object.values((await deps.records.buildSecrets(repoId)).values);
   const clean = (s: string) => maskSecrets(s, secrets);
   const cleanOrNull = (s: string | null) => (s === null ? null : clean(s));
 
@@ -100,7 +97,7 @@ export async function collectJUnitResults(deps: CollectDeps, input: CollectResul
     note: cleanOrNull(f.note),
     cases: f.cases.map((c) => ({ ...c, classname: clean(c.classname), name: clean(c.name), message: cleanOrNull(c.message), output: cleanOrNull(c.output) })),
   }));
-  await replaceJUnitResults(deps.pool, input.sessionId, input.lane ?? 0, masked);
+  await deps.records.replaceJUnitResults(input.sessionId, input.lane ?? 0, masked);
 
   const failed = files.reduce((n, f) => n + f.cases.filter((c) => c.status === 'failed' || c.status === 'error').length, 0);
   return { cases: total, failed };

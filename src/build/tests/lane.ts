@@ -16,23 +16,13 @@
  * that finds nothing to take waits while files are still running elsewhere, so a file given
  * back is picked up by a live runner that has a checkout.
  */
-import type { Pool } from 'pg';
 import { batchBudgetMs, isBatchCommand, NO_HISTORY_MS } from '../../core/batches';
 import type { Counts } from '../../core/types';
-import {
-  claimFiles,
-  queueProgress,
-  recordFileResults,
-  releaseClaims,
-  renewClaims,
-  type Claim,
-  type FileResult,
-  type QueuedFile,
-  workLeftMs,
-} from '../../db/testQueue';
+import type { Claim, FileResult, QueuedFile } from '../../db/testQueue';
 import { liveOutput } from '../liveOutput';
 import { maskOutput } from '../output';
 import type { BuildUser, ProcessGroups } from '../process';
+import type { BuildRecords } from '../records';
 import type { Sandbox } from '../sandbox';
 import { sleep } from '../sleep';
 import { runAlone, runBatch, type BatchPlace } from './batch';
@@ -77,7 +67,7 @@ export interface LaneJob {
 }
 
 export interface LaneDeps {
-  pool: Pool;
+  records: BuildRecords;
   /** This runner's name (host-pid): recorded with each file it runs. */
   runner: string;
   /** Where each test's process group is reported, so none outlives the runner (runner/reaper.ts). */
@@ -102,23 +92,23 @@ export interface LaneOutcome {
 type Verdict = Omit<FileResult, 'runner'>;
 
 /** Whether anything is left for a lane of this session to do (an attempt after a lost runner may find all done). */
-export async function laneHasWork(pool: Pool, sessionId: number): Promise<boolean> {
-  return (await queueProgress(pool, sessionId)).unfinished > 0;
+export async function laneHasWork(records: BuildRecords, sessionId: number): Promise<boolean> {
+  return (await records.queueProgress(sessionId)).unfinished > 0;
 }
 
 /** Runs files from the session's list in `job.workdir` (already checked out) until none is left. */
 export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome> {
-  const { pool, signal } = deps;
+  const { records, signal } = deps;
   const claim: Claim = { token: `lane ${job.lane} attempt ${job.attempt} on ${deps.runner}`, lane: job.lane, leaseMs: LEASE_MS };
   // An earlier attempt of this lane lost its runner: what it held goes back now, not at lease end.
-  await releaseClaims(pool, job.sessionId, { lane: job.lane, exceptToken: claim.token });
+  await records.releaseClaims(job.sessionId, { lane: job.lane, exceptToken: claim.token });
   const batches = isBatchCommand(job.command);
   const runs = runner(deps, job);
 
   // What this lane runs is stopped when another lane took it over: its result would not count.
   const running = new Map<string, AbortController>();
   const renewer = setInterval(() => {
-    renewClaims(pool, job.sessionId, claim).then(
+    records.renewClaims(job.sessionId, claim).then(
       (held) => {
         for (const [path, ctl] of running) if (!held.has(path)) ctl.abort();
       },
@@ -133,14 +123,14 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
     for (;;) {
       if (signal?.aborted) break;
       const unknownMs = batches ? NO_HISTORY_MS : timed >= 3 ? Math.max(1, timedMs / timed) : FIRST_GUESS_MS;
-      const taken = await claimFiles(pool, job.sessionId, claim, {
+      const taken = await records.claimFiles(job.sessionId, claim, {
         // A batch is sized from what is left (a file never run: its median, or NO_HISTORY_MS).
-        budgetMs: batches ? batchBudgetMs(await workLeftMs(pool, job.sessionId, NO_HISTORY_MS), job.lanes ?? 1) : CLAIM_BUDGET_MS,
+        budgetMs: batches ? batchBudgetMs(await records.workLeftMs(job.sessionId, NO_HISTORY_MS), job.lanes ?? 1) : CLAIM_BUDGET_MS,
         unknownMs,
         maxFiles: batches ? MAX_BATCH_FILES : MAX_CLAIM,
       });
       if (taken.length === 0) {
-        const progress = await queueProgress(pool, job.sessionId);
+        const progress = await records.queueProgress(job.sessionId);
         if (progress.unfinished === 0) break;
         if (progress.takeable === 0) await sleep(WAIT_FOR_OTHERS_MS, signal);
         continue;
@@ -160,28 +150,27 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
       // Stopped, or taken over by another lane: this run is not these files' verdict; what
       // this lane still holds of them goes back to the list.
       if (ctl.signal.aborted) {
-        if (!signal?.aborted) await releaseClaims(pool, job.sessionId, { token: claim.token });
+        if (!signal?.aborted) await records.releaseClaims(job.sessionId, { token: claim.token });
         continue;
       }
       for (const v of verdicts) {
         timedMs += v.durationMs;
         timed += 1;
       }
-      const recorded = await recordFileResults(
-        pool,
+      const recorded = await records.recordFileResults(
         job.sessionId,
         claim,
         verdicts.map((v) => ({ ...v, runner: deps.runner })),
       );
       ran += recorded.recorded.size;
       // A claimed file with no verdict (never ran) goes back to the list rather than sit claimed.
-      if (verdicts.length < taken.length) await releaseClaims(pool, job.sessionId, { token: claim.token });
+      if (verdicts.length < taken.length) await records.releaseClaims(job.sessionId, { token: claim.token });
       if (recorded.firstFailure) await deps.firstFailure(recorded.firstFailure);
     }
   } finally {
     clearInterval(renewer);
     // Stopped (or failing): what this lane took and did not finish goes back to the list.
-    await releaseClaims(pool, job.sessionId, { token: claim.token }).catch(() => undefined);
+    await records.releaseClaims(job.sessionId, { token: claim.token }).catch(() => undefined);
   }
   return { ran, stopped: signal?.aborted === true };
 }
@@ -190,7 +179,7 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
 function runner(deps: LaneDeps, job: LaneJob) {
   const note = job.note ?? '';
   const place = (signal: AbortSignal): BatchPlace => ({
-    pool: deps.pool,
+    records: deps.records,
     sessionId: job.sessionId,
     lane: job.lane,
     runner: deps.runner,
@@ -214,7 +203,7 @@ function runner(deps: LaneDeps, job: LaneJob) {
       return { ...own, output: own.output + note };
     }
     const startedAt = new Date();
-    const live = liveOutput(deps.pool, job.sessionId, { kind: 'file', worker: job.lane + 1, path, attempt: job.attempt, run }, job.secretValues);
+    const live = liveOutput(deps.records, job.sessionId, { kind: 'file', worker: job.lane + 1, path, attempt: job.attempt, run }, job.secretValues);
     const result = await live.watch(runTestFile({
       workdir: job.workdir,
       home: job.home,
@@ -246,7 +235,7 @@ function runner(deps: LaneDeps, job: LaneJob) {
         processGroups: deps.processGroups,
         runAs: deps.runAs,
         sandbox: deps.sandbox,
-        live: (path) => liveOutput(deps.pool, job.sessionId, { kind: 'file', worker: job.lane + 1, path, attempt: job.attempt, run: 1 }, job.secretValues),
+        live: (path) => liveOutput(deps.records, job.sessionId, { kind: 'file', worker: job.lane + 1, path, attempt: job.attempt, run: 1 }, job.secretValues),
       });
       return results.map(({ path, status, exitCode, durationMs, output, startedAt }) => ({
         path,
