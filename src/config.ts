@@ -11,8 +11,10 @@ export interface Config {
   databaseUrl: string;
   temporalAddress: string;
   temporalNamespace: string;
-  /** Public base URL, used in status_uri, report links and the webhook URL shown to users. */
+  /** Public base URL, used in status_uri, report links and the webhook URL shown to users; a token runner's address of the API. */
   baseUrl: string;
+  /** A runner that holds no keys: its token (SLUICE_RUNNER_TOKEN); it talks to the API at baseUrl and to nothing else of Sluice's. */
+  runnerToken?: string;
   adminToken: string;
   /** 32 bytes; seals SSH private keys, webhook passwords, repository keys and build secrets. */
   secretKey: Buffer;
@@ -151,7 +153,10 @@ const EnvSchema = z.object({
   SLUICE_ADMIN_TOKEN: z.string().min(16, 'SLUICE_ADMIN_TOKEN must be at least 16 characters').optional(),
   SLUICE_SECRET_KEY: z
     .string()
-    .refine((v) => Buffer.from(v, 'base64').length === 32, 'SLUICE_SECRET_KEY must be 32 bytes in base64'),
+    .refine((v) => Buffer.from(v, 'base64').length === 32, 'SLUICE_SECRET_KEY must be 32 bytes in base64')
+    .optional(),
+  /** A runner that holds no keys: its token (the API makes them: /api/v1/runner-tokens). */
+  SLUICE_RUNNER_TOKEN: z.string().regex(/^sluice_rt_[A-Za-z0-9_-]{43}$/, 'SLUICE_RUNNER_TOKEN is not a runner token (sluice_rt_…)').optional(),
   SMTP_URL: z.string().optional(),
   HOST: z.string().default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -230,6 +235,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: Role = 'a
   if (parsed.success && (role === 'api' || role === 'all') && parsed.data.SLUICE_ADMIN_TOKEN === undefined) {
     problems.push('SLUICE_ADMIN_TOKEN: required by the API (at least 16 characters)');
   }
+  // Every role needs the secret key but a runner with a token: it never sees a sealed value.
+  const tokenRunner = role === 'runner' && parsed.success && parsed.data.SLUICE_RUNNER_TOKEN !== undefined;
+  if (parsed.success && parsed.data.SLUICE_SECRET_KEY === undefined && !tokenRunner) problems.push('SLUICE_SECRET_KEY: Required');
   if (!parsed.success || problems.length > 0) {
     // Name the variable, never echo its value: some of these are secrets.
     throw new Error(`invalid configuration:\n  ${problems.join('\n  ')}`);
@@ -242,7 +250,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: Role = 'a
     baseUrl: (e.SLUICE_BASE_URL ?? `http://${e.HOST}:${e.PORT}`).replace(/\/+$/, ''),
     // Empty outside the API, whose auth refuses to start without one (loadConfig above).
     adminToken: e.SLUICE_ADMIN_TOKEN ?? '',
-    secretKey: Buffer.from(e.SLUICE_SECRET_KEY, 'base64'),
+    // Empty for a runner with a token: unsealing with it fails, loudly.
+    secretKey: tokenRunner ? Buffer.alloc(0) : Buffer.from(e.SLUICE_SECRET_KEY!, 'base64'),
+    runnerToken: tokenRunner ? e.SLUICE_RUNNER_TOKEN : undefined,
     smtpUrl: e.SMTP_URL,
     host: e.HOST,
     port: e.PORT,

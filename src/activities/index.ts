@@ -7,6 +7,7 @@ import { DEFAULT_STATUS_RETRY } from '../core/commitStatus';
 import { createBuildActivities } from './build/activities';
 import type { BuildUser, ProcessGroups } from '../build/process';
 import type { Sandbox } from '../build/sandbox';
+import type { BuildRecords } from '../build/records';
 import { createCommitStatusActivity } from './commitStatus';
 import { createCleanupActivity } from './cleanup';
 import { createDeliverActivity } from './delivery';
@@ -67,3 +68,17 @@ export function createRunnerActivities(
   };
 }
 
+/**
+ * The build activities of a runner that holds only a token (runner/token): its records and
+ * blobs go through the runner API, and it has no push (the worker's gateway pushes: the push
+ * key never leaves the keyed side).
+ */
+export function createTokenRunnerActivities(
+  deps: { config: Config; records: BuildRecords; store: BlobStore; runner: string; processGroups?: ProcessGroups; runAs?: BuildUser; sandbox?: Sandbox },
+): Omit<RunnerActivities, 'pushToCiServer'> {
+  return createBuildActivities({
+    ...deps,
+    cache: cacheDeps(deps.config, deps.records, deps.store),
+    artifacts: { records: deps.records, store: deps.store, limits: deps.config.artifactLimits ?? DEFAULT_ARTIFACT_LIMITS },
+  });
+}

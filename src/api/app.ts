@@ -20,6 +20,8 @@ import { registerOrgRoutes } from './routes/admin/orgs';
 import { registerOutputRoutes } from './routes/admin/output';
 import { registerRepoRoutes } from './routes/admin/repos';
 import { registerRunnerRoutes } from './routes/admin/runners';
+import { registerRunnerTokenRoutes } from './routes/admin/runnerTokens';
+import { registerRunnerApi } from './routes/runnerApi';
 import { registerSecretRoutes } from './routes/admin/secrets';
 import { registerSessionRoutes } from './routes/admin/sessions';
 import { registerSuiteRoutes } from './routes/admin/suites';
@@ -52,6 +54,8 @@ export interface ApiDeps {
   announceReceived?: Announce;
   /** This installation's workflow ids, for links to the Temporal UI; none in tests without Temporal. */
   workflowIds?: WorkflowIds;
+  /** Signals a workflow (a token runner's build telling its session something: api/routes/runnerApi.ts). Absent: 503 there. */
+  signalWorkflow?: (workflowId: string, name: string, payload: unknown) => Promise<void>;
   /** Request logging; none by default (the api process turns it on). */
   log?: ApiLogOptions;
 }
@@ -106,6 +110,15 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
       registerSessionRoutes(admin, deps);
       registerOperatorRoutes(admin, deps);
       registerRunnerRoutes(admin, deps);
+      registerRunnerTokenRoutes(admin, deps);
+    },
+    { prefix: '/api/v1' },
+  );
+  // Runners that hold only a token: their own credential, their own scope (routes/runnerApi.ts).
+  void app.register(
+    async (runner) => {
+      readJsonBodies(runner);
+      registerRunnerApi(runner, deps);
     },
     { prefix: '/api/v1' },
   );

@@ -113,6 +113,8 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
       ids,
     ),
     workflowIds: ids,
+    signalWorkflow: (workflowId, name, payload) =>
+      withTimeout(connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => client.workflow.getHandle(workflowId).signal(name, payload)), ENQUEUE_TIMEOUT_MS),
     log: { level: 'info' },
   });
 

@@ -1,17 +1,21 @@
 // `npm run start:runner` (`node dist/runner/main.js`): a runner process, which checks
 // repositories out and runs their test files. Start as many as you like, on as many machines;
-// SLUICE_EXTRA_BUILD_QUEUES names build queues it serves besides SLUICE_BUILD_QUEUE. It runs no
-// workflow code, so it only waits for Temporal; the api and workers register search attributes.
+// SLUICE_EXTRA_BUILD_QUEUES names build queues it serves besides SLUICE_BUILD_QUEUE.
+//
+// With SLUICE_RUNNER_TOKEN it holds no keys: it talks only to the API at SLUICE_BASE_URL
+// (runner/token). Otherwise it uses PostgreSQL and Temporal directly; it runs no workflow code,
+// so it only waits for Temporal; the api and workers register search attributes.
 import { loadConfig } from '../config';
 import { prepareTemporal } from '../temporal/prepare';
-import { runRunner } from './run';
+import { runRunner, type RunnerHandle } from './run';
+import { runTokenRunner } from './token/run';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env, 'runner');
   const extra = (process.env.SLUICE_EXTRA_BUILD_QUEUES ?? '').split(',').map((q) => q.trim()).filter(Boolean);
   const log = (line: string) => console.log(`sluice runner: ${line}`);
 
-  const started: { runner?: Awaited<ReturnType<typeof runRunner>> } = {};
+  const started: { runner?: RunnerHandle } = {};
   const stop = () => {
     // Still waiting for Temporal or starting: nothing to drain.
     if (!started.runner) process.exit(0);
@@ -20,9 +24,15 @@ async function main(): Promise<void> {
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
 
+  const queues = [config.buildQueue, ...extra].join(', ');
+  if (config.runnerToken) {
+    const runner = (started.runner = await runTokenRunner({ ...config, runnerToken: config.runnerToken }, { buildQueues: extra }));
+    log(`${runner.name} serving ${queues} through the API at ${config.baseUrl}, with a runner token and no keys`);
+    return;
+  }
   await prepareTemporal(config, { searchAttributes: false, log });
   const runner = (started.runner = await runRunner(config, { buildQueues: extra }));
-  log(`${runner.name} serving ${[config.buildQueue, ...extra].join(', ')}`);
+  log(`${runner.name} serving ${queues}`);
 }
 
 main().catch((err) => {

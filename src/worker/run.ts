@@ -3,6 +3,7 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import type { Config } from '../config';
 import { createPool } from '../db/pool';
 import { createControlActivities } from '../activities';
+import { startGateway } from './gateway';
 import { ensureCleanupSchedule } from '../temporal/cleanupSchedule';
 import { installRuntime } from '../temporal/runtime';
 import { workflowCode } from './workflowBundle';
@@ -20,7 +21,8 @@ export interface RunWorkerOptions {
  * One worker process: the workflows, and the activities that need the database or the network
  * of the service (records, webhook deliveries, chat, e-mail), on the orchestration queue. It
  * runs no build code: checkouts and tests are the runners' (runner/run.ts). Start as many as
- * you like, on as many machines.
+ * you like, on as many machines. It also hands build activities to runners that hold only a
+ * token (gateway.ts).
  */
 export async function runWorker(config: Config, options: RunWorkerOptions = {}): Promise<WorkerHandle> {
   installRuntime();
@@ -36,12 +38,14 @@ export async function runWorker(config: Config, options: RunWorkerOptions = {}):
     ...workflows,
   });
   const running = worker.run();
+  // Build queues of runners that hold only a token, served on their behalf (gateway.ts).
+  const gateway = await startGateway(config, pool);
 
   return {
     async shutdown() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       try {
-        await running;
+        await Promise.all([running, gateway.shutdown()]);
       } finally {
         await connection.close();
         await pool.end();

@@ -36,7 +36,8 @@ export interface Cluster {
   /** Starts one more runner, with `env` over the cluster's; resolves once it polls. */
   addRunner(env?: NodeJS.ProcessEnv): Promise<RoleProcess>;
   admin<T = Record<string, unknown>>(method: string, p: string, body?: unknown): Promise<T>;
-  makeRepo(files: RepoFiles, suite: Record<string, unknown>): Promise<ClusterRepo>;
+  /** A repository of the cluster's organization, or of `opts.org`. */
+  makeRepo(files: RepoFiles, suite: Record<string, unknown>, opts?: { org?: number }): Promise<ClusterRepo>;
   /** Registers a bare repository already on disk (a real project's), served by the SSH server, with a suite. */
   addRepo(bare: string, suite: Record<string, unknown>): Promise<ClusterRepo>;
   /** Triggers a build; returns its session id. */
@@ -90,8 +91,8 @@ export async function startCluster(opts: { runners: number; env?: NodeJS.Process
   let repos = 0;
 
   /** A repository of Sluice's for the bare repository `bare`, its key authorized on the SSH server, with a suite. */
-  const register = async (name: string, bare: string, suite: Record<string, unknown>): Promise<ClusterRepo> => {
-    const repo = await admin<{ id: number; webhook_url: string; ssh_public_key: string }>('POST', `/api/v1/orgs/${org.id}/repos`, {
+  const register = async (name: string, bare: string, suite: Record<string, unknown>, orgId = org.id): Promise<ClusterRepo> => {
+    const repo = await admin<{ id: number; webhook_url: string; ssh_public_key: string }>('POST', `/api/v1/orgs/${orgId}/repos`, {
       name,
       scm: 'git',
       pull_url: ssh.url(bare),
@@ -118,11 +119,11 @@ export async function startCluster(opts: { runners: number; env?: NodeJS.Process
       return r;
     },
     admin,
-    async makeRepo(files, suite) {
+    async makeRepo(files, suite, opts) {
       const name = `app${++repos}`;
       const bare = path.join(tmp, `${name}.git`);
       await createBareRepo(bare, files, 'first commit');
-      return register(name, bare, suite);
+      return register(name, bare, suite, opts?.org);
     },
     addRepo: (bare, suite) => register(`app${++repos}`, bare, suite),
     async build(repo, body) {

@@ -1,0 +1,249 @@
+/**
+ * The runner API (`/api/v1/runner/...`): everything a runner that holds only a token
+ * (`Authorization: Bearer <runner token>`) does, over HTTP. It takes jobs (one build activity
+ * each: worker/gateway.ts) of the queues it serves that its token may take, heartbeats them,
+ * ends them, and while it runs one reads and writes that build's records (build/records.ts)
+ * and blobs, signals that build's workflow, and nothing else: every call names its job, and a
+ * call about another build, or from a revoked token, is refused. What is secret (the checkout
+ * key, build secrets) is read here only for the build the job belongs to, and only as far as
+ * the build may have it (no secrets for a build the trust rules deny them).
+ */
+import { createHash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { BuildRecords } from '../../build/records';
+import { DEFAULT_CACHE_DIR } from '../../config';
+import { FIRST_FAIL_SIGNAL, WORKERS_READY_SIGNAL } from '../../core/signalNames';
+import { fromWire, toWire } from '../../core/wire';
+import { pgBuildRecords } from '../../db/buildRecords';
+import { finishJob, heartbeatJob, JOB_QUEUED_CHANNEL, listenForJobs, rowOfJob, runningJob, sessionsOfToken, takeJob, type RunnerJob } from '../../db/runnerJobs';
+import { tokenByHash, touchRunnerToken } from '../../db/runnerTokens';
+import { checkKey, openStore, type BlobStore } from '../../store';
+import type { ApiDeps } from '../app';
+import { HttpError, notFound, parseId, validate } from '../http';
+
+/** The longest a poll for a job waits before it answers 204. */
+export const MAX_POLL_MS = 25_000;
+
+const Poll = z.strictObject({
+  runner: z.string().min(1).max(200),
+  version: z.string().min(1).max(100),
+  queues: z.array(z.string().min(1).max(200)).min(1).max(20),
+  wait_ms: z.number().int().min(0).max(MAX_POLL_MS).default(MAX_POLL_MS),
+});
+const Finish = z.union([
+  z.strictObject({ result: z.unknown() }),
+  z.strictObject({ error: z.strictObject({ message: z.string().max(64 * 1024), type: z.string().max(200).optional(), retryable: z.boolean() }) }),
+]);
+const Call = z.strictObject({ args: z.array(z.unknown()).max(10) });
+const Signal = z.strictObject({ name: z.enum([FIRST_FAIL_SIGNAL, WORKERS_READY_SIGNAL]), payload: z.unknown() });
+const Sweep = z.strictObject({ ids: z.array(z.number().int().positive()).max(10_000) });
+const Keys = z.strictObject({ keys: z.array(z.string().max(1_000)).max(10_000) });
+
+type Job = RunnerJob & { suiteId: number };
+type Method = Exclude<keyof BuildRecords, 'endedSessions' | 'liveStoreKeys'>;
+
+const refused = (why: string) => new HttpError(403, 'forbidden', why);
+
+/**
+ * What each records call may name: the job's session, its repository, its suite, or a row of
+ * them. A method missing here is refused.
+ */
+const CHECKS: Record<Method, (job: Job, args: unknown[], owns: (table: Parameters<typeof rowOfJob>[1], id: unknown) => Promise<boolean>) => boolean | Promise<boolean>> = (() => {
+  const session = (job: Job, args: unknown[]) => args[0] === job.sessionId;
+  const sessionField = (job: Job, args: unknown[]) => (args[0] as { sessionId?: unknown } | null)?.sessionId === job.sessionId;
+  const repo = (job: Job, args: unknown[]) => args[0] === job.repoId;
+  return {
+    pullSource: repo,
+    recordKnownHosts: repo,
+    buildSecrets: repo,
+    installationId: () => true,
+    repoIdOfSession: session,
+    suiteJUnitPatternOfSession: session,
+    recordWorkerStep: session,
+    markWorkerReady: session,
+    markWorkerFailed: session,
+    rendezvous: session,
+    setupTiming: session,
+    startHook: sessionField,
+    finishHook: (_job, args, owns) => owns('session_hooks', args[0]),
+    appendOutput: session,
+    startBatch: sessionField,
+    finishBatch: (_job, args, owns) => owns('test_batches', args[0]),
+    recordedDurations: (job, args) => args[0] === job.suiteId,
+    enqueueTests: session,
+    claimFiles: session,
+    renewClaims: session,
+    releaseClaims: session,
+    recordFileResults: session,
+    workLeftMs: session,
+    queueProgress: session,
+    replaceJUnitResults: session,
+    findExactEntry: repo,
+    findNewestEntry: repo,
+    touchEntry: (_job, args, owns) => owns('cache_entries', args[0]),
+    insertEntry: (job, args) => (args[0] as { repoId?: unknown } | null)?.repoId === job.repoId,
+    evictEntries: repo,
+    deleteEntry: (_job, args, owns) => owns('cache_entries', args[0]),
+    reserveArtifact: sessionField,
+    markArtifactStored: (_job, args, owns) => owns('artifacts', args[0]),
+    dropArtifact: (_job, args, owns) => owns('artifacts', args[0]),
+    deleteWorkerArtifacts: session,
+  };
+})();
+
+/** Whether the job's build may have its repository's secrets (the workflow decided: core/trust.ts). */
+const jobMayHaveSecrets = (job: Job) => (job.input as { secrets?: unknown } | null)?.secrets === true;
+
+/** Store keys a job may read or write: its repository's cache entries, its session's artifacts. */
+const jobMayUseKey = (job: Job, key: string) => key.startsWith(`caches/${job.repoId}/`) || key.startsWith(`artifacts/${job.sessionId}/`);
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    runnerToken?: { id: number; orgId: number | null };
+  }
+}
+
+const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+export function registerRunnerApi(app: FastifyInstance, deps: ApiDeps): void {
+  const { pool, config } = deps;
+  const records = pgBuildRecords(pool, config.secretKey);
+  let store: BlobStore | undefined;
+  const blobs = () => (store ??= openStore(config.store ?? { kind: 'dir', dir: DEFAULT_CACHE_DIR }));
+
+  // Polls wait for a job queued on one of their queues (NOTIFY), with a poll of the table behind it.
+  const waiting = new Set<() => void>();
+  let unlisten: Promise<() => void> | undefined;
+  app.addHook('onClose', async () => (await unlisten)?.());
+
+  app.addHook('onRequest', async (request, reply) => {
+    const match = /^Bearer[ ]+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+    const token = match ? await tokenByHash(pool, sha256(match[1]!)) : undefined;
+    if (!token) {
+      return reply.code(401).header('www-authenticate', 'Bearer realm="sluice-runner"').send({ error: 'unauthorized', message: 'send Authorization: Bearer <runner token> (a live one)' });
+    }
+    request.runnerToken = token;
+    return undefined;
+  });
+
+  const tokenOf = (request: FastifyRequest) => request.runnerToken!;
+  const jobOf = async (request: FastifyRequest<{ Params: { id: string } }>): Promise<Job> => {
+    const job = await runningJob(pool, parseId(request.params.id, 'job'), tokenOf(request).id);
+    if (!job) throw new HttpError(404, 'not found', 'no such job running on this token (ended, cancelled or lost)');
+    return job;
+  };
+
+  app.post('/runner/jobs/next', async (request, reply) => {
+    const body = validate(Poll, request.body);
+    const token = tokenOf(request);
+    await touchRunnerToken(pool, token.id, { runner: body.runner, version: body.version, queues: body.queues });
+    unlisten ??= listenForJobs(pool, JOB_QUEUED_CHANNEL, () => [...waiting].forEach((wake) => wake()));
+    const deadline = Date.now() + body.wait_ms;
+    for (;;) {
+      const job = await takeJob(pool, token, body.runner, body.queues);
+      if (job) return { job: { id: job.id, kind: job.kind, attempt: job.attempt, input: job.input } };
+      const left = deadline - Date.now();
+      if (left <= 0 || request.raw.destroyed) return reply.code(204).send();
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          waiting.delete(wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, Math.min(left, 1_000));
+        waiting.add(wake);
+      });
+    }
+  });
+
+  app.post<{ Params: { id: string } }>('/runner/jobs/:id/heartbeat', async (request) => {
+    const beat = await heartbeatJob(pool, parseId(request.params.id, 'job'), tokenOf(request).id);
+    if (!beat) throw new HttpError(404, 'not found', 'no such job running on this token (ended, cancelled or lost)');
+    return beat;
+  });
+
+  app.post<{ Params: { id: string } }>('/runner/jobs/:id/finish', async (request, reply) => {
+    const output = validate(Finish, request.body);
+    if (!(await finishJob(pool, parseId(request.params.id, 'job'), tokenOf(request).id, output as Parameters<typeof finishJob>[3]))) {
+      throw new HttpError(404, 'not found', 'no such job running on this token (ended, cancelled or lost)');
+    }
+    return reply.code(204).send();
+  });
+
+  app.post<{ Params: { id: string; method: string } }>('/runner/jobs/:id/records/:method', async (request) => {
+    const job = await jobOf(request);
+    const method = request.params.method as Method;
+    if (!Object.hasOwn(CHECKS, method)) throw notFound('records call');
+    const args = fromWire(validate(Call, request.body).args) as unknown[];
+    const owns = (table: Parameters<typeof rowOfJob>[1], id: unknown) => (typeof id === 'number' ? rowOfJob(pool, table, id, job) : Promise.resolve(false));
+    if (!(await CHECKS[method](job, args, owns))) throw refused(`${method} names something outside the build this job belongs to`);
+    if (method === 'buildSecrets' && !jobMayHaveSecrets(job)) return { value: toWire({ values: {}, unreadable: [] }) };
+    const value = await (records[method] as (...a: unknown[]) => Promise<unknown>)(...args);
+    return { value: toWire(value) };
+  });
+
+  app.post<{ Params: { id: string } }>('/runner/jobs/:id/signal', async (request, reply) => {
+    const job = await jobOf(request);
+    const { name, payload } = validate(Signal, request.body);
+    if (!deps.signalWorkflow) throw new HttpError(503, 'unavailable', 'this API cannot reach Temporal');
+    await deps.signalWorkflow(job.workflowId, name, payload);
+    return reply.code(204).send();
+  });
+
+  // Blobs: the job's cache entries and artifacts, streamed through the API's store.
+  app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
+  app.put<{ Params: { id: string; '*': string } }>('/runner/jobs/:id/blobs/*', async (request, reply) => {
+    const job = await jobOf(request);
+    const key = blobKey(request.params['*'], job);
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-blob-'));
+    try {
+      const file = path.join(dir, 'blob');
+      await pipeline(request.body as NodeJS.ReadableStream, createWriteStream(file));
+      await blobs().putFile(key, file);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    return reply.code(204).send();
+  });
+  app.get<{ Params: { id: string; '*': string } }>('/runner/jobs/:id/blobs/*', async (request, reply) => {
+    const job = await jobOf(request);
+    const found = await blobs().open(blobKey(request.params['*'], job));
+    if (!found) throw notFound('blob');
+    return reply.header('content-type', 'application/octet-stream').header('content-length', found.size).send(found.stream);
+  });
+  app.delete<{ Params: { id: string; '*': string } }>('/runner/jobs/:id/blobs/*', async (request, reply) => {
+    const job = await jobOf(request);
+    await blobs().delete(blobKey(request.params['*'], job));
+    return reply.code(204).send();
+  });
+
+  // A runner's sweeps between jobs: which of the builds it ran have ended, which local cache copies are still named.
+  app.post('/runner/ended-sessions', async (request) => {
+    const { ids } = validate(Sweep, request.body);
+    const mine = await sessionsOfToken(pool, tokenOf(request).id, ids);
+    const ended = new Set(await records.endedSessions(mine));
+    // Sessions it never ran are none of its business: its trees of them are left over, so ended.
+    return { ended: ids.filter((id) => ended.has(id) || !mine.includes(id)) };
+  });
+  app.post('/runner/live-store-keys', async (request) => {
+    const { keys } = validate(Keys, request.body);
+    return { live: [...(await records.liveStoreKeys(keys))] };
+  });
+}
+
+function blobKey(raw: string, job: Job): string {
+  let key: string;
+  try {
+    key = checkKey(raw);
+  } catch {
+    throw new HttpError(400, 'invalid request', 'not a store key', 'key');
+  }
+  if (!jobMayUseKey(job, key)) throw refused('the key is outside the build this job belongs to');
+  return key;
+}

@@ -1,0 +1,144 @@
+/**
+ * A runner that holds only a token (SLUICE_RUNNER_TOKEN): no DATABASE_URL, no
+ * SLUICE_SECRET_KEY, no admin token, no Temporal connection. It asks the API for jobs of the
+ * queues it serves (long polls), runs each with the same build activities a keyed runner runs
+ * (activities/build), reading and writing only that build's records and blobs through the API,
+ * heartbeats each job every second (a stop comes back in the answer), and says how it ended.
+ * A revoked token is refused at its next call: the jobs it runs stop and it takes no more.
+ */
+import os from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { createTokenRunnerActivities } from '../../activities';
+import { runAsJob, type ActivityRun } from '../../activities/heartbeat';
+import { sweepLocalCache } from '../../build/cache';
+import { sweepTrees, treeDeps } from '../../build/checkout/tree';
+import { DEFAULT_CACHE_LOCAL_DIR, DEFAULT_CACHE_LOCAL_MAX_BYTES, DEFAULT_RUNNER_SLOTS, type Config } from '../../config';
+import { SLUICE_VERSION } from '../../version';
+import { isolationWarning, resolveIsolation } from '../isolation';
+import { startReaper } from '../reaper';
+import type { RunnerHandle, RunRunnerOptions } from '../run';
+import { Channel, ChannelRefused, type Job, type JobOutput } from './channel';
+import { asJob, tokenRecords, tokenStore } from './records';
+
+const HEARTBEAT_MS = 1_000;
+const POLL_WAIT_MS = 20_000;
+const SWEEP_EVERY_MS = 30_000;
+/** Within the gateway's patience (gateway.ts LOST_MS): after that the job is tried again anyway. */
+const FINISH_ATTEMPTS = 5;
+
+/** How an activity's error travels back as the job's end. */
+export function jobError(err: unknown): Extract<JobOutput, { error: unknown }>['error'] {
+  if (err instanceof CancelledFailure) return { message: err.message, type: 'cancelled', retryable: true };
+  if (err instanceof ApplicationFailure) return { message: err.message, type: err.type ?? undefined, retryable: !err.nonRetryable };
+  return { message: err instanceof Error ? err.message : String(err), retryable: true };
+}
+
+export async function runTokenRunner(config: Config & { runnerToken: string }, options: RunRunnerOptions = {}): Promise<RunnerHandle> {
+  const name = `${os.hostname()}-${process.pid}`;
+  const channel = new Channel(config.baseUrl, config.runnerToken);
+  const records = tokenRecords(channel);
+  const store = tokenStore(channel, config.baseUrl);
+  const isolation = await resolveIsolation(config, { requireSandbox: options.requireSandbox ?? true, trustedBuilds: options.trustedBuilds });
+  if (isolation.gaps.length > 0 && !options.trustedBuilds) console.warn(isolationWarning(isolation));
+  const reaper = await startReaper();
+  const activities = createTokenRunnerActivities({ config, records, store, runner: name, processGroups: reaper, runAs: isolation.runAs, sandbox: isolation.sandbox });
+  const slots = options.slots ?? config.runnerSlots ?? DEFAULT_RUNNER_SLOTS;
+  const queues = [...new Set([config.buildQueue, ...(options.buildQueues ?? [])])];
+  const me = { runner: name, version: SLUICE_VERSION, queues };
+
+  const closing = new AbortController();
+  const running = new Set<Promise<void>>();
+  let refusedLogged = false;
+
+  const runJob = async (job: Job) => {
+    const stop = new AbortController();
+    const beat = setInterval(() => {
+      channel.heartbeat(job.id).then(
+        ({ cancel }) => cancel && stop.abort(),
+        (err: unknown) => {
+          // Not its job any more (lost, cancelled) or the token was revoked: stop its processes.
+          if (err instanceof ChannelRefused) stop.abort();
+        },
+      );
+    }, HEARTBEAT_MS);
+    const run: ActivityRun = {
+      attempt: job.attempt,
+      cancellationSignal: stop.signal,
+      heartbeat: () => undefined, // the loop above heartbeats every job
+      signalWorkflow: (_workflowId, signal, payload) => channel.signal(job.id, signal, payload),
+      log: { warn: (message, attributes) => console.warn(`sluice runner: job ${job.id}: ${message}`, attributes ?? '') },
+    };
+    let output: JobOutput;
+    try {
+      const fn = activities[job.kind] as (input: unknown) => Promise<unknown>;
+      output = { result: await asJob(job.id, () => runAsJob(run, () => fn(job.input))) };
+    } catch (err) {
+      output = { error: jobError(err) };
+    } finally {
+      clearInterval(beat);
+    }
+    // A moment without the API is ridden out; refused means the job is no longer ours to end.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await channel.finish(job.id, output);
+        return;
+      } catch (err) {
+        if (err instanceof ChannelRefused) return;
+        if (attempt === FINISH_ATTEMPTS) {
+          console.warn(`sluice runner: job ${job.id}: its end could not be reported: ${(err as Error).message}`);
+          return;
+        }
+        await sleep(1_000);
+      }
+    }
+  };
+
+  const loop = (async () => {
+    while (!closing.signal.aborted) {
+      if (running.size >= slots) {
+        await Promise.race(running);
+        continue;
+      }
+      let job: Job | null;
+      try {
+        job = await channel.next(me, POLL_WAIT_MS, closing.signal);
+        refusedLogged = false;
+      } catch (err) {
+        if (closing.signal.aborted) break;
+        if (!refusedLogged) console.warn(`sluice runner: asking for work failed: ${(err as Error).message}${err instanceof ChannelRefused && err.status === 401 ? ' (is the token revoked?)' : ''}`);
+        refusedLogged = true;
+        await sleep(2_000, undefined, { signal: closing.signal }).catch(() => undefined);
+        continue;
+      }
+      if (!job) continue;
+      const p = runJob(job).finally(() => running.delete(p));
+      running.add(p);
+    }
+  })();
+
+  // Checkouts of builds that ended, and local cache copies no entry names any more.
+  const trees = treeDeps(config, records);
+  const sweep = () =>
+    Promise.all([
+      sweepTrees(trees).catch((err: unknown) => console.warn(`sluice runner: sweeping old checkouts failed: ${(err as Error).message}`)),
+      sweepLocalCache({ records, local: config.cacheLocal ?? { dir: DEFAULT_CACHE_LOCAL_DIR, maxBytes: DEFAULT_CACHE_LOCAL_MAX_BYTES } }).catch((err: unknown) =>
+        console.warn(`sluice runner: sweeping old local cache copies failed: ${(err as Error).message}`),
+      ),
+    ]);
+  void sweep();
+  const sweeper = setInterval(sweep, SWEEP_EVERY_MS);
+  sweeper.unref();
+
+  return {
+    name,
+    async shutdown() {
+      clearInterval(sweeper);
+      closing.abort();
+      // The poll in flight answers within its wait; the jobs running finish (as a keyed runner's Temporal worker lets them).
+      await Promise.all([loop, ...running]);
+      await reaper.close();
+      await channel.close();
+    },
+  };
+}
