@@ -7,8 +7,9 @@
  * - a runner killed with SIGKILL while it runs a file: the time until the file runs elsewhere,
  *   beside the lease a lane holds a file under;
  * - orchestration per file: 300 files of `exit 0` at N = 1 and 4 (exec → post_build) on runners
- *   without a sandbox, beside running the same files with `sh` in a loop, and on the default
- *   (sandboxed) runners beside that;
+ *   without a sandbox, beside running the same files with `sh` in a loop; on runners that hold
+ *   only a token (their claims and results through the API) and on the default (sandboxed)
+ *   runners beside that;
  * - the history of a 5,000-file build, beside Temporal's own limit.
  */
 import { execFileSync } from 'node:child_process';
@@ -141,6 +142,8 @@ async function runnerDeath(c: Cluster, log: (line: string) => void): Promise<Row
 
 /** The queue of the runners without bubblewrap the per-file figure measures orchestration on. */
 const BARE_QUEUE = 'sluice-bench-scale-bare';
+/** The same, for runners that hold only a token (their records and results go through the API). */
+const TOKEN_QUEUE = 'sluice-bench-scale-token';
 
 /**
  * Issue 22's target is Sluice's own orchestration, so it is measured on runners with
@@ -150,8 +153,12 @@ const BARE_QUEUE = 'sluice-bench-scale-bare';
 async function perFileCost(c: Cluster, log: (line: string) => void): Promise<Row[]> {
   const files: RepoFiles = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`test/t${String(i).padStart(3, '0')}_test.sh`, script('exit 0')]));
   const repo = await c.makeRepo(files, { branch: 'master', test_pattern: 'test/*_test.sh', workers: 1 });
-  log('per-file cost: four more runners, SLUICE_SANDBOX=none, on a queue of their own');
-  await Promise.all([0, 1, 2, 3].map(() => c.addRunner({ SLUICE_SANDBOX: 'none', SLUICE_BUILD_QUEUE: BARE_QUEUE })));
+  log('per-file cost: four more runners, SLUICE_SANDBOX=none, on a queue of their own, and four with a runner token on another');
+  const { token } = await c.admin<{ token: string }>('POST', '/api/v1/runner-tokens', { name: 'bench-scale' });
+  await Promise.all([
+    ...[0, 1, 2, 3].map(() => c.addRunner({ SLUICE_SANDBOX: 'none', SLUICE_BUILD_QUEUE: BARE_QUEUE })),
+    ...[0, 1, 2, 3].map(() => c.addRunner({ SLUICE_SANDBOX: 'none', SLUICE_BUILD_QUEUE: TOKEN_QUEUE, SLUICE_RUNNER_TOKEN: token, DATABASE_URL: '', SLUICE_SECRET_KEY: '' })),
+  ]);
   // The same files run with sh in a loop, from a clone of the same repository.
   const clone = await mkdtemp(path.join(os.tmpdir(), 'sluice-bench-sh-'));
   const rows: Row[] = [];
@@ -169,6 +176,7 @@ async function perFileCost(c: Cluster, log: (line: string) => void): Promise<Row
       await setWorkers(c, repo, n);
       log(`per-file cost: N = ${n}`);
       const bare = await perFileMs(BARE_QUEUE);
+      const keyless = await perFileMs(TOKEN_QUEUE);
       const sandboxed = await perFileMs(undefined);
       const started = performance.now();
       execFileSync('sh', ['-c', 'for f in test/*_test.sh; do ./"$f"; done'], { cwd: clone });
@@ -180,6 +188,14 @@ async function perFileCost(c: Cluster, log: (line: string) => void): Promise<Row
         baseline: { name: 'sh in a loop', value: shMs },
         target: { text: '≤ 3 × sh', met: bare <= 3 * shMs },
         note: `${(bare / shMs).toFixed(2)}× sh; ${(bare - shMs).toFixed(2)} ms of orchestration a file`,
+      });
+      rows.push({
+        name: `Per-file cost, the same on runners with a token (no keys: all through the API), N = ${n}`,
+        value: keyless,
+        unit: 'ms',
+        baseline: { name: 'keyed runners, SLUICE_SANDBOX=none, above', value: bare },
+        target: { text: '≤ 3 × sh', met: keyless <= 3 * shMs },
+        note: `${(keyless / bare).toFixed(2)}× keyed; ${(keyless / shMs).toFixed(2)}× sh`,
       });
       rows.push({
         name: `Per-file cost, the same on the default runners (bubblewrap), N = ${n}`,
