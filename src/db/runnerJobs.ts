@@ -53,8 +53,8 @@ export async function insertJob(db: Db, job: NewJob): Promise<number> {
     job.workflowId,
   ]);
   const { rows } = await db.query<{ id: number }>(
-    `INSERT INTO runner_jobs (queue, kind, activity_id, attempt, workflow_id, session_id, repo_id, org_id, input)
-     SELECT $1, $2, $3, $4, $5, s.id, su.repo_id, r.org_id, $7
+    `INSERT INTO runner_jobs (queue, kind, activity_id, attempt, workflow_id, session_id, repo_id, org_id, own_runners, input)
+     SELECT $1, $2, $3, $4, $5, s.id, su.repo_id, r.org_id, su.own_runners, $7
        FROM sessions s JOIN suites su ON su.id = s.suite_id JOIN repos r ON r.id = su.repo_id
       WHERE s.id = $6
      RETURNING id::int AS id`,
@@ -149,7 +149,9 @@ export async function cancelJob(db: Db, id: number, lost?: string): Promise<void
   await db.query(
     `UPDATE runner_jobs SET cancel_requested = true,
             state = CASE WHEN state = 'queued' OR $2::text IS NOT NULL THEN 'failed' ELSE state END,
-            output = CASE WHEN state = 'queued' OR $2::text IS NOT NULL THEN jsonb_build_object('error', jsonb_build_object('message', coalesce($2, 'cancelled'), 'retryable', true)) ELSE output END,
+            output = CASE WHEN state = 'queued' OR $2::text IS NOT NULL
+                          THEN jsonb_build_object('error', jsonb_strip_nulls(jsonb_build_object('message', coalesce($2, 'cancelled'), 'type', CASE WHEN $2::text IS NULL THEN 'cancelled' END, 'retryable', true)))
+                          ELSE output END,
             finished_at = CASE WHEN state = 'queued' OR $2::text IS NOT NULL THEN now() ELSE finished_at END
       WHERE id = $1 AND state IN ('queued', 'running')`,
     [id, lost ?? null],

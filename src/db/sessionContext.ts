@@ -11,6 +11,7 @@ import { reportUrl } from '../core/reportUrl';
 import { DEFAULT_POST_RETRY } from '../core/retry';
 import { DEFAULT_STATUS_RETRY } from '../core/commitStatus';
 import { buildTrust } from '../core/trust';
+import { ownRunnersQueue } from '../core/queues';
 import { findSessionsWithRepo, findSessionWithRepo, type SessionWithRepo } from './sessions';
 import type { Db } from './transaction';
 import { listActiveWebhookIds } from './webhooks';
@@ -49,7 +50,8 @@ function contextOf(row: SessionWithRepo, webhookIds: number[], config: Config): 
     testCommand: row.test_command,
     workers: row.workers,
     env: row.trigger.env ?? {},
-    buildQueue: row.trigger.queue ?? config.buildQueue,
+    // A suite that keeps its builds on its organization's runners: no trigger may send them elsewhere.
+    buildQueue: row.suite_own_runners ? ownRunnersQueue(config.buildQueue, row.org_id) : (row.trigger.queue ?? config.buildQueue),
     webhookIds,
     url: reportUrl(config.baseUrl, row.id, row.report_token),
     receivedAt: row.received_at.getTime() / 1000,

@@ -110,6 +110,8 @@ export interface SessionWithRepo {
   suite_cache: CacheSettings | false | null;
   suite_services: ServiceName[] | null;
   suite_artifacts: string[] | null;
+  /** Its builds run only on its organization's own runners (migration 025). */
+  suite_own_runners: boolean;
   repo_id: number;
   default_branch: string;
   repo_name: string;
@@ -131,6 +133,7 @@ const SESSION_WITH_REPO = `
            e.received_at, e.trigger, e.trigger->'changeset' AS changeset,
            su.test_pattern, su.test_command, su.junit_pattern, su.profiles AS suite_profiles, su.plan AS suite_plan, su.deadline_minutes AS suite_deadline_minutes,
            su.retry_failed AS suite_retry_failed, su.hooks AS suite_hooks, su.cache AS suite_cache, su.services AS suite_services, su.artifacts AS suite_artifacts,
+           su.own_runners AS suite_own_runners,
            r.id AS repo_id, r.default_branch, r.name AS repo_name, r.pull_url, r.scm, r.chat_url, r.ci_squash, r.trust_same_repo_pull_requests,
            (r.status_provider IS NOT NULL AND r.status_repo IS NOT NULL AND r.status_token_sealed IS NOT NULL) AS commit_status,
            o.id AS org_id, o.name AS org_name, o.email AS org_email

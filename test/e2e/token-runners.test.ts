@@ -198,11 +198,26 @@ describe("an organization's runner", () => {
 
     // An installation's runner takes ours.
     const shared = await makeToken('edge-3');
-    await startTokenRunner(shared.token);
+    const sharedRunner = await startTokenRunner(shared.token);
     expect((await c.eventsOf(waiting, 120_000)).find((e) => e.event === 'stop')).toMatchObject({ status: 'passed' });
     expect(await tokensOf(waiting)).toEqual([shared.id]);
+
+    // A suite of theirs that asks for their own runners: the installation's runner never takes
+    // its builds, whatever queue the trigger names; theirs does.
+    const kept = await c.makeRepo({ 'test/kept_test.sh': script('exit 0') }, { branch: 'master', test_pattern: 'test/*_test.sh', own_runners: true }, { org: other.id });
     theirRunner.kill('SIGKILL');
     await theirRunner.exited;
+    const keptSession = await c.build(kept, { branch: 'master', queue: c.env.SLUICE_BUILD_QUEUE });
+    await queued(keptSession);
+    const { rows: keptJobs } = await c.db.pool.query<{ queue: string; own_runners: boolean }>('SELECT queue, own_runners FROM runner_jobs WHERE session_id = $1', [keptSession]);
+    expect(keptJobs).toEqual([{ queue: `${c.env.SLUICE_BUILD_QUEUE}-org-${other.id}`, own_runners: true }]);
+    const again = await startTokenRunner(theirs.token);
+    expect((await c.eventsOf(keptSession, 120_000)).find((e) => e.event === 'stop')).toMatchObject({ status: 'passed' });
+    expect(await tokensOf(keptSession)).toEqual([theirs.id]);
+    for (const r of [again, sharedRunner]) {
+      r.kill('SIGKILL');
+      await r.exited;
+    }
   });
 });
 

@@ -18,6 +18,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { BuildRecords } from '../../build/records';
 import { DEFAULT_CACHE_DIR } from '../../config';
+import { ownRunnersQueue } from '../../core/queues';
 import { FIRST_FAIL_SIGNAL, WORKERS_READY_SIGNAL } from '../../core/signalNames';
 import { fromWire, toWire } from '../../core/wire';
 import { pgBuildRecords } from '../../db/buildRecords';
@@ -26,6 +27,12 @@ import { tokenByHash, touchRunnerToken } from '../../db/runnerTokens';
 import { checkKey, openStore, type BlobStore } from '../../store';
 import type { ApiDeps } from '../app';
 import { HttpError, notFound, parseId, validate } from '../http';
+
+/**
+ * A records call carries what the build recorded (a claim's results, its JUnit cases: up to
+ * 20,000 cases of 16 MiB reports, build/tests/junit.ts), more than the API's usual 1 MiB.
+ */
+const RECORDS_BODY_LIMIT = 64 * 1024 * 1024;
 
 /** The longest a poll for a job waits before it answers 204. */
 export const MAX_POLL_MS = 25_000;
@@ -142,11 +149,13 @@ export function registerRunnerApi(app: FastifyInstance, deps: ApiDeps): void {
   app.post('/runner/jobs/next', async (request, reply) => {
     const body = validate(Poll, request.body);
     const token = tokenOf(request);
-    await touchRunnerToken(pool, token.id, { runner: body.runner, version: body.version, queues: body.queues });
+    // An organization's runners also serve its own queue (a suite with own_runners sends its builds there).
+    const queues = token.orgId === null ? body.queues : [...new Set([...body.queues, ownRunnersQueue(config.buildQueue, token.orgId)])];
+    await touchRunnerToken(pool, token.id, { runner: body.runner, version: body.version, queues });
     unlisten ??= listenForJobs(pool, JOB_QUEUED_CHANNEL, () => [...waiting].forEach((wake) => wake()));
     const deadline = Date.now() + body.wait_ms;
     for (;;) {
-      const job = await takeJob(pool, token, body.runner, body.queues);
+      const job = await takeJob(pool, token, body.runner, queues);
       if (job) return { job: { id: job.id, kind: job.kind, attempt: job.attempt, input: job.input } };
       const left = deadline - Date.now();
       if (left <= 0 || request.raw.destroyed) return reply.code(204).send();
@@ -168,7 +177,7 @@ export function registerRunnerApi(app: FastifyInstance, deps: ApiDeps): void {
     return beat;
   });
 
-  app.post<{ Params: { id: string } }>('/runner/jobs/:id/finish', async (request, reply) => {
+  app.post<{ Params: { id: string } }>('/runner/jobs/:id/finish', { bodyLimit: RECORDS_BODY_LIMIT }, async (request, reply) => {
     const output = validate(Finish, request.body);
     if (!(await finishJob(pool, parseId(request.params.id, 'job'), tokenOf(request).id, output as Parameters<typeof finishJob>[3]))) {
       throw new HttpError(404, 'not found', 'no such job running on this token (ended, cancelled or lost)');
@@ -176,7 +185,7 @@ export function registerRunnerApi(app: FastifyInstance, deps: ApiDeps): void {
     return reply.code(204).send();
   });
 
-  app.post<{ Params: { id: string; method: string } }>('/runner/jobs/:id/records/:method', async (request) => {
+  app.post<{ Params: { id: string; method: string } }>('/runner/jobs/:id/records/:method', { bodyLimit: RECORDS_BODY_LIMIT }, async (request) => {
     const job = await jobOf(request);
     const method = request.params.method as Method;
     if (!Object.hasOwn(CHECKS, method)) throw notFound('records call');

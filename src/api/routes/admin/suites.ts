@@ -56,6 +56,8 @@ const CreateSuite = z.strictObject({
   profiles: profiles.optional(),
   plan: plan.optional(),
   deadline_minutes: deadline.optional(),
+  // Builds run only on runners started with a token of the repository's organization.
+  own_runners: z.boolean().optional(),
   ...setupKeys,
 });
 
@@ -68,6 +70,7 @@ const PatchSuite = z.strictObject({
   profiles: profiles.optional(),
   plan: plan.optional(),
   deadline_minutes: deadline.optional(),
+  own_runners: z.boolean().optional(),
   ...setupKeys,
 });
 
@@ -87,6 +90,7 @@ export const suiteView = (s: SuiteRow) => ({
   cache: s.cache,
   services: s.services,
   artifacts: s.artifacts,
+  own_runners: s.own_runners,
   last_built_commit: s.last_built_commit,
   created_at: s.created_at,
 });
@@ -113,6 +117,7 @@ export async function createSuite(pool: Db, repo: RepoRow, input: unknown): Prom
       cache: body.cache ?? null,
       services: body.services ?? null,
       artifacts: body.artifacts ?? null,
+      own_runners: body.own_runners ?? false,
     });
   } catch (err) {
     if (uniqueViolation(err) === 'suites_repo_id_branch_key') throw conflict('branch', 'this repository has a suite for this branch');
