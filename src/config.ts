@@ -141,6 +141,8 @@ const MiB = 1024 * 1024;
 export const DEFAULT_CACHE_LIMITS = { maxEntryBytes: 2048 * MiB, maxRepoBytes: 10240 * MiB };
 export const DEFAULT_CACHE_LOCAL_MAX_BYTES = 20480 * MiB;
 export const DEFAULT_ARTIFACT_LIMITS = { maxFileBytes: 512 * MiB, maxBuildBytes: 2048 * MiB };
+/** Files a build keeps at most, over all its workers. */
+export const MAX_ARTIFACT_FILES = 10_000;
 // Megabytes in, bytes out; a default is given in bytes (zod takes a default as the output, untransformed).
 const mebibytes = positiveInt.transform((n) => n * MiB);
 const serviceUrl = (scheme: RegExp, what: string) => z.string().refine((v) => scheme.test(v), `must be a ${what} URL`);

@@ -22,6 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { glob } from 'tinyglobby';
+import { MAX_ARTIFACT_FILES } from '../config';
 import type { BlobStore } from '../store';
 import type { BuildRecords } from './records';
 
@@ -49,8 +50,7 @@ export interface ArtifactResult {
   notes: string[];
 }
 
-/** Files one build keeps at most, over all its workers. */
-export const MAX_ARTIFACT_FILES = 10_000;
+export { MAX_ARTIFACT_FILES };
 /** Lines of notes one worker's collection gives at most (the last says how many more were left out). */
 export const MAX_NOTES = 20;
 

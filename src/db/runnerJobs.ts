@@ -45,13 +45,24 @@ export interface JobState {
 
 /**
  * Queues an activity as a job: the session's repository and organization decide which tokens
- * may take it. An activity tried again is a new job (the last attempt's is failed first).
+ * may take it. An activity tried again after the worker waiting on it went away (a restart, a
+ * deploy) takes its job up again while that job's runner is still heard from; one whose runner
+ * fell silent for `lostMs` is failed, and a new job queued.
  */
-export async function insertJob(db: Db, job: NewJob): Promise<number> {
-  await db.query(`UPDATE runner_jobs SET state = 'failed', finished_at = now() WHERE activity_id = $1 AND workflow_id = $2 AND state IN ('queued', 'running')`, [
-    job.activityId,
-    job.workflowId,
-  ]);
+export async function insertJob(db: Db, job: NewJob, lostMs: number): Promise<number> {
+  const { rows: earlier } = await db.query<{ id: number; live: boolean }>(
+    `SELECT id::int AS id, (state = 'queued' OR heartbeat_at > now() - $3 * interval '1 millisecond') AS live
+       FROM runner_jobs WHERE activity_id = $1 AND workflow_id = $2 AND state IN ('queued', 'running') AND NOT cancel_requested
+      ORDER BY id DESC LIMIT 1`,
+    [job.activityId, job.workflowId, lostMs],
+  );
+  if (earlier[0]?.live) return earlier[0].id;
+  await db.query(
+    `UPDATE runner_jobs SET state = 'failed', finished_at = now(),
+            output = jsonb_build_object('error', jsonb_build_object('message', 'its runner was not heard from; tried again as a new job', 'retryable', true))
+      WHERE activity_id = $1 AND workflow_id = $2 AND state IN ('queued', 'running')`,
+    [job.activityId, job.workflowId],
+  );
   const { rows } = await db.query<{ id: number }>(
     `INSERT INTO runner_jobs (queue, kind, activity_id, attempt, workflow_id, session_id, repo_id, org_id, own_runners, input)
      SELECT $1, $2, $3, $4, $5, s.id, su.repo_id, r.org_id, su.own_runners, $7
@@ -77,6 +88,8 @@ export async function takeJob(db: Db, token: { id: number; orgId: number | null 
                    WHERE state = 'queued' AND queue = ANY($4::text[])
                      AND (CASE WHEN $2::bigint IS NULL THEN NOT own_runners ELSE org_id = $2 END)
                    ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+        -- A token revoked while its runner's poll waited takes nothing.
+        AND EXISTS (SELECT 1 FROM runner_tokens WHERE id = $1 AND revoked_at IS NULL)
       RETURNING id::int AS id, kind, attempt, workflow_id, session_id::int AS session_id, repo_id::int AS repo_id, org_id::int AS org_id, input`,
     [token.id, token.orgId, runner, queues],
   );
@@ -110,13 +123,23 @@ export async function rowOfJob(db: Db, table: keyof typeof OWNED, id: number, jo
   return (rowCount ?? 0) > 0;
 }
 
-/** The runner says it is still at it; whether it should stop (undefined: not its running job). */
+/**
+ * The runner says it is still at it; whether it should stop (undefined: not its running job).
+ * A runner busy in every slot polls for nothing: its heartbeats say it is seen.
+ */
 export async function heartbeatJob(db: Db, id: number, tokenId: number): Promise<{ cancel: boolean } | undefined> {
   const { rows } = await db.query<{ cancel_requested: boolean }>(
     `UPDATE runner_jobs SET heartbeat_at = now() WHERE id = $1 AND token_id = $2 AND state = 'running' RETURNING cancel_requested`,
     [id, tokenId],
   );
+  if (rows[0]) await db.query('UPDATE runner_tokens SET last_seen_at = now() WHERE id = $1', [tokenId]);
   return rows[0] && { cancel: rows[0].cancel_requested };
+}
+
+/** A job taken for a poll whose runner went away before the answer: queued again at once. */
+export async function releaseJob(db: Db, id: number): Promise<void> {
+  await db.query(`UPDATE runner_jobs SET state = 'queued', token_id = NULL, runner = NULL, taken_at = NULL, heartbeat_at = NULL WHERE id = $1 AND state = 'running'`, [id]);
+  await db.query('SELECT pg_notify($1, $2)', [JOB_QUEUED_CHANNEL, '']);
 }
 
 /** The runner's end of its job; false when it is not (any more) its running job. */

@@ -2,6 +2,7 @@
  * SQL of runner tokens (migration 024): what a runner that holds no keys authenticates with.
  * Only a token's sha256 is kept; the token is shown once, when it is made.
  */
+import { JOB_ENDED_CHANNEL } from './runnerJobs';
 import type { Db } from './transaction';
 
 export interface RunnerTokenRow {
@@ -51,13 +52,14 @@ export async function listRunnerTokens(db: Db): Promise<RunnerTokenRow[]> {
 export async function revokeRunnerToken(db: Db, id: number): Promise<boolean> {
   const { rowCount } = await db.query('UPDATE runner_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1', [id]);
   if (rowCount === 0) return false;
-  await db.query(
+  const { rows } = await db.query<{ id: string }>(
     `UPDATE runner_jobs SET state = 'failed', finished_at = now(),
             output = jsonb_build_object('error', jsonb_build_object('message', 'its runner''s token was revoked', 'retryable', true))
-      WHERE token_id = $1 AND state = 'running'`,
+      WHERE token_id = $1 AND state = 'running' RETURNING id`,
     [id],
   );
-  await db.query(`SELECT pg_notify('sluice_runner_jobs', '')`);
+  // The workers waiting on those jobs hear of it now, not at their next poll.
+  for (const job of rows) await db.query('SELECT pg_notify($1, $2)', [JOB_ENDED_CHANNEL, job.id]);
   return true;
 }
 

@@ -6,7 +6,8 @@
  * activities, hands each to the runners as a job (db/runnerJobs.ts), heartbeats while one runs
  * it, passes a stop on, and returns the job's result or error as the activity's own. A runner
  * that falls silent fails its job after LOST_MS; Temporal then tries the activity again, as a
- * new job, on whichever runner takes it.
+ * new job, on whichever runner takes it. A worker that goes away leaves its jobs running: the
+ * activity's next attempt takes them up again.
  *
  * The push runs here, not on a runner: it needs the repository's push key, which runners never
  * get. A queue is best served by token runners or by runners holding the keys, not both: the
@@ -20,6 +21,7 @@ import type { Pool } from 'pg';
 import type { Config } from '../config';
 import { createPostActivities } from '../activities/post/activities';
 import type { RunnerActivities } from '../activities/types';
+import { fromWire } from '../core/wire';
 import { cancelJob, insertJob, JOB_ENDED_CHANNEL, jobState, listenForJobs, pruneJobs, type JobKind, type JobOutput } from '../db/runnerJobs';
 import { queuesOfTokenRunners } from '../db/runnerTokens';
 import { createPresenceWorker } from '../temporal/presence';
@@ -31,8 +33,6 @@ const SEEN_WITHIN_MS = 60_000;
 const REFRESH_MS = 5_000;
 /** Ended jobs are kept a day (for the runners list and debugging); swept this often. */
 const PRUNE_EVERY_MS = 60 * 60_000;
-/** After a stop, how long the gateway waits for the runner to say its processes are gone. */
-const STOP_GRACE_MS = 30_000;
 
 export interface Gateway {
   shutdown(): Promise<void>;
@@ -75,7 +75,8 @@ class JobEnds {
 }
 
 /** The activity's failure for a job that ended in error. */
-function failureOf(error: Extract<JobOutput, { error: unknown }>['error']): Error {
+function failureOf(error: Extract<JobOutput, { error: unknown }>['error'] | undefined): Error {
+  if (!error) return ApplicationFailure.retryable('the job ended without saying how');
   if (error.type === 'cancelled') return new CancelledFailure(error.message);
   return ApplicationFailure.create({ message: error.message, type: error.type, nonRetryable: !error.retryable });
 }
@@ -99,27 +100,29 @@ function proxies(pool: Pool, ends: JobEnds): Omit<RunnerActivities, 'pushToCiSer
         workflowId: info.workflowExecution?.workflowId ?? '',
         sessionId: sessionOf(kind, input),
         input,
-      });
-      let stopping: number | null = null;
+      }, LOST_MS);
+      let stopping = false;
       for (;;) {
         ctx.heartbeat();
         const job = await jobState(pool, id);
         if (!job) throw ApplicationFailure.retryable('the job was deleted');
-        if (job.state === 'done') return (job.output as { result: O }).result;
-        if (job.state === 'failed') throw failureOf((job.output as Extract<JobOutput, { error: unknown }>).error);
+        // The runner's answer crossed the API in its wire form (core/wire.ts).
+        if (job.state === 'done') return fromWire((job.output as { result: unknown }).result) as O;
+        if (job.state === 'failed') throw failureOf((job.output as Extract<JobOutput, { error: unknown }> | null)?.error);
         if (job.state === 'running' && job.silentMs !== null && job.silentMs > LOST_MS) {
           await cancelJob(pool, id, `its runner was not heard from for ${Math.round(job.silentMs / 1000)} s`);
           continue;
         }
-        if (ctx.cancellationSignal.aborted) {
-          if (stopping === null) {
-            stopping = Date.now();
-            await cancelJob(pool, id);
-          } else if (Date.now() - stopping > STOP_GRACE_MS) {
-            throw new CancelledFailure('stopped (its runner did not confirm)');
-          }
+        if (ctx.cancellationSignal.aborted && !stopping) {
+          const why = ctx.cancellationDetails;
+          // This worker is going away (or was too slow to heartbeat): the job runs on, and the
+          // activity's next attempt, on any worker, takes it up again (insertJob).
+          if (why && !why.cancelRequested && !why.notFound && !why.reset) throw new CancelledFailure('the worker waiting on the job went away');
+          // A stop: the runner kills what runs and says so; until then (or until it falls silent) we wait.
+          stopping = true;
+          await cancelJob(pool, id);
         }
-        await ends.wait(id, 1_000, stopping === null ? ctx.cancellationSignal : AbortSignal.timeout(1_000));
+        await ends.wait(id, 1_000, stopping ? AbortSignal.timeout(1_000) : ctx.cancellationSignal);
       }
     };
   return {

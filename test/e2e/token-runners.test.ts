@@ -143,11 +143,6 @@ describe('a runner with a token and no keys', () => {
     expect((await fetch(`${c.env.SLUICE_BASE_URL}/api/v1/runner-tokens/${installation.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${c.env.SLUICE_ADMIN_TOKEN}` } })).status).toBe(204);
     await runner.waitForOutput(/asking for work failed: .*\(is the token revoked\?\)/, 60_000);
     const session = await c.build(repo, { branch: 'master', force: true });
-    // Its checkout waits as a job nobody may take.
-    await eventually('the build’s checkout to be queued as a job', async () => {
-      const { rows } = await c.db.pool.query('SELECT state, token_id FROM runner_jobs WHERE session_id = $1', [session]);
-      return rows.length === 1 && rows[0].state === 'queued' ? rows : undefined;
-    });
     // The revoked token's calls are refused, whatever they ask.
     const refused = await fetch(`${c.env.SLUICE_BASE_URL}/api/v1/runner/jobs/next`, {
       method: 'POST',
@@ -155,6 +150,8 @@ describe('a runner with a token and no keys', () => {
       body: JSON.stringify({ runner: 'thief', version: '1', queues: [c.env.SLUICE_BUILD_QUEUE], wait_ms: 0 }),
     });
     expect(refused.status).toBe(401);
+    // Nothing of the new build went to it.
+    expect(await tokensOf(session)).not.toContain(installation.id);
 
     // A new token's runner takes the build over and it passes.
     const fresh = await makeToken('edge-2');
@@ -182,19 +179,15 @@ describe("an organization's runner", () => {
     // A build of the cluster's organization waits: the only live runner is the other organization's.
     const ours = await c.makeRepo({ 'test/ok_test.sh': script('exit 0') }, { branch: 'master', test_pattern: 'test/*_test.sh' });
     const waiting = await c.build(ours, { branch: 'master' });
-    const queued = async (session: number) =>
-      eventually(`session ${session}'s checkout to be queued as a job`, async () => {
-        const { rows } = await c.db.pool.query<{ state: string }>('SELECT state FROM runner_jobs WHERE session_id = $1', [session]);
-        return rows.length === 1 && rows[0]!.state === 'queued' ? rows : undefined;
-      });
-    await queued(waiting);
 
-    // The other organization's build runs on its runner, while ours still waits.
-    const theirRepo = await c.makeRepo({ 'test/theirs_test.sh': script('echo theirs') }, { branch: 'master', test_pattern: 'test/*_test.sh' }, { org: other.id });
+    // The other organization's build, of a suite that keeps its builds on its own runners, runs
+    // on its runner (which polled all along), while ours still waits, untouched by it.
+    const theirRepo = await c.makeRepo({ 'test/theirs_test.sh': script('echo theirs') }, { branch: 'master', test_pattern: 'test/*_test.sh', own_runners: true }, { org: other.id });
     const session = await passes(theirRepo);
     expect(await tokensOf(session)).toEqual([theirs.id]);
-    const { rows } = await c.db.pool.query<{ state: string; token_id: number | null }>('SELECT state, token_id FROM runner_jobs WHERE session_id = $1', [waiting]);
-    expect(rows).toEqual([{ state: 'queued', token_id: null }]);
+    const { rows } = await c.db.pool.query<{ status: string }>('SELECT status FROM sessions WHERE id = $1', [waiting]);
+    expect(['queued', 'running']).toContain(rows[0]!.status);
+    expect(await tokensOf(waiting)).not.toContain(theirs.id);
 
     // An installation's runner takes ours.
     const shared = await makeToken('edge-3');
@@ -202,19 +195,16 @@ describe("an organization's runner", () => {
     expect((await c.eventsOf(waiting, 120_000)).find((e) => e.event === 'stop')).toMatchObject({ status: 'passed' });
     expect(await tokensOf(waiting)).toEqual([shared.id]);
 
-    // A suite of theirs that asks for their own runners: the installation's runner never takes
-    // its builds, whatever queue the trigger names; theirs does.
-    const kept = await c.makeRepo({ 'test/kept_test.sh': script('exit 0') }, { branch: 'master', test_pattern: 'test/*_test.sh', own_runners: true }, { org: other.id });
-    theirRunner.kill('SIGKILL');
-    await theirRunner.exited;
-    const keptSession = await c.build(kept, { branch: 'master', queue: c.env.SLUICE_BUILD_QUEUE });
-    await queued(keptSession);
-    const { rows: keptJobs } = await c.db.pool.query<{ queue: string; own_runners: boolean }>('SELECT queue, own_runners FROM runner_jobs WHERE session_id = $1', [keptSession]);
-    expect(keptJobs).toEqual([{ queue: `${c.env.SLUICE_BUILD_QUEUE}-org-${other.id}`, own_runners: true }]);
-    const again = await startTokenRunner(theirs.token);
+    // Their suite's builds stay on their runners whatever queue the trigger names, with the
+    // installation's runner polling beside theirs.
+    const keptSession = await c.build(theirRepo, { branch: 'master', force: true, queue: c.env.SLUICE_BUILD_QUEUE });
     expect((await c.eventsOf(keptSession, 120_000)).find((e) => e.event === 'stop')).toMatchObject({ status: 'passed' });
-    expect(await tokensOf(keptSession)).toEqual([theirs.id]);
-    for (const r of [again, sharedRunner]) {
+    const { rows: keptJobs } = await c.db.pool.query<{ queue: string; own_runners: boolean; token_id: number }>(
+      'SELECT DISTINCT queue, own_runners, token_id::int AS token_id FROM runner_jobs WHERE session_id = $1',
+      [keptSession],
+    );
+    expect(keptJobs).toEqual([{ queue: `${c.env.SLUICE_BUILD_QUEUE}-org-${other.id}`, own_runners: true, token_id: theirs.id }]);
+    for (const r of [theirRunner, sharedRunner]) {
       r.kill('SIGKILL');
       await r.exited;
     }

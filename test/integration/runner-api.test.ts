@@ -52,7 +52,7 @@ const runner = (t: string) => ({
 
 /** Queues a job of `session` (as the worker's gateway does) and has `t`'s runner take it. */
 async function takenJob(t: string, session: PostSession, input: Record<string, unknown> = {}): Promise<number> {
-  await insertJob(h.db.pool, { queue: 'q1', kind: 'runLane', activityId: `a${Math.random()}`, attempt: 1, workflowId: `wf-${session.sessionId}`, sessionId: session.sessionId, input: { tree: { sessionId: session.sessionId }, ...input } });
+  await insertJob(h.db.pool, { queue: 'q1', kind: 'runLane', activityId: `a${Math.random()}`, attempt: 1, workflowId: `wf-${session.sessionId}`, sessionId: session.sessionId, input: { tree: { sessionId: session.sessionId }, ...input } }, 10_000);
   const res = await runner(t).call('POST', '/jobs/next', { runner: 'host-1', version: 'test', queues: ['q1'], wait_ms: 0 });
   expect(res.status).toBe(200);
   return ((await res.json()) as { job: { id: number } }).job.id;
@@ -112,16 +112,39 @@ describe('a job’s runner', () => {
   });
 
   it("stores and reads its build's blobs, and no other build's", async () => {
-    const put = (key: string) =>
-      fetch(`${h.url}/api/v1/runner/jobs/${job}/blobs/${key}`, { method: 'PUT', headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/octet-stream' }, body: 'entry bytes' });
+    // A push to master: it may save master's cache entry.
+    const saving = await takenJob(t.token, a, { cache: { readScopes: ['master'], writeScope: 'master' } });
+    const put = (key: string, on = saving) =>
+      fetch(`${h.url}/api/v1/runner/jobs/${on}/blobs/${key}`, { method: 'PUT', headers: { authorization: `Bearer ${t.token}`, 'content-type': 'application/octet-stream' }, body: 'entry bytes' });
     expect((await put(`caches/${a.repoId}/x.tgz`)).status).toBe(204);
     expect(await readFile(path.join(store, 'caches', String(a.repoId), 'x.tgz'), 'utf8')).toBe('entry bytes');
     expect((await put(`caches/${b.repoId}/x.tgz`)).status).toBe(403);
     expect((await put(`artifacts/${b.sessionId}/1/1`)).status).toBe(403);
+    // An artifact it did not reserve.
+    expect((await put(`artifacts/${a.sessionId}/1/999999`)).status).toBe(403);
     // Encoded, so that the client does not resolve it away: the API sees caches/<repo>/../../etc/passwd.
     expect((await put(`caches/${a.repoId}/..%2F..%2Fetc%2Fpasswd`)).status).toBe(400);
-    const got = await fetch(`${h.url}/api/v1/runner/jobs/${job}/blobs/caches/${a.repoId}/x.tgz`, { headers: { authorization: `Bearer ${t.token}` } });
+    const got = await fetch(`${h.url}/api/v1/runner/jobs/${saving}/blobs/caches/${a.repoId}/x.tgz`, { headers: { authorization: `Bearer ${t.token}` } });
     expect(await got.text()).toBe('entry bytes');
+
+    // An entry names the blob now: nobody may replace it, and a build that may not save (a pull request's) writes nothing.
+    const entry = await runner(t.token).records(saving, 'insertEntry', [{ repoId: a.repoId, scope: 'master', key: 'k1', family: 'f', size: 11, storeKey: `caches/${a.repoId}/x.tgz` }]);
+    expect(entry.status).toBe(200);
+    expect((await put(`caches/${a.repoId}/x.tgz`)).status).toBe(403);
+    expect((await put(`caches/${a.repoId}/y.tgz`, job)).status).toBe(403);
+  });
+
+  it('saves cache entries only in its own write scope, and reads only the scopes it may', async () => {
+    const saving = await takenJob(t.token, a, { cache: { readScopes: ['feature', 'master'], writeScope: 'feature' } });
+    const entry = (scope: string, storeKey = `caches/${a.repoId}/z.tgz`) => ({ repoId: a.repoId, scope, key: 'k2', family: 'f', size: 1, storeKey });
+    // A feature branch's build may not write master's entries (cache poisoning), nor name another repository's blob.
+    expect((await runner(t.token).records(saving, 'insertEntry', [entry('master')])).status).toBe(403);
+    expect((await runner(t.token).records(saving, 'insertEntry', [entry('feature', `caches/${b.repoId}/z.tgz`)])).status).toBe(403);
+    expect((await runner(t.token).records(saving, 'insertEntry', [entry('feature')])).status).toBe(200);
+    expect((await runner(t.token).records(saving, 'findExactEntry', [a.repoId, ['feature', 'master'], 'k1'])).status).toBe(200);
+    expect((await runner(t.token).records(saving, 'findExactEntry', [a.repoId, ['release'], 'k1'])).status).toBe(403);
+    // One that may not save may not evict either.
+    expect((await runner(t.token).records(job, 'evictEntries', [a.repoId, 0, 1])).status).toBe(403);
   });
 
   it("is not another token's", async () => {

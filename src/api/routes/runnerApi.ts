@@ -13,16 +13,17 @@ import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { BuildRecords } from '../../build/records';
-import { DEFAULT_CACHE_DIR } from '../../config';
+import { DEFAULT_ARTIFACT_LIMITS, DEFAULT_CACHE_DIR, DEFAULT_CACHE_LIMITS, MAX_ARTIFACT_FILES } from '../../config';
 import { ownRunnersQueue } from '../../core/queues';
 import { FIRST_FAIL_SIGNAL, WORKERS_READY_SIGNAL } from '../../core/signalNames';
 import { fromWire, toWire } from '../../core/wire';
 import { pgBuildRecords } from '../../db/buildRecords';
-import { finishJob, heartbeatJob, JOB_QUEUED_CHANNEL, listenForJobs, rowOfJob, runningJob, sessionsOfToken, takeJob, type RunnerJob } from '../../db/runnerJobs';
+import { finishJob, heartbeatJob, JOB_QUEUED_CHANNEL, listenForJobs, releaseJob, rowOfJob, runningJob, sessionsOfToken, takeJob, type RunnerJob } from '../../db/runnerJobs';
 import { tokenByHash, touchRunnerToken } from '../../db/runnerTokens';
 import { checkKey, openStore, type BlobStore } from '../../store';
 import type { ApiDeps } from '../app';
@@ -54,14 +55,25 @@ const Keys = z.strictObject({ keys: z.array(z.string().max(1_000)).max(10_000) }
 
 type Job = RunnerJob & { suiteId: number };
 type Method = Exclude<keyof BuildRecords, 'endedSessions' | 'liveStoreKeys'>;
+type Owns = (table: Parameters<typeof rowOfJob>[1], id: unknown) => Promise<boolean>;
 
 const refused = (why: string) => new HttpError(403, 'forbidden', why);
 
+/** The cache a lane's job may use, as the workflow decided it (core/trust.ts): which branches it reads, where it may write (null: nowhere). */
+function cacheOf(job: Job): { readScopes: string[]; writeScope: string | null } {
+  const cache = (job.input as { cache?: { readScopes?: unknown; writeScope?: unknown } } | null)?.cache;
+  const readScopes = Array.isArray(cache?.readScopes) ? cache.readScopes.filter((s): s is string => typeof s === 'string') : [];
+  return { readScopes, writeScope: typeof cache?.writeScope === 'string' ? cache.writeScope : null };
+}
+const writes = (job: Job) => cacheOf(job).writeScope !== null;
+const readsOnly = (job: Job, scopes: unknown) => Array.isArray(scopes) && scopes.every((s) => cacheOf(job).readScopes.includes(s as string));
+
 /**
  * What each records call may name: the job's session, its repository, its suite, or a row of
- * them. A method missing here is refused.
+ * them; a cache entry only in the scopes the build may read or write. A method missing here is
+ * refused.
  */
-const CHECKS: Record<Method, (job: Job, args: unknown[], owns: (table: Parameters<typeof rowOfJob>[1], id: unknown) => Promise<boolean>) => boolean | Promise<boolean>> = (() => {
+const CHECKS: Record<Method, (job: Job, args: unknown[], owns: Owns, limits: ServerLimits) => boolean | Promise<boolean>> = (() => {
   const session = (job: Job, args: unknown[]) => args[0] === job.sessionId;
   const sessionField = (job: Job, args: unknown[]) => (args[0] as { sessionId?: unknown } | null)?.sessionId === job.sessionId;
   const repo = (job: Job, args: unknown[]) => args[0] === job.repoId;
@@ -91,18 +103,37 @@ const CHECKS: Record<Method, (job: Job, args: unknown[], owns: (table: Parameter
     workLeftMs: session,
     queueProgress: session,
     replaceJUnitResults: session,
-    findExactEntry: repo,
-    findNewestEntry: repo,
+    findExactEntry: (job, args) => repo(job, args) && readsOnly(job, args[1]),
+    findNewestEntry: (job, args) => repo(job, args) && readsOnly(job, args[1]),
     touchEntry: (_job, args, owns) => owns('cache_entries', args[0]),
-    insertEntry: (job, args) => (args[0] as { repoId?: unknown } | null)?.repoId === job.repoId,
-    evictEntries: repo,
-    deleteEntry: (_job, args, owns) => owns('cache_entries', args[0]),
-    reserveArtifact: sessionField,
+    // A new entry: in the build's own write scope, under its repository's key prefix, within the entry size limit.
+    insertEntry: (job, args, _owns, limits) => {
+      const e = args[0] as { repoId?: unknown; scope?: unknown; storeKey?: unknown; size?: unknown } | null;
+      return (
+        e?.repoId === job.repoId &&
+        writes(job) &&
+        e.scope === cacheOf(job).writeScope &&
+        typeof e.storeKey === 'string' &&
+        e.storeKey.startsWith(`caches/${job.repoId}/`) &&
+        typeof e.size === 'number' &&
+        e.size <= limits.maxEntryBytes
+      );
+    },
+    evictEntries: (job, args) => repo(job, args) && writes(job),
+    deleteEntry: (job, args, owns) => writes(job) && owns('cache_entries', args[0]),
+    reserveArtifact: (job, args, _owns, limits) => sessionField(job, args) && typeof (args[0] as { size?: unknown }).size === 'number' && (args[0] as { size: number }).size <= limits.maxFileBytes,
     markArtifactStored: (_job, args, owns) => owns('artifacts', args[0]),
     dropArtifact: (_job, args, owns) => owns('artifacts', args[0]),
     deleteWorkerArtifacts: session,
   };
 })();
+
+interface ServerLimits {
+  maxEntryBytes: number;
+  maxRepoBytes: number;
+  maxFileBytes: number;
+  maxBuildBytes: number;
+}
 
 /** Whether the job's build may have its repository's secrets (the workflow decided: core/trust.ts). */
 const jobMayHaveSecrets = (job: Job) => (job.input as { secrets?: unknown } | null)?.secrets === true;
@@ -121,6 +152,7 @@ const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 export function registerRunnerApi(app: FastifyInstance, deps: ApiDeps): void {
   const { pool, config } = deps;
   const records = pgBuildRecords(pool, config.secretKey);
+  const limits: ServerLimits = { ...(config.cacheLimits ?? DEFAULT_CACHE_LIMITS), ...(config.artifactLimits ?? DEFAULT_ARTIFACT_LIMITS) };
   let store: BlobStore | undefined;
   const blobs = () => (store ??= openStore(config.store ?? { kind: 'dir', dir: DEFAULT_CACHE_DIR }));
 
@@ -149,16 +181,25 @@ export function registerRunnerApi(app: FastifyInstance, deps: ApiDeps): void {
   app.post('/runner/jobs/next', async (request, reply) => {
     const body = validate(Poll, request.body);
     const token = tokenOf(request);
-    // An organization's runners also serve its own queue (a suite with own_runners sends its builds there).
-    const queues = token.orgId === null ? body.queues : [...new Set([...body.queues, ownRunnersQueue(config.buildQueue, token.orgId)])];
+    // An organization's runners serve its own queue, where its suites with own_runners send their
+    // builds, and no other: a queue the gateway serves is served for token runners only, and an
+    // organization's token must not take a shared queue's work away from the other runners.
+    const queues = token.orgId === null ? body.queues : [ownRunnersQueue(config.buildQueue, token.orgId)];
     await touchRunnerToken(pool, token.id, { runner: body.runner, version: body.version, queues });
     unlisten ??= listenForJobs(pool, JOB_QUEUED_CHANNEL, () => [...waiting].forEach((wake) => wake()));
+    // The runner hung up (it is stopping): not `request.raw.destroyed`, which is true as soon as the body was read.
+    let gone = false;
+    reply.raw.once('close', () => (gone = true));
     const deadline = Date.now() + body.wait_ms;
     for (;;) {
       const job = await takeJob(pool, token, body.runner, queues);
+      if (job && gone) {
+        await releaseJob(pool, job.id);
+        return reply;
+      }
       if (job) return { job: { id: job.id, kind: job.kind, attempt: job.attempt, input: job.input } };
       const left = deadline - Date.now();
-      if (left <= 0 || request.raw.destroyed) return reply.code(204).send();
+      if (left <= 0 || gone) return reply.code(204).send();
       await new Promise<void>((resolve) => {
         const wake = () => {
           clearTimeout(timer);
@@ -190,9 +231,12 @@ export function registerRunnerApi(app: FastifyInstance, deps: ApiDeps): void {
     const method = request.params.method as Method;
     if (!Object.hasOwn(CHECKS, method)) throw notFound('records call');
     const args = fromWire(validate(Call, request.body).args) as unknown[];
-    const owns = (table: Parameters<typeof rowOfJob>[1], id: unknown) => (typeof id === 'number' ? rowOfJob(pool, table, id, job) : Promise.resolve(false));
-    if (!(await CHECKS[method](job, args, owns))) throw refused(`${method} names something outside the build this job belongs to`);
+    const owns: Owns = (table, id) => (typeof id === 'number' ? rowOfJob(pool, table, id, job) : Promise.resolve(false));
+    if (!(await CHECKS[method](job, args, owns, limits))) throw refused(`${method} names something outside what the build this job belongs to may touch`);
     if (method === 'buildSecrets' && !jobMayHaveSecrets(job)) return { value: toWire({ values: {}, unreadable: [] }) };
+    // Limits are the installation's, whatever the runner says.
+    if (method === 'evictEntries') args[1] = limits.maxRepoBytes;
+    if (method === 'reserveArtifact') args[1] = { maxBuildBytes: limits.maxBuildBytes, maxFiles: MAX_ARTIFACT_FILES };
     const value = await (records[method] as (...a: unknown[]) => Promise<unknown>)(...args);
     return { value: toWire(value) };
   });
@@ -207,13 +251,37 @@ export function registerRunnerApi(app: FastifyInstance, deps: ApiDeps): void {
 
   // Blobs: the job's cache entries and artifacts, streamed through the API's store.
   app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
+  /**
+   * Whether the job may write (or delete) the blob at `key`: a new cache entry's, when the build
+   * may save one, never a blob an entry names (that would change what other builds restore); an
+   * artifact it reserved. The most it may write there.
+   */
+  const writable = async (job: Job, key: string): Promise<number> => {
+    if (key.startsWith('caches/')) {
+      if (!writes(job)) throw refused('this build may not save a cache entry');
+      if ((await records.liveStoreKeys([key])).size > 0) throw refused('an entry names this blob: it is not this build’s to change');
+      return limits.maxEntryBytes;
+    }
+    const id = Number(/^artifacts\/\d+\/\d+\/(\d+)$/.exec(key)?.[1]);
+    if (!(await rowOfJob(pool, 'artifacts', id, job))) throw refused('no artifact of this build was reserved at this key');
+    return limits.maxFileBytes;
+  };
+
   app.put<{ Params: { id: string; '*': string } }>('/runner/jobs/:id/blobs/*', async (request, reply) => {
     const job = await jobOf(request);
     const key = blobKey(request.params['*'], job);
+    const max = await writable(job, key);
     const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-blob-'));
     try {
       const file = path.join(dir, 'blob');
-      await pipeline(request.body as NodeJS.ReadableStream, createWriteStream(file));
+      let bytes = 0;
+      const capped = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          bytes += chunk.length;
+          done(bytes > max ? new HttpError(413, 'payload too large', `a blob here may have at most ${max} bytes`) : null, chunk);
+        },
+      });
+      await pipeline(request.body as NodeJS.ReadableStream, capped, createWriteStream(file));
       await blobs().putFile(key, file);
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -228,7 +296,10 @@ export function registerRunnerApi(app: FastifyInstance, deps: ApiDeps): void {
   });
   app.delete<{ Params: { id: string; '*': string } }>('/runner/jobs/:id/blobs/*', async (request, reply) => {
     const job = await jobOf(request);
-    await blobs().delete(blobKey(request.params['*'], job));
+    const key = blobKey(request.params['*'], job);
+    // An artifact of its own build it may drop; a cache blob only once no entry names it (deleted, evicted).
+    if (key.startsWith('caches/')) await writable(job, key);
+    await blobs().delete(key);
     return reply.code(204).send();
   });
 

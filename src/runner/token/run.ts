@@ -55,10 +55,10 @@ export async function runTokenRunner(config: Config & { runnerToken: string }, o
     const stop = new AbortController();
     const beat = setInterval(() => {
       channel.heartbeat(job.id).then(
-        ({ cancel }) => cancel && stop.abort(),
+        ({ cancel }) => cancel && stop.abort(new CancelledFailure('stopped')),
         (err: unknown) => {
           // Not its job any more (lost, cancelled) or the token was revoked: stop its processes.
-          if (err instanceof ChannelRefused) stop.abort();
+          if (err instanceof ChannelRefused) stop.abort(new CancelledFailure(err.message));
         },
       );
     }, HEARTBEAT_MS);
@@ -74,7 +74,8 @@ export async function runTokenRunner(config: Config & { runnerToken: string }, o
       const fn = activities[job.kind] as (input: unknown) => Promise<unknown>;
       output = { result: await asJob(job.id, () => runAsJob(run, () => fn(job.input))) };
     } catch (err) {
-      output = { error: jobError(err) };
+      // Stopped: whatever a step threw on its way out (an AbortError, say), the job was cancelled.
+      output = { error: stop.signal.aborted ? { message: (stop.signal.reason as Error).message, type: 'cancelled', retryable: true } : jobError(err) };
     } finally {
       clearInterval(beat);
     }
@@ -101,9 +102,12 @@ export async function runTokenRunner(config: Config & { runnerToken: string }, o
         continue;
       }
       let job: Job | null;
+      const asked = Date.now();
       try {
         job = await channel.next(me, POLL_WAIT_MS, closing.signal);
         refusedLogged = false;
+        // A poll answered empty at once (an API that does not wait): never a tight loop.
+        if (!job && Date.now() - asked < 500) await sleep(1_000, undefined, { signal: closing.signal }).catch(() => undefined);
       } catch (err) {
         if (closing.signal.aborted) break;
         if (!refusedLogged) console.warn(`sluice runner: asking for work failed: ${(err as Error).message}${err instanceof ChannelRefused && err.status === 401 ? ' (is the token revoked?)' : ''}`);
