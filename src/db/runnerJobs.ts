@@ -16,6 +16,7 @@ export interface NewJob {
   queue: string;
   kind: JobKind;
   activityId: string;
+  runId: string;
   attempt: number;
   workflowId: string;
   sessionId: number;
@@ -46,30 +47,31 @@ export interface JobState {
 /**
  * Queues an activity as a job: the session's repository and organization decide which tokens
  * may take it. An activity tried again after the worker waiting on it went away (a restart, a
- * deploy) takes its job up again while that job's runner is still heard from; one whose runner
- * fell silent for `lostMs` is failed, and a new job queued.
+ * deploy) takes its job up again: done (its result is there), or queued, or running while its
+ * runner is still heard from. One whose runner fell silent for `lostMs` is failed, and a new
+ * job queued; so is one that failed (the attempt before this one failed with it).
  */
 export async function insertJob(db: Db, job: NewJob, lostMs: number): Promise<number> {
   const { rows: earlier } = await db.query<{ id: number; live: boolean }>(
-    `SELECT id::int AS id, (state = 'queued' OR heartbeat_at > now() - $3 * interval '1 millisecond') AS live
-       FROM runner_jobs WHERE activity_id = $1 AND workflow_id = $2 AND state IN ('queued', 'running') AND NOT cancel_requested
+    `SELECT id::int AS id, (state IN ('done', 'queued') OR (state = 'running' AND heartbeat_at > now() - $3 * interval '1 millisecond')) AS live
+       FROM runner_jobs WHERE run_id = $1 AND activity_id = $2 AND state <> 'failed' AND NOT cancel_requested
       ORDER BY id DESC LIMIT 1`,
-    [job.activityId, job.workflowId, lostMs],
+    [job.runId, job.activityId, lostMs],
   );
   if (earlier[0]?.live) return earlier[0].id;
   await db.query(
     `UPDATE runner_jobs SET state = 'failed', finished_at = now(),
             output = jsonb_build_object('error', jsonb_build_object('message', 'its runner was not heard from; tried again as a new job', 'retryable', true))
-      WHERE activity_id = $1 AND workflow_id = $2 AND state IN ('queued', 'running')`,
-    [job.activityId, job.workflowId],
+      WHERE run_id = $1 AND activity_id = $2 AND state IN ('queued', 'running')`,
+    [job.runId, job.activityId],
   );
   const { rows } = await db.query<{ id: number }>(
-    `INSERT INTO runner_jobs (queue, kind, activity_id, attempt, workflow_id, session_id, repo_id, org_id, own_runners, input)
-     SELECT $1, $2, $3, $4, $5, s.id, su.repo_id, r.org_id, su.own_runners, $7
+    `INSERT INTO runner_jobs (queue, kind, activity_id, run_id, attempt, workflow_id, session_id, repo_id, org_id, own_runners, input)
+     SELECT $1, $2, $3, $8, $4, $5, s.id, su.repo_id, r.org_id, su.own_runners, $7
        FROM sessions s JOIN suites su ON su.id = s.suite_id JOIN repos r ON r.id = su.repo_id
       WHERE s.id = $6
      RETURNING id::int AS id`,
-    [job.queue, job.kind, job.activityId, job.attempt, job.workflowId, job.sessionId, JSON.stringify(job.input)],
+    [job.queue, job.kind, job.activityId, job.attempt, job.workflowId, job.sessionId, JSON.stringify(job.input), job.runId],
   );
   if (!rows[0]) throw new Error(`session ${job.sessionId} no longer exists`);
   await db.query('SELECT pg_notify($1, $2)', [JOB_QUEUED_CHANNEL, job.queue]);

@@ -98,6 +98,7 @@ function proxies(pool: Pool, ends: JobEnds): Omit<RunnerActivities, 'pushToCiSer
         activityId: info.activityId,
         attempt: info.attempt,
         workflowId: info.workflowExecution?.workflowId ?? '',
+        runId: info.workflowExecution?.runId ?? '',
         sessionId: sessionOf(kind, input),
         input,
       }, LOST_MS);

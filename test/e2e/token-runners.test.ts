@@ -241,3 +241,29 @@ describe('a stop', () => {
     await r.exited;
   });
 });
+
+describe('a worker killed while a token runner runs its job', () => {
+  it('leaves the job running: the worker started again takes it up, and the build ends with its true result, run once', async () => {
+    const t = await makeToken('edge-fault');
+    const r = await startTokenRunner(t.token);
+    const repo = await c.makeRepo({ 'test/slow_test.sh': script('sleep 8; echo "ran once"') }, { branch: 'master', test_pattern: 'test/*_test.sh' });
+    const session = await c.build(repo, { branch: 'master' });
+    await eventually('the lane to run on the token runner', async () => {
+      const { rows } = await c.db.pool.query("SELECT 1 FROM runner_jobs WHERE session_id = $1 AND kind = 'runLane' AND state = 'running'", [session]);
+      return rows.length === 1 ? true : undefined;
+    });
+    c.worker.kill('SIGKILL');
+    await c.worker.exited;
+    // Workers get no admin token (as the cluster starts them).
+    const { SLUICE_ADMIN_TOKEN: _admin, ...workerEnv } = c.env;
+    c.worker = startRole('worker', workerEnv);
+    await c.worker.waitForOutput(/sluice worker: serving /, 90_000);
+
+    expect((await c.eventsOf(session, 120_000)).find((e) => e.event === 'stop')).toMatchObject({ status: 'passed' });
+    expect((await tests(session)).tests.map((x) => [x.path, x.status, x.output])).toEqual([['test/slow_test.sh', 'passed', 'ran once\n']]);
+    const { rows } = await c.db.pool.query<{ state: string }>("SELECT state FROM runner_jobs WHERE session_id = $1 AND kind = 'runLane'", [session]);
+    expect(rows).toEqual([{ state: 'done' }]);
+    r.kill('SIGKILL');
+    await r.exited;
+  });
+});

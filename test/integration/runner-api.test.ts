@@ -52,7 +52,7 @@ const runner = (t: string) => ({
 
 /** Queues a job of `session` (as the worker's gateway does) and has `t`'s runner take it. */
 async function takenJob(t: string, session: PostSession, input: Record<string, unknown> = {}): Promise<number> {
-  await insertJob(h.db.pool, { queue: 'q1', kind: 'runLane', activityId: `a${Math.random()}`, attempt: 1, workflowId: `wf-${session.sessionId}`, sessionId: session.sessionId, input: { tree: { sessionId: session.sessionId }, ...input } }, 10_000);
+  await insertJob(h.db.pool, { queue: 'q1', kind: 'runLane', activityId: `a${Math.random()}`, runId: 'run-1', attempt: 1, workflowId: `wf-${session.sessionId}`, sessionId: session.sessionId, input: { tree: { sessionId: session.sessionId }, ...input } }, 10_000);
   const res = await runner(t).call('POST', '/jobs/next', { runner: 'host-1', version: 'test', queues: ['q1'], wait_ms: 0 });
   expect(res.status).toBe(200);
   return ((await res.json()) as { job: { id: number } }).job.id;

@@ -26,7 +26,9 @@ CREATE TABLE runner_jobs (
   queue             text NOT NULL,
   -- The activity: checkout, queueTests, runLane, postBuildHook.
   kind              text NOT NULL,
+  -- The activity: its id within its workflow run (a run continued as new starts again at 1).
   activity_id       text NOT NULL,
+  run_id            text NOT NULL,
   attempt           int NOT NULL,
   workflow_id       text NOT NULL,
   session_id        bigint NOT NULL,
@@ -48,3 +50,4 @@ CREATE TABLE runner_jobs (
 );
 CREATE INDEX runner_jobs_queued_idx ON runner_jobs (queue, id) WHERE state = 'queued';
 CREATE INDEX runner_jobs_token_idx ON runner_jobs (token_id) WHERE state = 'running';
+CREATE INDEX runner_jobs_activity_idx ON runner_jobs (run_id, activity_id);
