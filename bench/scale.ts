@@ -50,7 +50,14 @@ async function buildAndWait(c: Cluster, repo: ClusterRepo, queue?: string): Prom
   const session = await c.build(repo, { branch: 'master', force: true, ...(queue ? { queue } : {}) });
   const events = await c.eventsOf(session, 600_000);
   const stop = events.find((e) => e.event === 'stop')!;
-  if (stop.status !== 'passed') throw new Error(`session ${session} ended ${stop.status}`);
+  if (stop.status !== 'passed') {
+    const { rows } = await c.db.pool.query<{ path: string; output: string }>(
+      "SELECT path, left(output, 500) AS output FROM test_results WHERE session_id = $1 AND status <> 'passed' LIMIT 3",
+      [session],
+    );
+    const view = await c.admin<{ reason: string | null }>('GET', `/api/v1/sessions/${session}`);
+    throw new Error(`session ${session} ended ${stop.status} (${view.reason ?? 'no reason'}): ${JSON.stringify(rows)}`);
+  }
   return session;
 }
 

@@ -147,6 +147,13 @@ describe('a job’s runner', () => {
     expect((await runner(t.token).records(job, 'evictEntries', [a.repoId, 0, 1])).status).toBe(403);
   });
 
+  it('hears which of its own builds ended, and nothing of the others (whose trees it must leave alone)', async () => {
+    await h.db.pool.query("UPDATE sessions SET status = 'passed' WHERE id = ANY($1)", [[a.sessionId, b.sessionId]]);
+    const res = await runner(t.token).call('POST', '/ended-sessions', { ids: [a.sessionId, b.sessionId, 999999] });
+    expect(await res.json()).toEqual({ ended: [a.sessionId] });
+    await h.db.pool.query("UPDATE sessions SET status = 'running' WHERE id = ANY($1)", [[a.sessionId, b.sessionId]]);
+  });
+
   it("is not another token's", async () => {
     const other = await token('edge-2');
     expect((await runner(other.token).records(job, 'queueProgress', [a.sessionId])).status).toBe(404);

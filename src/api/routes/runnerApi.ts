@@ -306,10 +306,9 @@ export function registerRunnerApi(app: FastifyInstance, deps: ApiDeps): void {
   // A runner's sweeps between jobs: which of the builds it ran have ended, which local cache copies are still named.
   app.post('/runner/ended-sessions', async (request) => {
     const { ids } = validate(Sweep, request.body);
-    const mine = await sessionsOfToken(pool, tokenOf(request).id, ids);
-    const ended = new Set(await records.endedSessions(mine));
-    // Sessions it never ran are none of its business: its trees of them are left over, so ended.
-    return { ended: ids.filter((id) => ended.has(id) || !mine.includes(id)) };
+    // Only of the sessions it ran: the others' trees, in a workspace it shares with other
+    // runners on its machine, are theirs to sweep (and their state none of its business).
+    return { ended: await records.endedSessions(await sessionsOfToken(pool, tokenOf(request).id, ids)) };
   });
   app.post('/runner/live-store-keys', async (request) => {
     const { keys } = validate(Keys, request.body);
