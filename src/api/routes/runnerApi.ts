@@ -206,7 +206,8 @@ export function registerRunnerApi(app: FastifyInstance, deps: ApiDeps): void {
           waiting.delete(wake);
           resolve();
         };
-        const timer = setTimeout(wake, Math.min(left, 1_000));
+        // NOTIFY wakes it when a job is queued; the timer only covers a notification missed.
+        const timer = setTimeout(wake, Math.min(left, 5_000));
         waiting.add(wake);
       });
     }
