@@ -139,7 +139,7 @@ export async function runTokenRunner(config: Config & { runnerToken: string }, o
     async shutdown() {
       clearInterval(sweeper);
       closing.abort();
-      // The poll in flight answers within its wait; the jobs running finish (as a keyed runner's Temporal worker lets them).
+      // The poll in flight is dropped (a job it took goes back: the API releases it); the jobs running finish.
       await Promise.all([loop, ...running]);
       await reaper.close();
       await channel.close();
