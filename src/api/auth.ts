@@ -13,10 +13,15 @@ export function sameSecret(given: string, expected: string): boolean {
   return timingSafeEqual(sha256(given), sha256(expected));
 }
 
+/** The token of the request's `Authorization: Bearer <token>`, if it has one. */
+export function bearerToken(request: FastifyRequest): string | undefined {
+  return /^Bearer[ ]+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
+}
+
 /** Whether the request carries `Authorization: Bearer <adminToken>`. */
 export function hasAdminToken(request: FastifyRequest, adminToken: string): boolean {
-  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-  return adminToken.length > 0 && match !== null && sameSecret(match[1]!, adminToken);
+  const given = bearerToken(request);
+  return adminToken.length > 0 && given !== undefined && sameSecret(given, adminToken);
 }
 
 export function requireAdmin(adminToken: string): (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined> {

@@ -1,10 +1,8 @@
 import os from 'node:os';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createRunnerActivities } from '../activities';
-import { sweepTrees, treeDeps } from '../build/checkout/tree';
-import { sweepLocalCache } from '../build/cache';
 import { sweepServices } from '../build/services';
-import { DEFAULT_CACHE_LOCAL_DIR, DEFAULT_CACHE_LOCAL_MAX_BYTES, DEFAULT_RUNNER_SLOTS, type Config } from '../config';
+import { DEFAULT_RUNNER_SLOTS, type Config } from '../config';
 import { loadInstallation } from '../db/installation';
 import { pgBuildRecords } from '../db/buildRecords';
 import { createPool } from '../db/pool';
@@ -15,6 +13,7 @@ import { installRuntime } from '../temporal/runtime';
 import { SLUICE_VERSION } from '../version';
 import { isolationWarning, resolveIsolation } from './isolation';
 import { startReaper } from './reaper';
+import { startSweeps } from './sweep';
 
 export interface RunnerHandle {
   /** host-pid: recorded with every test file this runner ran. */
@@ -35,9 +34,6 @@ export interface RunRunnerOptions {
   /** See IsolationOptions.trustedBuilds: the test suite's own builds only. */
   trustedBuilds?: boolean;
 }
-
-/** How often a runner removes the checkouts of sessions that have ended. */
-const SWEEP_EVERY_MS = 30_000;
 
 /**
  * One runner process: checkouts, test lanes and pushes from the build queue(s), nothing else.
@@ -78,8 +74,6 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
   workers.push(...(await Promise.all(queues.map((taskQueue) => createPresenceWorker(connection, config.temporalNamespace, taskQueue)))));
   const running = Promise.all(workers.map((w) => w.run()));
 
-  const records = pgBuildRecords(pool, config.secretKey);
-  const trees = treeDeps(config, records);
   // Service databases and users of ended sessions (a runner that crashed left them): on the servers of this runner.
   let installation: string | undefined;
   const sweepLeftServices = async () => {
@@ -87,24 +81,15 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
     installation ??= await loadInstallation(pool);
     await sweepServices(config.services!, installation, (ids) => endedSessions(pool, ids));
   };
-  const sweep = () =>
-    Promise.all([
-      touchRunner(pool, name).catch((err: unknown) => console.warn(`sluice runner: recording that it is up failed: ${(err as Error).message}`)),
-      sweepTrees(trees).catch((err: unknown) => console.warn(`sluice runner: sweeping old checkouts failed: ${(err as Error).message}`)),
-      sweepLeftServices().catch((err: unknown) => console.warn(`sluice runner: sweeping old service databases failed: ${(err as Error).message}`)),
-      // Local copies of cache entries evicted (or deleted with their repository) elsewhere.
-      sweepLocalCache({ records, local: config.cacheLocal ?? { dir: DEFAULT_CACHE_LOCAL_DIR, maxBytes: DEFAULT_CACHE_LOCAL_MAX_BYTES } }).catch((err: unknown) =>
-        console.warn(`sluice runner: sweeping old local cache copies failed: ${(err as Error).message}`),
-      ),
-    ]);
-  void sweep();
-  const sweeper = setInterval(sweep, SWEEP_EVERY_MS);
-  sweeper.unref();
+  const stopSweeps = startSweeps(config, pgBuildRecords(pool, config.secretKey), [
+    ['recording that it is up', () => touchRunner(pool, name)],
+    ['sweeping old service databases', sweepLeftServices],
+  ]);
 
   return {
     name,
     async shutdown() {
-      clearInterval(sweeper);
+      stopSweeps();
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       try {
         await running;

@@ -8,7 +8,6 @@
  * key, build secrets) is read here only for the build the job belongs to, and only as far as
  * the build may have it (no secrets for a build the trust rules deny them).
  */
-import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -27,6 +26,8 @@ import { finishJob, heartbeatJob, JOB_QUEUED_CHANNEL, listenForJobs, releaseJob,
 import { tokenByHash, touchRunnerToken } from '../../db/runnerTokens';
 import { checkKey, openStore, type BlobStore } from '../../store';
 import type { ApiDeps } from '../app';
+import { bearerToken } from '../auth';
+import { runnerTokenHash } from './admin/runnerTokens';
 import { HttpError, notFound, parseId, validate } from '../http';
 
 /**
@@ -147,8 +148,6 @@ declare module 'fastify' {
   }
 }
 
-const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest();
-
 export function registerRunnerApi(app: FastifyInstance, deps: ApiDeps): void {
   const { pool, config } = deps;
   const records = pgBuildRecords(pool, config.secretKey);
@@ -162,8 +161,8 @@ export function registerRunnerApi(app: FastifyInstance, deps: ApiDeps): void {
   app.addHook('onClose', async () => (await unlisten)?.());
 
   app.addHook('onRequest', async (request, reply) => {
-    const match = /^Bearer[ ]+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-    const token = match ? await tokenByHash(pool, sha256(match[1]!)) : undefined;
+    const given = bearerToken(request);
+    const token = given === undefined ? undefined : await tokenByHash(pool, runnerTokenHash(given));
     if (!token) {
       return reply.code(401).header('www-authenticate', 'Bearer realm="sluice-runner"').send({ error: 'unauthorized', message: 'send Authorization: Bearer <runner token> (a live one)' });
     }

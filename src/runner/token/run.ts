@@ -11,19 +11,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { createTokenRunnerActivities } from '../../activities';
 import { runAsJob, type ActivityRun } from '../../activities/heartbeat';
-import { sweepLocalCache } from '../../build/cache';
-import { sweepTrees, treeDeps } from '../../build/checkout/tree';
-import { DEFAULT_CACHE_LOCAL_DIR, DEFAULT_CACHE_LOCAL_MAX_BYTES, DEFAULT_RUNNER_SLOTS, type Config } from '../../config';
+import { DEFAULT_RUNNER_SLOTS, type Config } from '../../config';
 import { SLUICE_VERSION } from '../../version';
 import { isolationWarning, resolveIsolation } from '../isolation';
 import { startReaper } from '../reaper';
 import type { RunnerHandle, RunRunnerOptions } from '../run';
+import { startSweeps } from '../sweep';
 import { Channel, ChannelRefused, type Job, type JobOutput } from './channel';
 import { asJob, tokenRecords, tokenStore } from './records';
 
 const HEARTBEAT_MS = 1_000;
 const POLL_WAIT_MS = 20_000;
-const SWEEP_EVERY_MS = 30_000;
 /** Within the gateway's patience (gateway.ts LOST_MS): after that the job is tried again anyway. */
 const FINISH_ATTEMPTS = 5;
 
@@ -121,23 +119,12 @@ export async function runTokenRunner(config: Config & { runnerToken: string }, o
     }
   })();
 
-  // Checkouts of builds that ended, and local cache copies no entry names any more.
-  const trees = treeDeps(config, records);
-  const sweep = () =>
-    Promise.all([
-      sweepTrees(trees).catch((err: unknown) => console.warn(`sluice runner: sweeping old checkouts failed: ${(err as Error).message}`)),
-      sweepLocalCache({ records, local: config.cacheLocal ?? { dir: DEFAULT_CACHE_LOCAL_DIR, maxBytes: DEFAULT_CACHE_LOCAL_MAX_BYTES } }).catch((err: unknown) =>
-        console.warn(`sluice runner: sweeping old local cache copies failed: ${(err as Error).message}`),
-      ),
-    ]);
-  void sweep();
-  const sweeper = setInterval(sweep, SWEEP_EVERY_MS);
-  sweeper.unref();
+  const stopSweeps = startSweeps(config, records);
 
   return {
     name,
     async shutdown() {
-      clearInterval(sweeper);
+      stopSweeps();
       closing.abort();
       // The poll in flight is dropped (a job it took goes back: the API releases it); the jobs running finish.
       await Promise.all([loop, ...running]);
