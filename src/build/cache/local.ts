@@ -10,6 +10,7 @@
 import { chmod, lchown, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Owner } from './copy';
+import { discard, emptyTrash } from '../trash';
 
 export interface LocalSettings {
   dir: string;
@@ -37,6 +38,8 @@ const STALE_WORK_MS = 6 * 3600_000;
 
 const entriesDir = (local: LocalSettings) => path.join(local.dir, 'entries');
 const workDir = (local: LocalSettings) => path.join(local.dir, 'work');
+/** Evicted copies on their way out, deleted at low priority (see trash.ts). */
+const trashDir = (local: LocalSettings) => path.join(local.dir, 'trash');
 
 /** A store key as a directory name: `caches/12/ab.tgz` is `caches-12-ab.tgz`. */
 export const localName = (storeKey: string) => storeKey.replace(/\//g, '-');
@@ -122,8 +125,9 @@ export async function evictLocal(local: LocalSettings, opts: { keep?: string; is
   await prepare(local);
   const copies = await listLocal(local);
   const live = opts.isLive ? await opts.isLive(copies.flatMap((c) => (c.meta ? [c.meta.storeKey] : []))) : null;
+  await emptyTrash(trashDir(local));
   let total = 0;
-  let removed = 0;
+  const gone: string[] = [];
   for (const copy of copies) {
     const keep =
       copy.name === opts.keep ||
@@ -132,13 +136,13 @@ export async function evictLocal(local: LocalSettings, opts: { keep?: string; is
       total += copy.meta?.bytes ?? 0;
       continue;
     }
-    await rm(path.join(entriesDir(local), copy.name), { recursive: true, force: true });
-    removed += 1;
+    gone.push(path.join(entriesDir(local), copy.name));
   }
+  await discard(gone, trashDir(local));
   for (const name of await readdir(workDir(local)).catch(() => [] as string[])) {
     const at = path.join(workDir(local), name);
     const info = await stat(at).catch(() => null);
-    if (info && Date.now() - info.mtimeMs > STALE_WORK_MS) await rm(at, { recursive: true, force: true });
+    if (info && Date.now() - info.mtimeMs > STALE_WORK_MS) await discard([at], trashDir(local));
   }
-  return removed;
+  return gone.length;
 }

@@ -17,6 +17,7 @@ import { fetchRepository, GitPullError, type FetchRepositoryResult, type HostKey
 import { fetchHgRepository } from './hg';
 import type { BuildUser } from '../process';
 import type { BuildRecords } from '../records';
+import { discard, emptyTrash } from '../trash';
 
 export interface TreeDeps {
   records: BuildRecords;
@@ -138,10 +139,13 @@ async function chownTree(dir: string, owner: BuildUser): Promise<void> {
   }
 }
 
+/** Where a workspace's removed trees wait for their deletion (see trash.ts). */
+const trashOf = (workspaceDir: string) => path.join(workspaceDir, '.trash');
+
+/** Frees `workdir`'s name at once (marker first: no marker may claim a half-removed tree); the files go at low priority. */
 export async function removeTree(workdir: string): Promise<void> {
   await rm(markerOf(workdir), { force: true });
-  await rm(workdir, { recursive: true, force: true });
-  await rm(homeDir(workdir), { recursive: true, force: true });
+  await discard([workdir, homeDir(workdir)], trashOf(path.dirname(workdir)));
 }
 
 /**
@@ -158,18 +162,20 @@ export async function sweepTrees(deps: TreeDeps): Promise<number> {
     const id = Number(m[1]);
     bySession.set(id, [...(bySession.get(id) ?? []), name]);
   }
+  await emptyTrash(trashOf(deps.workspaceDir));
   if (bySession.size === 0) return 0;
   const ended = await deps.records.endedSessions([...bySession.keys()]);
-  let removed = 0;
+  const gone: string[] = [];
   for (const id of ended) {
     for (const name of bySession.get(id) ?? []) {
       const file = path.join(deps.workspaceDir, name);
-      if (held.has(file.replace(/\.(json|home)$/, ''))) continue;
-      await rm(file, { recursive: true, force: true });
-      removed += 1;
+      if (!held.has(file.replace(/\.(json|home)$/, ''))) gone.push(file);
     }
   }
-  return removed;
+  // Markers first, as removeTree does.
+  await Promise.all(gone.filter((f) => f.endsWith('.json')).map((f) => rm(f, { force: true })));
+  await discard(gone.filter((f) => !f.endsWith('.json')), trashOf(deps.workspaceDir));
+  return gone.length;
 }
 
 /** The repository of a build is gone: nothing to check out, ever. */
