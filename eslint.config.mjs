@@ -34,7 +34,7 @@ function layer({ packages = [], patterns = [], folders = [], why }) {
 const PURE = {
   packages: [...IO_LIBRARIES, ...TEMPORAL, ...NODE_BUILTINS.filter((m) => m !== 'crypto')],
   patterns: [['node:*', '!node:crypto']],
-  folders: ['db', 'api', 'activities', 'build', 'delivery', 'store', 'workflows', 'temporal', 'worker', 'runner'],
+  folders: ['db', 'api', 'activities', 'steps', 'delivery', 'store', 'workflows', 'temporal', 'worker', 'runner'],
 };
 
 export const layers = [
@@ -43,7 +43,7 @@ export const layers = [
     rule: layer({
       packages: [...NODE_BUILTINS, ...IO_LIBRARIES, 'yaml', 'zod', '@temporalio/activity', '@temporalio/client', '@temporalio/worker'],
       patterns: ['node:*', '**/core/sluiceYml', '**/core/buildSetupSchema'],
-      folders: ['activities', 'build', 'db', 'delivery', 'store', 'api', 'providers', 'worker', 'runner'],
+      folders: ['activities', 'steps', 'db', 'delivery', 'store', 'api', 'providers', 'worker', 'runner'],
       why: 'workflow code is deterministic and replayed: no Node built-ins, no parsing libraries (yaml, zod), no I/O; activities do that and workflows import only their types',
     }),
   },
@@ -59,7 +59,7 @@ export const layers = [
     files: ['src/db/**/*.ts'],
     rule: layer({
       packages: ['undici', 'fastify', 'ssh2', 'nodemailer', ...TEMPORAL],
-      folders: ['api', 'activities', 'build', 'delivery', 'workflows', 'providers', 'temporal', 'worker', 'runner'],
+      folders: ['api', 'activities', 'steps', 'delivery', 'workflows', 'providers', 'temporal', 'worker', 'runner'],
       why: 'the data layer runs SQL and nothing else: no HTTP, no Temporal, no other layer (types excepted)',
     }),
   },
@@ -67,7 +67,7 @@ export const layers = [
     files: ['src/delivery/**/*.ts'],
     rule: layer({
       packages: ['pg', 'fastify', 'ssh2', ...TEMPORAL],
-      folders: ['api', 'activities', 'build', 'workflows', 'temporal', 'worker', 'runner'],
+      folders: ['api', 'activities', 'steps', 'workflows', 'temporal', 'worker', 'runner'],
       why: 'delivery is a domain module the API and activities share: its SQL is in db/, and it knows nothing of Temporal or Fastify',
     }),
   },
@@ -75,7 +75,7 @@ export const layers = [
     files: ['src/api/**/*.ts'],
     rule: layer({
       packages: ['pg', '@temporalio/activity', '@temporalio/worker', '@temporalio/workflow'],
-      folders: ['activities', 'build', 'workflows', 'worker', 'runner'],
+      folders: ['activities', 'steps', 'workflows', 'worker', 'runner'],
       why: 'the API runs no activity or workflow code and no SQL of its own: it calls db/, delivery/ and temporal/',
     }),
   },
@@ -91,16 +91,16 @@ export const layers = [
     files: ['src/store/**/*.ts'],
     rule: layer({
       packages: ['pg', 'fastify', ...TEMPORAL],
-      folders: ['api', 'activities', 'build', 'db', 'delivery', 'workflows', 'temporal', 'worker', 'runner'],
+      folders: ['api', 'activities', 'steps', 'db', 'delivery', 'workflows', 'temporal', 'worker', 'runner'],
       why: 'the blob store keeps bytes under keys and nothing else: no SQL, no Temporal, no HTTP routes',
     }),
   },
   {
-    files: ['src/build/**/*.ts'],
+    files: ['src/steps/**/*.ts'],
     rule: layer({
       packages: ['fastify', ...TEMPORAL],
       folders: ['api', 'activities', 'workflows', 'temporal', 'worker', 'runner', 'delivery', 'db', 'crypto'],
-      why: "the runner's build steps know nothing of Temporal, HTTP routes, workflows or the database: activities wrap them, and they read and write builds through BuildRecords (build/records.ts), never SQL or Sluice's secret key",
+      why: "the runner's build steps know nothing of Temporal, HTTP routes, workflows or the database: activities wrap them, and they read and write builds through BuildRecords (steps/records.ts), never SQL or Sluice's secret key",
     }),
   },
 ];

@@ -17,7 +17,7 @@ import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { LEASE_MS } from '../src/build/tests/lane';
+import { LEASE_MS } from '../src/steps/tests/lane';
 import type { Cluster, ClusterRepo } from '../test/support/cluster';
 import type { RepoFiles } from '../test/support/gitRepo';
 import { eventually } from '../test/support/wait';

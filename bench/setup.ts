@@ -11,15 +11,15 @@
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { restoreCache, type CacheDeps } from '../src/build/cache';
-import { findLocal } from '../src/build/cache/local';
+import { restoreCache, type CacheDeps } from '../src/steps/cache';
+import { findLocal } from '../src/steps/cache/local';
 import { openStore } from '../src/store';
 import type { Cluster } from '../test/support/cluster';
 import type { Row } from './table';
 import { pgBuildRecords } from '../src/db/buildRecords';
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'node-100mb');
-/** What package setup caches for an npm project by default (build/packages.ts). */
+/** What package setup caches for an npm project by default (steps/packages.ts). */
 const NPM_CACHE = { key_paths: ['package-lock.json'], save_paths: ['node_modules'] };
 const RUNS = 5;
 

@@ -5,7 +5,7 @@ import { parseAllowList, type Cidr } from './delivery/ssrf';
 /**
  * Everything Sluice reads from its environment, validated once at start. Processes get a
  * Config object and pass it down; nothing else reads process.env (test processes get a
- * clean environment of their own, see build/tests/runTestFile.ts).
+ * clean environment of their own, see steps/tests/runTestFile.ts).
  */
 export interface Config {
   databaseUrl: string;

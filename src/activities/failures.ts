@@ -7,12 +7,12 @@
  * decides about the next"; the others are thrown non-retryable: no attempt can mend them.
  */
 export const FAILURE_TYPES = {
-  // checkout (build/checkout)
+  // checkout (steps/checkout)
   /** The SCM host could not be reached or timed out; retryable. */
   checkoutUnreachable: 'CheckoutUnreachable',
   /** A wrong key, an unknown commit, a bad URL, a repository that is gone. */
   checkoutFailed: 'CheckoutFailed',
-  // tests (build/tests)
+  // tests (steps/tests)
   /** A test or JUnit pattern that is absolute or leaves the tree. */
   invalidPattern: 'InvalidPattern',
   /** More test files match than one build may run (SLUICE_MAX_TEST_FILES). */

@@ -1,13 +1,13 @@
 import type { Pool } from 'pg';
 import { DEFAULT_ARTIFACT_LIMITS, DEFAULT_CACHE_DIR, type Config } from '../config';
-import { cacheDeps } from '../build/cache';
+import { cacheDeps } from '../steps/cache';
 import { pgBuildRecords } from '../db/buildRecords';
 import { openStore, type BlobStore } from '../store';
 import { DEFAULT_STATUS_RETRY } from '../core/commitStatus';
-import { createBuildActivities } from './build/activities';
-import type { BuildUser, ProcessGroups } from '../build/process';
-import type { Sandbox } from '../build/sandbox';
-import type { BuildRecords } from '../build/records';
+import { createBuildActivities } from './steps/activities';
+import type { BuildUser, ProcessGroups } from '../steps/process';
+import type { Sandbox } from '../steps/sandbox';
+import type { BuildRecords } from '../steps/records';
 import { createCommitStatusActivity } from './commitStatus';
 import { createCleanupActivity } from './cleanup';
 import { createDeliverActivity } from './delivery';

@@ -121,7 +121,7 @@ export interface CheckoutResult {
 }
 
 /**
- * The tree a build activity needs, by commit: any runner can make it (build/checkout/tree.ts),
+ * The tree a build activity needs, by commit: any runner can make it (steps/checkout/tree.ts),
  * so no step depends on the runner that did an earlier one.
  */
 export interface TreeRef {

@@ -7,7 +7,7 @@
  * Files stay the unit the spec's `counts` count. A batch that exits 0 passes its files; one that
  * fails, crashes or times out passes the files its reports show passing and fails those they
  * show failing; the files they say nothing of are run again, one process each, to find out
- * (build/tests/batch.ts).
+ * (steps/tests/batch.ts).
  */
 
 export const FILES_PLACEHOLDER = '{files}';

@@ -5,9 +5,9 @@
  * wins key by key (a hook it names replaces the suite's hook of that name; `cache`, `services`
  * and `artifacts` replace the suite's whole).
  *
- * When each hook runs (build/lifecycle.ts):
+ * When each hook runs (steps/lifecycle.ts):
  * - `pre_setup`: once per checkout, before package setup;
- * - `package_setup`: dependencies; absent: detected from the checkout (build/packages.ts);
+ * - `package_setup`: dependencies; absent: detected from the checkout (steps/packages.ts);
  *   `false`: none;
  * - `worker_setup`: once per worker, all workers in parallel, with that worker's services;
  * - `post_setup`: once per checkout, after its worker's setup; then every worker waits for
@@ -49,7 +49,7 @@ export interface BuildSetupSettings {
 /** Every key settled: what a build's workers run with. */
 export interface BuildSetup {
   hooks: HookSettings;
-  /** null: no cache configured (package setup may still bring a default one: build/packages.ts). `false`: none at all. */
+  /** null: no cache configured (package setup may still bring a default one: steps/packages.ts). `false`: none at all. */
   cache: CacheSettings | false | null;
   services: ServiceName[];
   artifacts: string[];

@@ -1,5 +1,5 @@
 /**
- * Masking output that arrives in pieces (live output: build/liveOutput.ts writes what a running
+ * Masking output that arrives in pieces (live output: steps/liveOutput.ts writes what a running
  * process printed every 250 ms), by the rules of mask.ts, without a secret that two pieces split
  * ever showing: what is let out is masked, and what may be the start of a secret whose end has
  * not arrived yet is held back until more comes or the output ends. That is at most the last

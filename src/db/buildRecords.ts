@@ -1,9 +1,9 @@
 /**
  * The build records of a runner that holds the keys: PostgreSQL, and Sluice's secret key to
- * unseal the repository's SSH key and build secrets (build/records.ts says what they are).
+ * unseal the repository's SSH key and build secrets (steps/records.ts says what they are).
  */
 import type { Pool } from 'pg';
-import type { BuildRecords, BuildSecrets } from '../build/records';
+import type { BuildRecords, BuildSecrets } from '../steps/records';
 import { unseal } from '../crypto/sealed';
 import * as artifacts from './artifacts';
 import * as cacheEntries from './cacheEntries';

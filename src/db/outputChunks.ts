@@ -1,6 +1,6 @@
 /**
  * SQL of live output (migration 021): what running processes printed, masked, appended by their
- * runner (build/liveOutput.ts) and read in order by the API (api/output.ts). Rows of a session are
+ * runner (steps/liveOutput.ts) and read in order by the API (api/output.ts). Rows of a session are
  * numbered by `seq` in the statement that inserts them, under the row lock of its output_streams
  * row, so they become visible in `seq` order: reading `seq > N` again later never misses a row.
  */

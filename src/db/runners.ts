@@ -70,7 +70,7 @@ export interface RunnerListRow {
 export async function listRunners(db: Db, withinMs = RUNNER_SEEN_WITHIN_MS): Promise<RunnerListRow[]> {
   const { rows } = await db.query<RunnerListRow>(
     `SELECT r.name, r.version, r.sandboxed, r.build_user, r.gaps, r.started_at, r.last_seen_at,
-            -- A lane's claim token ends with its runner: 'lane <n> attempt <a> on <runner>' (build/tests/lane.ts).
+            -- A lane's claim token ends with its runner: 'lane <n> attempt <a> on <runner>' (steps/tests/lane.ts).
             (SELECT count(DISTINCT q.claimed_by)::int FROM test_queue q
               WHERE q.state = 'claimed' AND q.lease_until > now() AND q.claimed_by LIKE '% on ' || r.name) AS busy_lanes
        FROM runners r

@@ -125,7 +125,7 @@ export interface FileResult {
   durationMs: number;
   output: string;
   runner: string;
-  /** The batch that ran it (build/tests/batch.ts); absent: a process of its own. */
+  /** The batch that ran it (steps/tests/batch.ts); absent: a process of its own. */
   batchId?: number | null;
   /** How many runs its verdict took (retry_failed); 1 by default. */
   attempts?: number;

@@ -12,8 +12,8 @@
  */
 import { chmod, mkdir } from 'node:fs/promises';
 import type { Config } from '../config';
-import type { BuildUser } from '../build/process';
-import { probeSandbox, type Sandbox } from '../build/sandbox';
+import type { BuildUser } from '../steps/process';
+import { probeSandbox, type Sandbox } from '../steps/sandbox';
 import { ownBuildUser, resolveBuildUser } from './buildUser';
 
 export interface Isolation {

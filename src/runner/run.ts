@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createRunnerActivities } from '../activities';
-import { sweepServices } from '../build/services';
+import { sweepServices } from '../steps/services';
 import { DEFAULT_RUNNER_SLOTS, type Config } from '../config';
 import { loadInstallation } from '../db/installation';
 import { pgBuildRecords } from '../db/buildRecords';

@@ -4,9 +4,9 @@
  * repository, elsewhere); plus whatever else the runner names. A task that fails says so and is
  * tried again at the next sweep.
  */
-import { sweepLocalCache } from '../build/cache';
-import { sweepTrees, treeDeps } from '../build/checkout/tree';
-import type { BuildRecords } from '../build/records';
+import { sweepLocalCache } from '../steps/cache';
+import { sweepTrees, treeDeps } from '../steps/checkout/tree';
+import type { BuildRecords } from '../steps/records';
 import { DEFAULT_CACHE_LOCAL_DIR, DEFAULT_CACHE_LOCAL_MAX_BYTES, type Config } from '../config';
 
 const SWEEP_EVERY_MS = 30_000;

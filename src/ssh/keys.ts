@@ -1,7 +1,7 @@
 /**
  * Per-repository SSH pull keys. Each repository gets its own ed25519 pair: the public half is
  * shown to the owner to authorize at the SCM, the private half is sealed at rest and only ever
- * written to a short-lived 0600 file while git runs (see build/checkout/git.ts).
+ * written to a short-lived 0600 file while git runs (see steps/checkout/git.ts).
  */
 import { createHash } from 'node:crypto';
 import { utils } from 'ssh2';

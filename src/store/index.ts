@@ -3,7 +3,7 @@
  * the machine or on a mount every runner shares, or an S3-compatible bucket for runners on many
  * machines. Runners write to it, the API reads artifacts from it, workers delete a session's
  * artifacts with the session. Keys are relative paths of `/`-separated segments; what a key
- * means is its caller's business (build/cache, build/artifacts).
+ * means is its caller's business (steps/cache, steps/artifacts).
  */
 import type { Readable } from 'node:stream';
 import type { StoreSettings } from '../config';

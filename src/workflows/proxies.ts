@@ -21,7 +21,7 @@ export const records = proxyLocalActivities<Activities>({
 
 /**
  * Runners' work, on the session's build queue: any runner serving it may take any of it, since
- * each activity names the commit it needs and makes its own tree (build/checkout/tree.ts).
+ * each activity names the commit it needs and makes its own tree (steps/checkout/tree.ts).
  * Heartbeats every second or two and a 10 s heartbeat timeout notice a dead runner within
  * seconds; the retry then runs on a live one.
  */

@@ -2,7 +2,7 @@
  * Running one profile's tests, spread over runners (workflow code only): a runner writes the
  * session's list of test files to PostgreSQL; then `workers` lanes, each a long activity on the
  * build queue with its own checkout, set their worker up (cache, packages, services, hooks:
- * build/lifecycle.ts), meet, and take files from that list until it is done (queue mode).
+ * steps/lifecycle.ts), meet, and take files from that list until it is done (queue mode).
  * Per file nothing crosses Temporal, so a build of thousands of files keeps a history of a few
  * dozen events; the rendezvous (`test`) and the first failing file reach the workflow as one
  * signal each, and the counts come from the list, exact whichever runner ran what.

@@ -11,7 +11,7 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { collectArtifacts } from '../../src/build/artifacts';
+import { collectArtifacts } from '../../src/steps/artifacts';
 import type { StoreSettings } from '../../src/config';
 import { finishHook, startHook } from '../../src/db/sessionHooks';
 import { markWorkerReady, recordWorkerStep } from '../../src/db/sessionWorkers';

@@ -1,6 +1,6 @@
 /**
  * `GET /api/v1/sessions/:id/output` (api/output.ts) over real HTTP, on a real PostgreSQL, with a
- * real process writing its live output (build/liveOutput.ts) while the request follows it: NDJSON
+ * real process writing its live output (steps/liveOutput.ts) while the request follows it: NDJSON
  * and server-sent events, `follow` until the session is over, `after` and Last-Event-ID to
  * resume, and its refusals (no token, an unknown session, a bad parameter).
  */
@@ -8,8 +8,8 @@ import http from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { liveOutput } from '../../src/build/liveOutput';
-import { runProcess } from '../../src/build/process';
+import { liveOutput } from '../../src/steps/liveOutput';
+import { runProcess } from '../../src/steps/process';
 import { startApiHarness, type ApiHarness } from '../support/apiApp';
 import { insertPostSession } from '../support/postSession';
 import { eventually } from '../support/wait';

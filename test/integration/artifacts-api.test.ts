@@ -6,7 +6,7 @@
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { collectArtifacts } from '../../src/build/artifacts';
+import { collectArtifacts } from '../../src/steps/artifacts';
 import { finishHook, startHook } from '../../src/db/sessionHooks';
 import { markWorkerReady, recordWorkerStep } from '../../src/db/sessionWorkers';
 import { reportTokenOf } from '../../src/db/sessions';

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { chown, link, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { collectArtifacts, type ArtifactDeps } from '../../src/build/artifacts';
+import { collectArtifacts, type ArtifactDeps } from '../../src/steps/artifacts';
 import { listSessionArtifacts } from '../../src/db/artifacts';
 import { openStore, type BlobStore } from '../../src/store';
 import { createTestDatabase, type TestDatabase } from '../support/db';

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Config, StoreSettings } from '../../src/config';
 import { createCleanupActivity } from '../../src/activities/cleanup';
-import { collectArtifacts } from '../../src/build/artifacts';
+import { collectArtifacts } from '../../src/steps/artifacts';
 import { listSessionArtifacts } from '../../src/db/artifacts';
 import { openStore } from '../../src/store';
 import { createTestDatabase, type TestDatabase } from '../support/db';

@@ -4,7 +4,7 @@
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { discoverTests, InvalidPatternError } from '../../src/build/tests/discover';
+import { discoverTests, InvalidPatternError } from '../../src/steps/tests/discover';
 
 let tmp: string;
 let root: string;

@@ -1,5 +1,5 @@
 /**
- * A worker's lifecycle (build/lifecycle.ts) on real parts, without Temporal: real hook and test
+ * A worker's lifecycle (steps/lifecycle.ts) on real parts, without Temporal: real hook and test
  * processes in a real directory, the rendezvous and the records in a real PostgreSQL, and a
  * real PostgreSQL service database. It walks the list of steps as GitLab Runner's tests walk
  * its stages: what runs in which order, and, stopped at each step, what is left undone and what
@@ -12,7 +12,7 @@ import { Client } from 'pg';
 import { resolveBuildSetup } from '../../src/core/buildSetup';
 import { loadInstallation } from '../../src/db/installation';
 import { enqueueTests } from '../../src/db/testQueue';
-import { runWorker, WORKER_STEPS, type WorkerDeps, type WorkerJob } from '../../src/build/lifecycle';
+import { runWorker, WORKER_STEPS, type WorkerDeps, type WorkerJob } from '../../src/steps/lifecycle';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { insertPostSession } from '../support/postSession';
 import { eventually } from '../support/wait';

@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { fetchRepository } from '../../src/build/checkout/git';
+import { fetchRepository } from '../../src/steps/checkout/git';
 import { generateRepoKeyPair, publicKeyFingerprint, type RepoKeyPair } from '../../src/ssh/keys';
 import { createBareRepo, revParse } from '../support/gitRepo';
 import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';

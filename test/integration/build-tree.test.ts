@@ -1,5 +1,5 @@
 /**
- * Checkouts on a runner (build/checkout/tree.ts) against a real SSH git server and real git:
+ * Checkouts on a runner (steps/checkout/tree.ts) against a real SSH git server and real git:
  * a tree is reused only while it holds the commit asked for and no test has run in it, and git
  * never runs in a directory it did not create, so configuration a build planted in a `.git`
  * cannot run a command during the next fetch.
@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureTree, fetchTree, markUsed, treeDir, type TreeDeps } from '../../src/build/checkout/tree';
+import { ensureTree, fetchTree, markUsed, treeDir, type TreeDeps } from '../../src/steps/checkout/tree';
 import { generateRepoKeyPair } from '../../src/ssh/keys';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { createBareRepo, pushCommit } from '../support/gitRepo';

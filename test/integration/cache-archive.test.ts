@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { Header, list } from 'tar';
-import { checkEntry, EntryTooBig, packEntry, unpackEntry } from '../../src/build/cache/archive';
+import { checkEntry, EntryTooBig, packEntry, unpackEntry } from '../../src/steps/cache/archive';
 
 let work: string;
 beforeAll(async () => {

@@ -5,7 +5,7 @@ import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { restoreCache, saveCache, sweepLocalCache, type CacheDeps, type CacheSettings, type CacheTarget } from '../../src/build/cache';
+import { restoreCache, saveCache, sweepLocalCache, type CacheDeps, type CacheSettings, type CacheTarget } from '../../src/steps/cache';
 import { openStore, type BlobStore } from '../../src/store';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { startS3Server, type S3Server } from '../support/s3Server';

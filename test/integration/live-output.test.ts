@@ -1,5 +1,5 @@
 /**
- * Live output's writer (build/liveOutput.ts) on real processes (build/process.ts) and a real
+ * Live output's writer (steps/liveOutput.ts) on real processes (steps/process.ts) and a real
  * PostgreSQL: a running process's output is in the database while it runs, masked even where a
  * secret was split between two flushes, bounded, numbered in order across processes that write
  * at once; a process that ends before the first flush writes nothing; a hook streams as its row.
@@ -7,9 +7,9 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runHook } from '../../src/build/hooks';
-import { liveOutput, type LiveOutputOptions } from '../../src/build/liveOutput';
-import { runProcess, type ProcessResult } from '../../src/build/process';
+import { runHook } from '../../src/steps/hooks';
+import { liveOutput, type LiveOutputOptions } from '../../src/steps/liveOutput';
+import { runProcess, type ProcessResult } from '../../src/steps/process';
 import { lastOutputSeq, readOutput, type OutputSource } from '../../src/db/outputChunks';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { insertPostSession } from '../support/postSession';

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fetchRepository } from '../../src/build/checkout/git';
+import { fetchRepository } from '../../src/steps/checkout/git';
 import { MAX_REPO_CONFIG_BYTES, MAX_REPO_CONFIG_JSON_BYTES, readRepoConfig, readRepoConfigText } from '../../src/activities/post/repoConfig';
 import { resolveProfiles } from '../../src/core/profiles';
 import { generateRepoKeyPair } from '../../src/ssh/keys';

@@ -1,5 +1,5 @@
 /**
- * Batches (issue 22) in a lane (build/tests/lane.ts, batch.ts) on real processes and a real
+ * Batches (issue 22) in a lane (steps/tests/lane.ts, batch.ts) on real processes and a real
  * PostgreSQL, without Temporal: a test command with `{files}` runs many files in one process; a
  * batch that fails, crashes or hangs fails only the files that failed, pinned by their JUnit
  * results or by running them one by one; a failing file runs again with retry_failed, and one
@@ -12,7 +12,7 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runLane, type LaneDeps, type LaneJob } from '../../src/build/tests/lane';
+import { runLane, type LaneDeps, type LaneJob } from '../../src/steps/tests/lane';
 import { readOutput } from '../../src/db/outputChunks';
 import { listSessionBatches } from '../../src/db/testBatches';
 import { enqueueTests } from '../../src/db/testQueue';

@@ -1,5 +1,5 @@
 /**
- * Test lanes (build/tests/lane.ts) sharing one session's list in a real PostgreSQL, running
+ * Test lanes (steps/tests/lane.ts) sharing one session's list in a real PostgreSQL, running
  * real test processes in a real directory. Temporal plays no part here (the e2e tests run lanes
  * in real runners): what is checked is the queue itself, that every file runs and counts once
  * whichever lane takes it, longest first, in batches, and that a lane whose runner died gives its
@@ -8,7 +8,7 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runLane, LEASE_MS, type LaneDeps, type LaneJob } from '../../src/build/tests/lane';
+import { runLane, LEASE_MS, type LaneDeps, type LaneJob } from '../../src/steps/tests/lane';
 import type { Counts } from '../../src/core/types';
 import { claimFiles, enqueueTests, queueCounts, recordFileResult, workLeftMs, type QueuedFile } from '../../src/db/testQueue';
 import { createTestDatabase, type TestDatabase } from '../support/db';

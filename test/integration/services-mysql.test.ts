@@ -1,12 +1,12 @@
 /**
- * The `mysql` service (build/services) against the local MariaDB server: two workers of one
+ * The `mysql` service (steps/services) against the local MariaDB server: two workers of one
  * session at once each get a database and a user with privileges on it alone; neither reaches
  * the other's; release drops both, ending the worker's connections; a lane run again starts
  * from a fresh database.
  */
 import { randomBytes } from 'node:crypto';
 import { createConnection, type ConnectionOptions } from 'mysql2/promise';
-import { provisionServices, type WorkerServices } from '../../src/build/services';
+import { provisionServices, type WorkerServices } from '../../src/steps/services';
 
 const admins = { mysql: 'mysql://root@127.0.0.1:3306' };
 const installation = randomBytes(4).toString('hex');

@@ -1,11 +1,11 @@
 /**
- * The `postgresql` service (build/services) against the local PostgreSQL server: two workers of
+ * The `postgresql` service (steps/services) against the local PostgreSQL server: two workers of
  * one session at once each get a database and a plain role of their own, can use theirs, cannot
  * connect to the other's, and lose both on release; a lane run again starts from a fresh database.
  */
 import { randomBytes } from 'node:crypto';
 import { Client, type ClientConfig } from 'pg';
-import { provisionServices, type WorkerServices } from '../../src/build/services';
+import { provisionServices, type WorkerServices } from '../../src/steps/services';
 import { TEST_PG_SERVER } from '../support/db';
 
 const admins = { postgresql: `${TEST_PG_SERVER}/postgres` };

@@ -1,5 +1,5 @@
 /**
- * The `redis` service (build/services) against real Redis servers: the local one, and one this
+ * The `redis` service (steps/services) against real Redis servers: the local one, and one this
  * file starts with `--databases 3` (two numbers for workers) and an admin password. Two workers
  * at once get a number and an ACL user each; the admin password never reaches them; a third
  * is refused, saying how many workers the server allows and how to raise it; release frees the
@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import Redis from 'ioredis';
-import { provisionServices, ServiceCapacityError, ServiceUnavailableError, type WorkerServices } from '../../src/build/services';
+import { provisionServices, ServiceCapacityError, ServiceUnavailableError, type WorkerServices } from '../../src/steps/services';
 import { eventually } from '../support/wait';
 
 const local = { redis: 'redis://127.0.0.1:6379' };

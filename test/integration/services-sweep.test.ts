@@ -1,5 +1,5 @@
 /**
- * What every service shares (build/services/index.ts), against the local PostgreSQL, MariaDB and
+ * What every service shares (steps/services/index.ts), against the local PostgreSQL, MariaDB and
  * Redis servers and a Sluice test database: the sweep drops what an ended session's workers left
  * (a runner that crashed) and keeps a running session's; a service without an admin URL, or
  * whose server does not answer, is a ServiceUnavailableError naming it, and no message carries
@@ -15,7 +15,7 @@ import {
   sweepServices,
   type ServiceName,
   type WorkerServices,
-} from '../../src/build/services';
+} from '../../src/steps/services';
 import { endedSessions } from '../../src/db/sessions';
 import { createTestDatabase, TEST_PG_SERVER, type TestDatabase } from '../support/db';
 import { insertPostSession } from '../support/postSession';

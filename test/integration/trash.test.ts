@@ -1,5 +1,5 @@
 /**
- * Old checkouts and cache copies leave at low priority (build/trash.ts): the name is free the
+ * Old checkouts and cache copies leave at low priority (steps/trash.ts): the name is free the
  * moment removeTree or the sweep returns, and the files are deleted afterwards by `rm` at nice 19
  * and idle I/O class, so a sweep landing in another build's test span does not take its cores.
  * Real files, real `nice`/`ionice`/`rm`; an `rm` wrapper first on PATH records the priority it
@@ -9,9 +9,9 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { holdTree, homeDir, removeTree, sweepTrees, treeDir } from '../../src/build/checkout/tree';
-import type { BuildRecords } from '../../src/build/records';
-import { discard, emptyTrash, trashSettled } from '../../src/build/trash';
+import { holdTree, homeDir, removeTree, sweepTrees, treeDir } from '../../src/steps/checkout/tree';
+import type { BuildRecords } from '../../src/steps/records';
+import { discard, emptyTrash, trashSettled } from '../../src/steps/trash';
 
 let tmp: string;
 let priorities: string;

@@ -3,7 +3,7 @@
  * file (argv[2], in workdir argv[3]) through runTestFile with it, and prints `started` once the
  * reaper knows the test's group. Its parent then kills it however it likes.
  */
-import { runTestFile } from '../../src/build/tests/runTestFile';
+import { runTestFile } from '../../src/steps/tests/runTestFile';
 import { startReaper } from '../../src/runner/reaper';
 
 async function main(): Promise<void> {

@@ -6,8 +6,8 @@ import {
   isSshUrl,
   scrubSecrets,
   summarizeGitStderr,
-} from '../../src/build/checkout/git';
-import { checkTestPattern } from '../../src/build/tests/discover';
+} from '../../src/steps/checkout/git';
+import { checkTestPattern } from '../../src/steps/tests/discover';
 
 describe('isSshUrl', () => {
   it.each([

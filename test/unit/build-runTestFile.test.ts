@@ -1,5 +1,5 @@
-import { TailBuffer } from '../../src/build/process';
-import { CommandSyntaxError, checkTestPath, splitArgs, testEnvironment } from '../../src/build/tests/runTestFile';
+import { TailBuffer } from '../../src/steps/process';
+import { CommandSyntaxError, checkTestPath, splitArgs, testEnvironment } from '../../src/steps/tests/runTestFile';
 
 describe('splitArgs', () => {
   it.each([

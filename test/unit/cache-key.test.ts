@@ -1,6 +1,6 @@
 // What names a cache entry: the runner's platform and arch, the save paths, the key files'
 // paths and contents; and which paths a cache may name at all.
-import { cacheFamily, cacheKey, parseCachePath, parseSavePaths, type KeyInput } from '../../src/build/cache/key';
+import { cacheFamily, cacheKey, parseCachePath, parseSavePaths, type KeyInput } from '../../src/steps/cache/key';
 
 const base: KeyInput = {
   platform: 'linux',

@@ -57,13 +57,13 @@ describe.each([
   ['src/api/routes/x.ts', "import { deliverAttempt } from '../../activities/delivery';", 'activity code in the API'],
   ['src/db/x.ts', "import { attemptOnce } from '../delivery/attempt';", 'delivery code in the data layer'],
   ['src/delivery/x.ts', "import { Context } from '@temporalio/activity';", 'Temporal in the delivery module'],
-  ['src/activities/build/x.ts', "import { startReaper } from '../../runner/reaper';", "a role's entry point in activity code"],
-  ['src/build/x.ts', "import { Context } from '@temporalio/activity';", "Temporal in the runner's build steps"],
-  ['src/build/x.ts', "import { claimFiles } from '../db/testQueue';", "the database in the runner's build steps (they use BuildRecords)"],
-  ['src/build/x.ts', "import { unseal } from '../crypto/sealed';", "Sluice's secret key in the runner's build steps"],
-  ['src/build/tests/x.ts', "import { createBuildActivities } from '../../activities/build/activities';", "activity code in the runner's build steps"],
-  ['src/api/x.ts', "import { runTestFile } from '../build/tests/runTestFile';", 'build steps in the API'],
-  ['src/workflows/x.ts', "import { fetchTree } from '../build/checkout/tree';", 'build steps in workflow code'],
+  ['src/activities/steps/x.ts', "import { startReaper } from '../../runner/reaper';", "a role's entry point in activity code"],
+  ['src/steps/x.ts', "import { Context } from '@temporalio/activity';", "Temporal in the runner's build steps"],
+  ['src/steps/x.ts', "import { claimFiles } from '../db/testQueue';", "the database in the runner's build steps (they use BuildRecords)"],
+  ['src/steps/x.ts', "import { unseal } from '../crypto/sealed';", "Sluice's secret key in the runner's build steps"],
+  ['src/steps/tests/x.ts', "import { createBuildActivities } from '../../activities/steps/activities';", "activity code in the runner's build steps"],
+  ['src/api/x.ts', "import { runTestFile } from '../steps/tests/runTestFile';", 'build steps in the API'],
+  ['src/workflows/x.ts', "import { fetchTree } from '../steps/checkout/tree';", 'build steps in workflow code'],
   ['src/workflows/x.ts', "import { runRunner } from '../runner/run';", "a role's entry point in workflow code"],
 ])('%s', (file, code, what) => {
   const broken = snippet(file, `${code}\nvoid 0;\n`);
@@ -92,8 +92,8 @@ describe('what the layers may do', () => {
     ['src/core/x.ts', "import { createHash } from 'node:crypto';\nexport const h = createHash;"],
     ['src/api/x.ts', "import type { Pool } from 'pg';\nimport { attemptOnce } from '../delivery/attempt';\nexport type P = Pool;\nexport const a = attemptOnce;"],
     ['src/activities/x.ts', "import { Context } from '@temporalio/activity';\nimport { attemptOnce } from '../delivery/attempt';\nexport const c = [Context, attemptOnce];"],
-    ['src/activities/build/x.ts', "import { runTestFile } from '../../build/tests/runTestFile';\nexport const r = runTestFile;"],
-    ['src/build/x.ts', "import type { Claim } from '../db/testQueue';\nimport type { BuildRecords } from './records';\nimport { maskOutput } from './output';\nexport type C = [Claim, BuildRecords];\nexport const m = maskOutput;"],
+    ['src/activities/steps/x.ts', "import { runTestFile } from '../../steps/tests/runTestFile';\nexport const r = runTestFile;"],
+    ['src/steps/x.ts', "import type { Claim } from '../db/testQueue';\nimport type { BuildRecords } from './records';\nimport { maskOutput } from './output';\nexport type C = [Claim, BuildRecords];\nexport const m = maskOutput;"],
   ].map(([file, code]) => [file!, snippet(file!, `${code}\n`)] as const))('%s passes', (_file, broken) => {
     expect(broken()).toEqual([]);
   });

@@ -16,9 +16,9 @@
  */
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { displayUrl, scrubSecrets, sshCommand, withKeyFile } from '../../build/checkout/git';
-import { branchTip, classifyHgFailure, hgContext, hgOrThrow, isHgSshUrl, isSafeHgName, runHg, summarizeHgStderr } from '../../build/checkout/hg';
-import { makeScratch } from '../../build/checkout/scmProcess';
+import { displayUrl, scrubSecrets, sshCommand, withKeyFile } from '../../steps/checkout/git';
+import { branchTip, classifyHgFailure, hgContext, hgOrThrow, isHgSshUrl, isSafeHgName, runHg, summarizeHgStderr } from '../../steps/checkout/hg';
+import { makeScratch } from '../../steps/checkout/scmProcess';
 import { GitPushError, type GitPushFailure, type PushCommitInput, type PushCommitResult } from './push';
 
 const CHANGESET_ID = /^[0-9a-f]{40}$/;

@@ -2,7 +2,7 @@
  * The runner API (`/api/v1/runner/...`): everything a runner that holds only a token
  * (`Authorization: Bearer <runner token>`) does, over HTTP. It takes jobs (one build activity
  * each: worker/gateway.ts) of the queues it serves that its token may take, heartbeats them,
- * ends them, and while it runs one reads and writes that build's records (build/records.ts)
+ * ends them, and while it runs one reads and writes that build's records (steps/records.ts)
  * and blobs, signals that build's workflow, and nothing else: every call names its job, and a
  * call about another build, or from a revoked token, is refused. What is secret (the checkout
  * key, build secrets) is read here only for the build the job belongs to, and only as far as
@@ -16,7 +16,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { BuildRecords } from '../../build/records';
+import type { BuildRecords } from '../../steps/records';
 import { DEFAULT_ARTIFACT_LIMITS, DEFAULT_CACHE_DIR, DEFAULT_CACHE_LIMITS, MAX_ARTIFACT_FILES } from '../../config';
 import { ownRunnersQueue } from '../../core/queues';
 import { FIRST_FAIL_SIGNAL, WORKERS_READY_SIGNAL } from '../../core/signalNames';
@@ -32,7 +32,7 @@ import { HttpError, notFound, parseId, validate } from '../http';
 
 /**
  * A records call carries what the build recorded (a claim's results, its JUnit cases: up to
- * 20,000 cases of 16 MiB reports, build/tests/junit.ts), more than the API's usual 1 MiB.
+ * 20,000 cases of 16 MiB reports, steps/tests/junit.ts), more than the API's usual 1 MiB.
  */
 const RECORDS_BODY_LIMIT = 64 * 1024 * 1024;
 

@@ -1,5 +1,5 @@
 -- Issue 22: live output. While a test file, a batch or a hook runs, its runner appends what it
--- printed, masked, every 250 ms (build/liveOutput.ts); GET /api/v1/sessions/:id/output and the
+-- printed, masked, every 250 ms (steps/liveOutput.ts); GET /api/v1/sessions/:id/output and the
 -- build page follow it from any runner. A process that ends within its first 250 ms writes
 -- nothing here (its output is stored with its result, as before).
 --

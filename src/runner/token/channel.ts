@@ -69,7 +69,7 @@ export class Channel {
     await this.call('POST', `/jobs/${job}/finish`, toWire(output));
   }
 
-  /** One of the build's records calls (build/records.ts), for job `job`. */
+  /** One of the build's records calls (steps/records.ts), for job `job`. */
   async records(job: number, method: string, args: unknown[]): Promise<unknown> {
     return fromWire(((await this.call('POST', `/jobs/${job}/records/${method}`, { args: toWire(args) })).json as { value: unknown }).value);
   }

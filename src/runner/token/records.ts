@@ -1,10 +1,10 @@
 /**
- * The build records (build/records.ts) of a runner that holds only a token: every call goes to
+ * The build records (steps/records.ts) of a runner that holds only a token: every call goes to
  * the runner API under the job it is made for, which answers it for that job's build only. The
  * job is the one whose activity is running (an AsyncLocalStorage the job loop sets).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { BuildRecords } from '../../build/records';
+import type { BuildRecords } from '../../steps/records';
 import type { BlobStore } from '../../store';
 import type { Channel } from './channel';
 

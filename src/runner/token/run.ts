@@ -2,7 +2,7 @@
  * A runner that holds only a token (SLUICE_RUNNER_TOKEN): no DATABASE_URL, no
  * SLUICE_SECRET_KEY, no admin token, no Temporal connection. It asks the API for jobs of the
  * queues it serves (long polls), runs each with the same build activities a keyed runner runs
- * (activities/build), reading and writing only that build's records and blobs through the API,
+ * (activities/steps), reading and writing only that build's records and blobs through the API,
  * heartbeats each job every second (a stop comes back in the answer), and says how it ended.
  * A revoked token is refused at its next call: the jobs it runs stop and it takes no more.
  */

@@ -27,20 +27,20 @@ import type {
   RunLaneResult,
   WorkersReady,
 } from '../types';
-import type { ArtifactDeps } from '../../build/artifacts';
-import type { CacheDeps } from '../../build/cache';
-import { ensureTree, fetchTree, holdTree, homeDir, markUsed, removeTree, treeDeps, TreeGoneError, treeDir } from '../../build/checkout/tree';
-import { GitPullError } from '../../build/checkout/git';
-import { runPostBuildHook, runWorker } from '../../build/lifecycle';
-import type { BuildUser, ProcessGroups } from '../../build/process';
-import type { BuildRecords } from '../../build/records';
-import type { Sandbox } from '../../build/sandbox';
-import { discoverTests, InvalidPatternError } from '../../build/tests/discover';
-import { laneHasWork } from '../../build/tests/lane';
+import type { ArtifactDeps } from '../../steps/artifacts';
+import type { CacheDeps } from '../../steps/cache';
+import { ensureTree, fetchTree, holdTree, homeDir, markUsed, removeTree, treeDeps, TreeGoneError, treeDir } from '../../steps/checkout/tree';
+import { GitPullError } from '../../steps/checkout/git';
+import { runPostBuildHook, runWorker } from '../../steps/lifecycle';
+import type { BuildUser, ProcessGroups } from '../../steps/process';
+import type { BuildRecords } from '../../steps/records';
+import type { Sandbox } from '../../steps/sandbox';
+import { discoverTests, InvalidPatternError } from '../../steps/tests/discover';
+import { laneHasWork } from '../../steps/tests/lane';
 
 export interface BuildDeps {
   config: Config;
-  /** What the build steps read and write about builds (build/records.ts). */
+  /** What the build steps read and write about builds (steps/records.ts). */
   records: BuildRecords;
   /** This runner's name (host-pid), recorded with each test file it runs. */
   runner: string;
@@ -137,7 +137,7 @@ export function createBuildActivities({ config, records, runner, processGroups, 
 
     /**
      * One lane: a worker of the build on its own checkout, through the whole of its lifecycle
-     * (build/lifecycle.ts): cache, package setup, services, hooks, the rendezvous with the other
+     * (steps/lifecycle.ts): cache, package setup, services, hooks, the rendezvous with the other
      * workers, files from the shared list until none is left, artifacts, the cache saved.
      */
     async runLane(input: RunLaneInput): Promise<RunLaneResult> {

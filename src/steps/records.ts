@@ -36,7 +36,7 @@ export interface PullSource {
   knownHosts: string | null;
 }
 
-/** Build secrets, applied over the trigger's env (build/lifecycle.ts says why). */
+/** Build secrets, applied over the trigger's env (steps/lifecycle.ts says why). */
 export interface BuildSecrets {
   /** Name → value. */
   values: Record<string, string>;

@@ -34,7 +34,7 @@ export interface ShellDriverInput extends Pick<RunProcessInput, 'timeoutMs' | 's
   files: string[];
   /** Which driver: bash's (by default where there is one) or sh's with setsid. */
   shell?: keyof typeof SHELLS;
-  /** Where a file's output goes while it runs (build/liveOutput.ts), made when it starts. */
+  /** Where a file's output goes while it runs (steps/liveOutput.ts), made when it starts. */
   live?: (path: string) => { onOutput(chunk: Buffer): void; end(result: Pick<ProcessResult, 'status' | 'exitCode' | 'durationMs'>): Promise<void> };
 }
 

@@ -55,7 +55,7 @@ export interface LaneJob {
   /** The worker's home, shared with its hooks; none: each file gets a fresh one. */
   home?: string;
   command: string | null;
-  /** The build's variables (profile, trigger, secrets, services: build/lifecycle.ts), over the clean base. */
+  /** The build's variables (profile, trigger, secrets, services: steps/lifecycle.ts), over the clean base. */
   env: Record<string, string>;
   /** Values masked in stored output. */
   secretValues: string[];
