@@ -5,15 +5,11 @@
  * tests can run it with `app.inject` and a stand-in for Temporal.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { Pool } from 'pg';
-import type { Config } from '../config';
-import type { EnqueueRequest } from '../core/types';
-import type { WorkflowIds } from '../temporal/ids';
-import type { StopTarget } from '../temporal/stop';
-import type { Announce } from './announce';
+import type { ApiDeps } from './deps';
 import { requireAdmin } from './auth';
 import { HttpError, installErrorHandlers } from './http';
-import { loggerOptions, type ApiLogOptions } from './logging';
+import { loggerOptions } from './logging';
+import { registerBranchRoutes } from './routes/admin/branches';
 import { registerDeliveryRoutes } from './routes/admin/deliveries';
 import { registerOperatorRoutes } from './routes/admin/operator';
 import { registerOrgRoutes } from './routes/admin/orgs';
@@ -32,33 +28,8 @@ import { registerReportRoutes } from './routes/reports';
 import { registerTriggerRoutes } from './routes/triggers';
 import { registerWebRoutes } from './web/routes';
 
-export interface HealthReport {
-  ok: boolean;
-  /** What did not answer, e.g. `postgresql`, `temporal`. */
-  missing: string[];
-}
-
-export interface ApiDeps {
-  config: Config;
-  pool: Pool;
-  /** Makes the build durable in the orchestrator; called inside the trigger's transaction. */
-  enqueue: (req: EnqueueRequest) => Promise<void>;
-  /** Signals a session to stop; false when it is no longer running. Absent: 503 on stop. */
-  stop?: (target: StopTarget, stoppedBy: string) => Promise<boolean>;
-  /** Default: PostgreSQL only. */
-  health?: () => Promise<HealthReport>;
-  /**
-   * Starts sending `received` of an accepted session (api/announce.ts); resolves when the
-   * trigger may be answered. Absent: the session workflow sends it (tests of the API alone).
-   */
-  announceReceived?: Announce;
-  /** This installation's workflow ids, for links to the Temporal UI; none in tests without Temporal. */
-  workflowIds?: WorkflowIds;
-  /** Signals a workflow (a token runner's build telling its session something: api/routes/runnerApi.ts). Absent: 503 there. */
-  signalWorkflow?: (workflowId: string, name: string, payload: unknown) => Promise<void>;
-  /** Request logging; none by default (the api process turns it on). */
-  log?: ApiLogOptions;
-}
+// Callers that build the app name its dependencies from here too.
+export type { ApiDeps, HealthReport } from './deps';
 
 /** Largest request body accepted; more is a 413. Trigger payloads are a few KiB. */
 export const BODY_LIMIT = 1024 * 1024;
@@ -103,6 +74,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
       readJsonBodies(admin);
       registerOrgRoutes(admin, deps);
       registerRepoRoutes(admin, deps);
+      registerBranchRoutes(admin, deps);
       registerSuiteRoutes(admin, deps);
       registerSecretRoutes(admin, deps);
       registerWebhookRoutes(admin, deps);

@@ -4,7 +4,7 @@
  * build is durable before the answer) and announced with `received`. The JSON API and the
  * build page both call it.
  */
-import type { ApiDeps } from './app';
+import type { ApiDeps } from './deps';
 import { acceptTrigger, EnqueueFailed } from './acceptTrigger';
 import { HttpError, notFound } from './http';
 import { rebuildTrigger } from '../core/rebuild';

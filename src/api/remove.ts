@@ -16,7 +16,7 @@
  * holding up the answer; what it does not get to (a store down, the API stopped) the worker's
  * daily cleanup deletes.
  */
-import type { ApiDeps } from './app';
+import type { ApiDeps } from './deps';
 import { HttpError } from './http';
 import { deleteIfIdle, type ActiveSession, type Doomed } from '../db/removal';
 import { drainArtifactDeletions } from '../db/artifacts';

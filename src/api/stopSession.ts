@@ -3,7 +3,7 @@
  * stopping is not wired here or the session's workflow (or its suite, while it is queued) cannot
  * be reached for a while. Resolves with the session as it stood when the stop was taken.
  */
-import type { ApiDeps } from './app';
+import type { ApiDeps } from './deps';
 import { HttpError, notFound } from './http';
 import { loadSessionView, type SessionView } from './views';
 import { hasEnded } from '../core/types';

@@ -4,7 +4,7 @@
  * trigger URL itself it needs no other credential.
  */
 import type { FastifyInstance } from 'fastify';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { notFound } from '../http';
 import { loadCiEventView } from '../views';
 

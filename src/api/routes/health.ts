@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import { ping } from '../../db/pool';
-import type { ApiDeps, HealthReport } from '../app';
+import type { ApiDeps, HealthReport } from '../deps';
 
 export function registerHealthRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const check = deps.health ?? (() => postgresHealth(deps.pool));

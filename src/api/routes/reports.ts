@@ -16,7 +16,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { hasAdminToken, sameSecret } from '../auth';
 import { notFound, parseId, validate } from '../http';
 import { renderReport } from '../reportPage';

@@ -25,7 +25,7 @@ import { pgBuildRecords } from '../../db/buildRecords';
 import { finishJob, heartbeatJob, JOB_QUEUED_CHANNEL, listenForJobs, releaseJob, rowOfJob, runningJob, sessionsOfToken, takeJob, type RunnerJob } from '../../db/runnerJobs';
 import { tokenByHash, touchRunnerToken } from '../../db/runnerTokens';
 import { checkKey, openStore, type BlobStore } from '../../store';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { bearerToken } from '../auth';
 import { runnerTokenHash } from './admin/runnerTokens';
 import { HttpError, notFound, parseId, validate } from '../http';

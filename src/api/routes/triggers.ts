@@ -23,7 +23,7 @@ import { checkHookSignature } from '../../core/hookSignature';
 import { keyHash, sameDigest, unseal } from '../../crypto/sealed';
 import { getProvider, parseDelivery } from '../../providers';
 import { acceptTrigger, EnqueueFailed } from '../acceptTrigger';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { HttpError } from '../http';
 import { findRepoByKeyHash } from '../../db/repos';
 

@@ -7,7 +7,7 @@ import { hasEnded, SESSION_STATUSES } from '../../core/types';
 import { listFailedOutputs, listPlanParts, listSessions } from '../../db/sessions';
 import { listOpenFiles } from '../../db/testQueue';
 import { setupTiming } from '../../db/sessionWorkers';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { HttpError, parseId } from '../http';
 import { loadOrg } from '../routes/admin/orgs';
 import { loadRepo } from '../routes/admin/repos';

@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { Eta } from 'eta';
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { databaseHttpError, HttpError } from '../http';
 import { signedIn, type SignedIn } from './signIn';
 

@@ -15,7 +15,7 @@ import fastifySse from '@fastify/sse';
 import type { FastifyInstance } from 'fastify';
 import { unisolatedRunners, type UnisolatedRunner } from '../../db/runners';
 import { z } from 'zod';
-import type { ApiDeps } from '../app';
+import type { ApiDeps } from '../deps';
 import { sameSecret } from '../auth';
 import { registerBuildPages } from './builds';
 import { registerOrgPages } from './orgs';

@@ -10,7 +10,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { ApiDeps } from '../../app';
+import type { ApiDeps } from '../../deps';
 import { validate } from '../../http';
 import { findBranchView, listBranches, updateBranch, type BranchListRow } from '../../../db/branches';
 import type { RepoRow } from '../../../db/repos';

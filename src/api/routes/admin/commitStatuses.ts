@@ -14,7 +14,7 @@ import { listRepoStatusAttempts, updateStatusSettings, type StatusAttemptRow } f
 import type { RepoRow } from '../../../db/repos';
 import type { Db } from '../../../db/transaction';
 import { DEFAULT_STATUS_API_URLS, repoPathFromPullUrl, statusRepoProblem } from '../../../delivery/commitStatus';
-import type { ApiDeps } from '../../app';
+import type { ApiDeps } from '../../deps';
 import { HttpError, validate } from '../../http';
 import { httpUrl, plainText, withoutCredentials } from './fields';
 

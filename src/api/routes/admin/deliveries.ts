@@ -7,7 +7,7 @@
 import type { FastifyInstance } from 'fastify';
 import { attemptOnce, type AttemptSpec, type DeliverDeps } from '../../../delivery/attempt';
 import type { EventPayload } from '../../../delivery/compose';
-import type { ApiDeps } from '../../app';
+import type { ApiDeps } from '../../deps';
 import { HttpError, notFound, parseId } from '../../http';
 import { withTransaction, type Db } from '../../../db/transaction';
 import { findDelivery, lastAttempt, lockDeliveryAttempts, type DeliveryDetail } from '../../../db/webhooks';

@@ -14,7 +14,7 @@ import type { RepoRow } from '../../../db/repos';
 import { findSuiteOfRepo } from '../../../db/removal';
 import { replaceRepoKey, replaceRepoSshKey } from '../../../db/repoKeys';
 import { generateRepoKeyPair } from '../../../ssh/keys';
-import type { ApiDeps } from '../../app';
+import type { ApiDeps } from '../../deps';
 import { notFound, parseId, validate } from '../../http';
 import { stopAndRemove } from '../../remove';
 import { loadOrg } from './orgs';

@@ -1,7 +1,7 @@
 /** `/api/v1/orgs`: organizations own repositories and outgoing webhooks. */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { ApiDeps } from '../../app';
+import type { ApiDeps } from '../../deps';
 import { conflict, notFound, validate } from '../../http';
 import type { Db } from '../../../db/transaction';
 import { uniqueViolation } from '../../../db/transaction';

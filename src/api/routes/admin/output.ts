@@ -12,7 +12,7 @@ import fastifySse from '@fastify/sse';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { outputFollowState } from '../../../db/outputChunks';
-import type { ApiDeps } from '../../app';
+import type { ApiDeps } from '../../deps';
 import { requireAdmin } from '../../auth';
 import { notFound, parseId, validate } from '../../http';
 import { asServerSentEvents, outputEvents, startAfter } from '../../output';

@@ -11,11 +11,10 @@ import { z } from 'zod';
 import type { Config } from '../../../config';
 import { keyHash, newRepoKey, seal, unseal } from '../../../crypto/sealed';
 import { generateRepoKeyPair } from '../../../ssh/keys';
-import type { ApiDeps } from '../../app';
+import type { ApiDeps } from '../../deps';
 import { conflict, notFound, validate } from '../../http';
 import { uniqueViolation, type Db } from '../../../db/transaction';
 import { findRepoById, findRepoByName, insertRepo, listRepos, setKnownHosts, setWebhookSecret, updateRepoSettings, type RepoRow } from '../../../db/repos';
-import { registerBranchRoutes } from './branches';
 import { checkStatusSettings, registerCommitStatusRoutes, statusSettingFields, statusSettingsView, storeStatusSettings } from './commitStatuses';
 import { branchName, httpUrl, plainText, resourceName, scmUrl } from './fields';
 import { loadOrg } from './orgs';
@@ -172,8 +171,7 @@ export function registerRepoRoutes(app: FastifyInstance, deps: ApiDeps): void {
     repoView(await updateRepo(deps, await loadRepo(pool, request.params.repo), request.body), config),
   );
 
-  // A repository's branches and their toggles live under it.
-  registerBranchRoutes(app, deps);
-  // ... and the log of their commit statuses.
+  // The log of a repository's commit statuses lives under it (its branches too: branches.ts,
+  // registered beside this, since it reads repositories with loadRepo).
   registerCommitStatusRoutes(app, deps, loadRepo);
 }

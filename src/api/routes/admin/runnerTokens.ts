@@ -9,7 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { ApiDeps } from '../../app';
+import type { ApiDeps } from '../../deps';
 import { conflict, HttpError, notFound, parseId, validate } from '../../http';
 import { uniqueViolation } from '../../../db/transaction';
 import { findOrg } from '../../../db/orgs';

@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { listRunners, type RunnerListRow } from '../../../db/runners';
-import type { ApiDeps } from '../../app';
+import type { ApiDeps } from '../../deps';
 
 export interface RunnerView {
   name: string;

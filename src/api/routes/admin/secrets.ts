@@ -12,7 +12,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { isMaskable } from '../../../core/mask';
 import { seal, unseal } from '../../../crypto/sealed';
-import type { ApiDeps } from '../../app';
+import type { ApiDeps } from '../../deps';
 import { HttpError, notFound, validate } from '../../http';
 import { withTransaction, type Db } from '../../../db/transaction';
 import type { RepoRow } from '../../../db/repos';

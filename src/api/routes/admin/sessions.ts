@@ -12,7 +12,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { ApiDeps } from '../../app';
+import type { ApiDeps } from '../../deps';
 import { notFound, parseId, validate } from '../../http';
 import { loadArtifactViews, loadSessionView, sessionListView } from '../../views';
 import { SESSION_STATUSES } from '../../../core/types';

@@ -1,7 +1,7 @@
 /** `/api/v1/repos/:repo/suites`: a suite is one repository + one branch, the unit that builds. */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { ApiDeps } from '../../app';
+import type { ApiDeps } from '../../deps';
 import { conflict, notFound, parseId, validate } from '../../http';
 import { uniqueViolation, type Db } from '../../../db/transaction';
 import type { RepoRow } from '../../../db/repos';

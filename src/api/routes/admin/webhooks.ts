@@ -19,7 +19,7 @@ import type { Config } from '../../../config';
 import { buildPayload, type PayloadContext, type SessionSnapshot } from '../../../core/payload';
 import { COUNT_KEYS, EVENTS, type Counts, type EventName } from '../../../core/types';
 import { seal } from '../../../crypto/sealed';
-import type { ApiDeps } from '../../app';
+import type { ApiDeps } from '../../deps';
 import { HttpError, notFound, parseId, validate } from '../../http';
 import type { Db } from '../../../db/transaction';
 import { findOrg, findOrgWithFirstRepo, type OrgRow } from '../../../db/orgs';
