@@ -9,7 +9,7 @@ import type { Profile, RepoConfig } from '../core/profiles';
 import type { PostRetry, RetrySettings } from '../core/retry';
 import type { BuildTrust } from '../core/trust';
 import type { StatusPhase } from '../core/commitStatus';
-import type { OpenLanes, SquashedBatch } from '../delivery/squashed';
+import type { OpenLanes, SquashedBatch } from '../core/squash';
 import type { Counts, OutgoingPayload, Scm, SessionStatus, Timing } from '../core/types';
 
 /**

@@ -1,6 +1,18 @@
 import { queuedSnapshot, type SessionSnapshot } from './payload';
 import type { Timing } from './types';
 
+/** Sessions CI squash ended while they waited, all squashed into `into` (delivery/squashed.ts ends them in one go). */
+export interface SquashedBatch {
+  sessionIds: number[];
+  into: number;
+}
+
+/** A session whose events some receivers still need, and which. */
+export interface OpenLanes {
+  sessionId: number;
+  webhookIds: number[];
+}
+
 /** CI squash's words for a session it ended: the report's reason and the `stop` event's. */
 export function squashReason(into: number): string {
   return `squashed into session ${into} (CI squash builds only the newest queued trigger)`;

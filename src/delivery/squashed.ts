@@ -11,22 +11,12 @@ import { randomUUID } from 'node:crypto';
 import type { SessionContext } from '../activities/types';
 import type { Config } from '../config';
 import { buildPayload } from '../core/payload';
-import { squashedSnapshots, squashReason } from '../core/squash';
+import { squashedSnapshots, squashReason, type OpenLanes, type SquashedBatch } from '../core/squash';
 import { loadSessionContexts } from '../db/sessionContext';
 import { recordSquashed } from '../db/sessions';
 import type { DeliverDeps } from './attempt';
 import { firstAttempt } from './firstAttempt';
 
-export interface SquashedBatch {
-  sessionIds: number[];
-  into: number;
-}
-
-/** A session whose events some receivers still need, and which. */
-export interface OpenLanes {
-  sessionId: number;
-  webhookIds: number[];
-}
 
 /** At most this many attempts at once: a batch must not open hundreds of connections. */
 const CONCURRENCY = 8;

@@ -7,13 +7,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
-import { launch, type Sandbox, type SandboxDirs } from './sandbox';
+import { launch, type BuildUser, type Sandbox, type SandboxDirs } from './sandbox';
 
-/** The Unix user build processes run as (SLUICE_BUILD_USER), by number. */
-export interface BuildUser {
-  uid: number;
-  gid: number;
-}
+export type { BuildUser } from './sandbox';
 
 /** Where a process group is reported while it lives. */
 export interface ProcessGroups {

@@ -18,7 +18,12 @@
 import { spawn } from 'node:child_process';
 import { lstatSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
-import type { BuildUser } from './process';
+
+/** The Unix user build processes run as (SLUICE_BUILD_USER), by number. */
+export interface BuildUser {
+  uid: number;
+  gid: number;
+}
 
 export interface Sandbox {
   /** The bwrap executable. */

@@ -10,7 +10,7 @@ import { createReadStream } from 'node:fs';
 import { chmod, chown, copyFile, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { checkKey, type BlobStore } from './index';
+import { checkKey, type BlobStore } from './blobStore';
 
 export class DirStore implements BlobStore {
   readonly description: string;

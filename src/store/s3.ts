@@ -13,7 +13,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { DeleteObjectCommand, DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { StoreSettings } from '../config';
-import { checkKey, type BlobStore } from './index';
+import { checkKey, type BlobStore } from './blobStore';
 
 type S3Settings = Extract<StoreSettings, { kind: 's3' }>;
 

@@ -17,6 +17,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ServiceAdmins } from '../../config';
 import type { ServiceName } from '../../core/buildSetup';
+import { FULL, UNREACHABLE, type ServiceDriver } from './driver';
 import { mysqlDriver } from './mysql';
 import { postgresqlDriver } from './postgresql';
 import { redisDriver } from './redis';
@@ -50,29 +51,7 @@ export class ServiceUnavailableError extends Error {
 export class ServiceCapacityError extends ServiceUnavailableError {}
 
 /** What one service's module does on its server (postgresql.ts, mysql.ts, redis.ts). */
-export interface ServiceDriver {
-  /** Drops `name`'s leftovers (a lane run again), then makes them afresh; the env the worker gets, and how to drop them. */
-  make(adminUrl: string, name: string, password: string): Promise<MadeService>;
-  /** Names of what this server holds that start with `prefix` (databases, roles/users, claims). */
-  list(adminUrl: string, prefix: string): Promise<string[]>;
-  /** Drops everything of these names (absent ones are no error). */
-  drop(adminUrl: string, names: readonly string[]): Promise<void>;
-  /** Whether the server answers and the admin may make databases and users; says what it found (never a password). */
-  check(adminUrl: string, timeoutMs: number): Promise<string>;
-}
-
-export interface MadeService {
-  env: Record<string, string>;
-  drop(): Promise<void>;
-}
-
-/**
- * Failures a module reports with this code (its `err.code`) mean the server could not be
- * reached: the build ends in `error` with a ServiceUnavailableError naming the service.
- */
-export const UNREACHABLE = 'ESLUICE_SERVICE_UNREACHABLE';
-/** ... and this one that it has no room for another worker: a ServiceCapacityError. */
-export const FULL = 'ESLUICE_SERVICE_FULL';
+export { FULL, UNREACHABLE, type MadeService, type ServiceDriver } from './driver';
 
 const DRIVERS: Record<ServiceName, ServiceDriver> = { postgresql: postgresqlDriver, mysql: mysqlDriver, redis: redisDriver };
 const ENV_NAMES: Record<ServiceName, string> = {

@@ -8,12 +8,10 @@
  * in src/db): each goes through `run` below.
  */
 import { createConnection, type Connection } from 'mysql2/promise';
-import type { MadeService, ServiceDriver } from './index';
+import { UNREACHABLE, type MadeService, type ServiceDriver } from './driver';
 
 const CONNECT_TIMEOUT_MS = 10_000;
 const STATEMENT_TIMEOUT_MS = 60_000;
-/** Same as UNREACHABLE in ./index (not imported: index imports this module). */
-const UNREACHABLE = 'ESLUICE_SERVICE_UNREACHABLE';
 
 function serverOf(adminUrl: string) {
   const u = new URL(adminUrl);

@@ -9,12 +9,10 @@
  * in src/db): each goes through `run` below.
  */
 import { Client, escapeIdentifier, escapeLiteral } from 'pg';
-import type { MadeService, ServiceDriver } from './index';
+import { UNREACHABLE, type MadeService, type ServiceDriver } from './driver';
 
 const CONNECT_TIMEOUT_MS = 10_000;
 const STATEMENT_TIMEOUT_MS = 60_000;
-/** Same as UNREACHABLE in ./index (not imported: index imports this module). */
-const UNREACHABLE = 'ESLUICE_SERVICE_UNREACHABLE';
 
 /** One short-lived admin connection for `work`, closed after it whatever happens. */
 async function withAdmin<T>(adminUrl: string, work: (client: Client) => Promise<T>, connectTimeoutMs = CONNECT_TIMEOUT_MS): Promise<T> {

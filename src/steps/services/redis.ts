@@ -16,7 +16,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
-import type { MadeService, ServiceDriver } from './index';
+import { FULL, UNREACHABLE, type MadeService, type ServiceDriver } from './driver';
 
 const CONNECT_TIMEOUT_MS = 10_000;
 const COMMAND_TIMEOUT_MS = 30_000;
@@ -24,10 +24,6 @@ const COMMAND_TIMEOUT_MS = 30_000;
 export const CLAIM_TTL_MS = 60_000;
 const RENEW_EVERY_MS = 15_000;
 const CLAIM_KEY = 'sluice:service-db:';
-/** Same as UNREACHABLE in ./index (not imported: index imports this module). */
-const UNREACHABLE = 'ESLUICE_SERVICE_UNREACHABLE';
-/** Same as FULL in ./index. */
-const FULL = 'ESLUICE_SERVICE_FULL';
 
 /** Takes the first free number of 1..ARGV[3]-1 for ARGV[1] (ttl ARGV[2] ms) and flushes it; 0 when all are taken. */
 const CLAIM = `
