@@ -4,7 +4,7 @@
  * they go out under. Pure: workflow code imports it. The providers' requests are composed in
  * delivery/commitStatus.ts, the state names each provider takes there too.
  *
- * What a session posts (README "Commit statuses"):
+ * What a session posts (docs/builds.md, "Commit statuses"):
  * - `running` once it is known to build: when its tests start (`test`). Not at `start`: a
  *   session that turns out to be skipped (the commit was built already, or carries a skip
  *   tag) must leave the commit's status as the build that did build it left it, and at

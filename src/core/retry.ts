@@ -25,7 +25,7 @@ export interface PostRetry {
 }
 
 /**
- * README "When a post-build step fails": 3 attempts, 2 s and 5 s apart (10 s for e-mail). A
+ * docs/builds.md, "When a post-build step fails": 3 attempts, 2 s and 5 s apart (10 s for e-mail). A
  * chat service's Retry-After may stretch a wait up to 30 s (see activities/post/chat.ts).
  */
 export const DEFAULT_POST_RETRY: PostRetry = {

@@ -29,7 +29,7 @@ export const DEFAULT_STATUS_API_URLS: Readonly<Record<StatusProvider, string | n
 export const STATUS_USER_AGENT = 'Sluice-Status/1';
 
 /**
- * Each provider's state for each phase (README "Commit statuses"). A user's stop is no test
+ * Each provider's state for each phase (docs/builds.md, "Commit statuses"). A user's stop is no test
  * failure: GitHub and Gitea call it `error` (their "the CI could not finish"), GitLab
  * `canceled`, Bitbucket `STOPPED`, Bitbucket Server `CANCELLED`. A build in `error` (crash, time-out, broken sluice.yml) is
  * `error` where the provider has one, else failed. GitLab shows a build under way as `running`

@@ -70,7 +70,7 @@ export async function resolveIsolation(config: Config, options: IsolationOptions
     if (why === null) sandbox = candidate;
     else if (mode === 'bwrap' || options.requireSandbox) {
       throw new Error(
-        `SLUICE_SANDBOX=${mode}: bubblewrap does not work here (${why}). Install it (apt-get install bubblewrap) where user namespaces are allowed, or set SLUICE_SANDBOX=none to run builds without it, knowing what they can then reach (README "Security model")`,
+        `SLUICE_SANDBOX=${mode}: bubblewrap does not work here (${why}). Install it (apt-get install bubblewrap) where user namespaces are allowed, or set SLUICE_SANDBOX=none to run builds without it, knowing what they can then reach (docs/security.md)`,
       );
     } else gaps.push(`bubblewrap does not work here (${why})`);
   } else {
@@ -91,7 +91,7 @@ export function isolationWarning(isolation: Isolation): string {
     '!! sluice runner: builds on this runner are NOT isolated',
     ...isolation.gaps.map((g) => `!!   - ${g}`),
     '!! Install bubblewrap (apt-get install bubblewrap) where user namespaces are allowed, or run',
-    '!! runners only for code you trust (README "Security model").',
+    '!! runners only for code you trust (docs/security.md).',
     rule,
   ].join('\n');
 }

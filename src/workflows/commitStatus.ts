@@ -1,6 +1,6 @@
 /**
- * A session's commit statuses on the hosting site (workflow code; issue 13, README "Commit
- * statuses"): `running` when its tests start, its outcome once it is recorded. One lane, in
+ * A session's commit statuses on the hosting site (workflow code; issue 13, docs/builds.md,
+ * "Commit statuses"): `running` when its tests start, its outcome once it is recorded. One lane, in
  * that order: the outcome goes out after the `running` post was delivered or given up, so the
  * site never ends up showing `running` over the outcome. Each post is a postCommitStatus
  * activity under the session's status retry policy; a post that fails for good is in the log

@@ -68,7 +68,7 @@ export function retryPolicy(r: RetrySettings): RetryPolicy {
 
 /**
  * Push, chat and e-mail run one attempt per activity task; their retry policy (the worker's
- * settings, README "When a post-build step fails") runs the next. Each attempt reads its number
+ * settings, docs/builds.md, "When a post-build step fails") runs the next. Each attempt reads its number
  * and the policy's maximumAttempts from its context, throws a retryable failure while another
  * attempt may mend things, and records the final outcome itself (activities/post/activities.ts).
  */

@@ -58,7 +58,7 @@ it('reports builds in progress whose suite Temporal does not run, and other inst
   }
 });
 
-it("finds builds in Temporal with the README's ready-made queries", async () => {
+it("finds builds in Temporal with the ready-made queries of docs/operating.md", async () => {
   const repo = await w.makeRepo({ 'bad_test.sh': script('exit 1') }, { suite: { branch: 'master', test_pattern: '*_test.sh' } });
   const { session } = await w.build(repo);
   expect((await w.eventsOf(session)).at(-1)).toMatchObject({ status: 'failed' });
@@ -70,7 +70,7 @@ it("finds builds in Temporal with the README's ready-made queries", async () => 
     return found;
   };
   const id = w.sluice.ids.session(session);
-  // README "Finding builds in the Temporal UI": each query, as written there, finds this build.
+  // docs/operating.md, "Finding builds in the Temporal UI": each query, as written there, finds this build.
   const queries = [
     `WorkflowType = "sessionWorkflow" AND SluiceRepo = "${label}" AND SluiceStatus = "failed" AND StartTime >= "${today}"`,
     `SluiceSession = ${session}`,

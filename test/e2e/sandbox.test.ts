@@ -8,7 +8,7 @@
  * Against the default configuration first (issue 23: safe without configuration): nothing set,
  * the runner as root (as .ci/run runs it) runs the build as its own unprivileged user in
  * bubblewrap; it finds no secret, no process but its own, and nothing it started survives.
- * Then the levels an operator can choose, each in its own Sluice (README "Security model"):
+ * Then the levels an operator can choose, each in its own Sluice (docs/security.md):
  * - the build user without bubblewrap (SLUICE_SANDBOX=none): no secret, no memory, no directory
  *   of the runner's; it still sees the runner's process and the network, and a daemon that left
  *   its process group outlives the test (said below, not hidden);
@@ -144,7 +144,7 @@ exit $status`);
       expect(output).toContain(`uid=${uid}\n`);
       expect(output).toContain('wrote in its tree\n');
       expect(output).not.toContain('BREACH');
-      // What this level does not hide (README "Security model"): the bubblewrap level does.
+      // What this level does not hide (docs/security.md): the bubblewrap level does.
       expect(output).toContain('sees the runner\n');
       expect(output).toContain('reached the API\n');
     } finally {

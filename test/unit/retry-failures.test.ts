@@ -10,7 +10,7 @@ import { DEFAULT_POST_RETRY, isLastAttempt, retryDelayMs, type RetrySettings } f
 const waits = (r: RetrySettings) => Array.from({ length: r.maximumAttempts - 1 }, (_, i) => retryDelayMs(i + 1, r));
 
 describe('post-build retry policies', () => {
-  it('default to 3 attempts, 2 s and 5 s apart, 2 s and 10 s for e-mail (README)', () => {
+  it('default to 3 attempts, 2 s and 5 s apart, 2 s and 10 s for e-mail (docs/builds.md)', () => {
     expect(waits(DEFAULT_POST_RETRY.push)).toEqual([2_000, 5_000]);
     expect(waits(DEFAULT_POST_RETRY.chat)).toEqual([2_000, 5_000]);
     expect(waits(DEFAULT_POST_RETRY.email)).toEqual([2_000, 10_000]);

@@ -86,7 +86,7 @@ export const TIMING_ORDER = [
 ];
 const timingRank = (key: string): number => (TIMING_ORDER.includes(key) ? TIMING_ORDER.indexOf(key) : TIMING_ORDER.length);
 
-/** The step each key ends (README, "A build's setup"): what the time since the key before it went to. */
+/** The step each key ends (docs/sluice-yml.md, "A build's setup"): what the time since the key before it went to. */
 const STEP_OF: Record<string, string> = {
   queue_first_seen_at: 'queued',
   queue_first_allowed_at: 'queue',
