@@ -73,7 +73,9 @@ export function startRole(role: Role, env: NodeJS.ProcessEnv, as?: { uid: number
   const main = role === 'dev' ? path.join(DIST, 'dev.js') : path.join(DIST, role, 'main.js');
   if (!existsSync(main)) throw new Error(`${main} does not exist: call buildDist() first`);
   const base = Object.fromEntries(PASSED_THROUGH.filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]));
-  const child = spawn(process.execPath, [main], { cwd: REPO_ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...(as ?? {}) });
+  // SLUICE_TEST_CPU_PROF=<dir>: each role writes a V8 CPU profile under <dir>/<role> when it exits (profiling the bench; NODE_OPTIONS refuses --cpu-prof).
+  const profile = process.env.SLUICE_TEST_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.join(process.env.SLUICE_TEST_CPU_PROF, role)}`] : [];
+  const child = spawn(process.execPath, [...profile, main], { cwd: REPO_ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...(as ?? {}) });
   if (child.pid === undefined) throw new Error(`could not start ${main}`);
   const pid = child.pid;
 
