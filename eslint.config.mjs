@@ -32,19 +32,27 @@ function layer({ packages = [], patterns = [], folders = [], why }) {
 }
 
 const PURE = {
-  packages: [...IO_LIBRARIES, ...TEMPORAL, ...NODE_BUILTINS.filter((m) => m !== 'crypto')],
+  packages: [...IO_LIBRARIES, ...TEMPORAL, 'prom-client', ...NODE_BUILTINS.filter((m) => m !== 'crypto')],
   patterns: [['node:*', '!node:crypto']],
-  folders: ['db', 'api', 'activities', 'steps', 'delivery', 'store', 'workflows', 'temporal', 'worker', 'runner'],
+  folders: ['db', 'api', 'activities', 'steps', 'delivery', 'store', 'workflows', 'temporal', 'worker', 'runner', 'metrics'],
 };
 
 export const layers = [
   {
+    files: ['src/metrics/**/*.ts'],
+    rule: layer({
+      packages: [...IO_LIBRARIES, ...TEMPORAL],
+      folders: ['db', 'api', 'activities', 'steps', 'delivery', 'store', 'workflows', 'temporal', 'worker', 'runner', 'providers'],
+      why: "metrics are counters every layer may touch: prom-client and its listener (node:http) only; what needs PostgreSQL or Temporal is handed in by the roles (setInstallationSource, temporal/metrics.ts)",
+    }),
+  },
+  {
     files: ['src/workflows/**/*.ts'],
     rule: layer({
-      packages: [...NODE_BUILTINS, ...IO_LIBRARIES, 'yaml', 'zod', '@temporalio/activity', '@temporalio/client', '@temporalio/worker'],
+      packages: [...NODE_BUILTINS, ...IO_LIBRARIES, 'yaml', 'zod', 'prom-client', '@temporalio/activity', '@temporalio/client', '@temporalio/worker'],
       patterns: ['node:*', '**/core/sluiceYml', '**/core/buildSetupSchema'],
-      folders: ['activities', 'steps', 'db', 'delivery', 'store', 'api', 'providers', 'worker', 'runner'],
-      why: 'workflow code is deterministic and replayed: no Node built-ins, no parsing libraries (yaml, zod), no I/O; activities do that and workflows import only their types',
+      folders: ['activities', 'steps', 'db', 'delivery', 'store', 'api', 'providers', 'worker', 'runner', 'metrics'],
+      why: 'workflow code is deterministic and replayed: no Node built-ins, no parsing libraries (yaml, zod), no I/O, no metrics (a replay would count again); activities do that and workflows import only their types',
     }),
   },
   {

@@ -91,6 +91,11 @@ export interface Config {
    * worker gets a database and a role of its own on these servers, never these credentials.
    */
   services?: ServiceAdmins;
+  /**
+   * Where this process serves Prometheus' `/metrics` (SLUICE_METRICS_PORT, SLUICE_METRICS_HOST,
+   * default 127.0.0.1); unset: no metrics listener (metrics/serve.ts).
+   */
+  metrics?: { host: string; port: number };
 }
 
 /** Where caches and artifacts live: a directory (local or a mount runners share), or an S3-compatible bucket. */
@@ -202,6 +207,8 @@ const EnvSchema = z.object({
   SLUICE_SERVICE_POSTGRESQL_URL: serviceUrl(/^postgres(ql)?:\/\//, 'postgres://').optional(),
   SLUICE_SERVICE_MYSQL_URL: serviceUrl(/^(mysql|mariadb):\/\//, 'mysql://').optional(),
   SLUICE_SERVICE_REDIS_URL: serviceUrl(/^rediss?:\/\//, 'redis://').optional(),
+  SLUICE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  SLUICE_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   SLUICE_WEBHOOK_ALLOW: z
     .string()
     .default('')
@@ -287,6 +294,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: Role = 'a
     artifactLimits: { maxFileBytes: e.SLUICE_ARTIFACT_MAX_FILE_MB, maxBuildBytes: e.SLUICE_ARTIFACT_MAX_BUILD_MB },
     hookTimeoutMs: e.SLUICE_HOOK_TIMEOUT_MS,
     services: { postgresql: e.SLUICE_SERVICE_POSTGRESQL_URL, mysql: e.SLUICE_SERVICE_MYSQL_URL, redis: e.SLUICE_SERVICE_REDIS_URL },
+    metrics: e.SLUICE_METRICS_PORT === undefined ? undefined : { host: e.SLUICE_METRICS_HOST, port: e.SLUICE_METRICS_PORT },
   };
 }
 

@@ -15,6 +15,7 @@ import { createPool, ensureDatabase } from './db/pool';
 import { startDevServer, type DevServer } from './temporal/devServer';
 import { loadWorkflowIds } from './temporal/ids';
 import { reportInstallation } from './temporal/installationCheck';
+import { startRoleMetrics } from './temporal/metrics';
 import { prepareTemporal } from './temporal/prepare';
 import { runRunner } from './runner/run';
 import { runWorker } from './worker/run';
@@ -81,6 +82,9 @@ async function main(): Promise<void> {
   // them here, as the api and worker roles register them. Not reachable soon: say so and stop.
   if (!temporal) await prepareTemporal(config, { giveUpAfterMs: EXTERNAL_TEMPORAL_WAIT_MS });
 
+  // One process, one registry, one /metrics for every role; before the worker installs Temporal's runtime.
+  const metrics = await startRoleMetrics(config, { temporalSdk: true });
+  if (metrics) running.push({ name: 'metrics listener', stop: () => metrics.close() });
   const worker = await runWorker(config);
   running.push({ name: 'worker', stop: () => worker.shutdown() });
   const checkPool = createPool(config.databaseUrl, 1);
@@ -100,6 +104,7 @@ async function main(): Promise<void> {
       `  Temporal      ${config.temporalAddress} (namespace ${config.temporalNamespace}${temporal ? '' : ', external'})`,
       `  Temporal UI   ${temporal?.uiUrl ?? '(external server: see its own UI)'}`,
       `  Data          ${dataDir}`,
+      `  Metrics       ${metrics?.url ?? 'off (SLUICE_METRICS_PORT)'}`,
       `  Admin token   ${adminTokenWhere === 'SLUICE_ADMIN_TOKEN' ? 'from $SLUICE_ADMIN_TOKEN' : adminTokenWhere}`,
       `  Webhooks may reach ${env.SLUICE_WEBHOOK_ALLOW || 'public addresses only'} (SLUICE_WEBHOOK_ALLOW)`,
       ...services,

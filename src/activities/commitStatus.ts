@@ -9,6 +9,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { attemptStatus, type StatusDeps } from '../delivery/postStatus';
+import { countNotification } from '../metrics/counts';
 import { currentAttempt } from './attempt';
 import { FAILURE_TYPES } from './failures';
 import type { CommitStatusInput, CommitStatusResult } from './types';
@@ -18,6 +19,7 @@ export function createCommitStatusActivity(deps: StatusDeps): (input: CommitStat
     const { attempt, maximumAttempts, retry } = currentAttempt();
     const done = await attemptStatus(deps, { ...input, attempt, maxAttempts: maximumAttempts, retry });
     if (!done) return { posted: false, detail: 'the repository has no status provider, repository path or token (any more)' };
+    countNotification('commit_status', done.outcome);
     const what = `commit status ${done.state} (${input.context}) for ${input.commitId.slice(0, 12)}, attempt ${attempt}`;
     switch (done.outcome) {
       case 'delivered':

@@ -8,6 +8,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { ApiDeps } from './deps';
 import { requireAdmin } from './auth';
 import { HttpError, installErrorHandlers } from './http';
+import { observeHttp } from './httpMetrics';
 import { loggerOptions } from './logging';
 import { registerBranchRoutes } from './routes/admin/branches';
 import { registerDeliveryRoutes } from './routes/admin/deliveries';
@@ -57,6 +58,8 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   const app = Fastify({ logger: loggerOptions(deps.log), bodyLimit: BODY_LIMIT, routerOptions: { maxParamLength: 1024 } });
   // Before any register(): child scopes inherit the error handler.
   installErrorHandlers(app);
+  // Before any route: every answer is observed, by route pattern (api/httpMetrics.ts).
+  observeHttp(app);
 
   registerHealthRoutes(app, deps);
   registerCiEventRoutes(app, deps);

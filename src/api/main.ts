@@ -6,9 +6,12 @@
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { loadConfig, type Config } from '../config';
 import { migrate } from '../db/migrate';
+import { installationGauges } from '../db/gauges';
 import { createPool } from '../db/pool';
+import { setInstallationSource } from '../metrics/registry';
 import { createEnqueuer, signalSuite } from '../temporal/enqueue';
 import { loadWorkflowIds } from '../temporal/ids';
+import { startRoleMetrics } from '../temporal/metrics';
 import { prepareTemporal } from '../temporal/prepare';
 import { stopSession } from '../temporal/stop';
 import { announcer } from './announce';
@@ -46,6 +49,8 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
   // Migrations take an advisory lock, so api and workers may all start at once.
   await migrate(pool);
   const ids = await loadWorkflowIds(pool);
+  // /metrics reads queue lengths and connected runners from PostgreSQL at scrape time, here.
+  const stopGauges = setInstallationSource(() => installationGauges(pool));
 
   // Lazy: the API comes up (and /healthz says "temporal" is missing) while Temporal is still
   // starting; triggers answer 503 until it is reachable, and nothing half-accepted is kept.
@@ -123,6 +128,7 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
     url = await app.listen({ host: config.host, port: config.port });
   } catch (err) {
     stopPreparing.abort();
+    stopGauges();
     await connection.close().catch(() => undefined);
     await pool.end();
     throw err;
@@ -133,6 +139,7 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
     ready,
     async close() {
       stopPreparing.abort();
+      stopGauges();
       await app.close();
       await connection.close().catch(() => undefined);
       await pool.end();
@@ -151,7 +158,13 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 
 if (require.main === module) {
   const log = (line: string) => console.log(`sluice api: ${line}`);
-  startApi(loadConfig(process.env, 'api'), { log })
+  const config = loadConfig(process.env, 'api');
+  // Its own listener, not the public port; the API runs no Temporal worker, so no SDK metrics.
+  startRoleMetrics(config, { temporalSdk: false })
+    .then((metrics) => {
+      if (metrics) log(`metrics at ${metrics.url}`);
+      return startApi(config, { log });
+    })
     .then((api) => {
       log(`listening on ${api.url}; triggers wait for Temporal`);
       const stop = (code = 0): void => {

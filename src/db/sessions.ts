@@ -236,9 +236,12 @@ export interface SessionOutcome {
   builtCommit?: string | null;
 }
 
-/** Stores how a session ended and, if it built one, its suite's last built commit, together. */
-export async function recordSessionOutcome(pool: Pool, f: SessionOutcome): Promise<void> {
-  await withTransaction(pool, async (client) => {
+/**
+ * Stores how a session ended and, if it built one, its suite's last built commit, together;
+ * returns the suite's id (undefined when the session is gone).
+ */
+export async function recordSessionOutcome(pool: Pool, f: SessionOutcome): Promise<number | undefined> {
+  return withTransaction(pool, async (client) => {
     const { rows } = await client.query<{ suite_id: number }>(
       `UPDATE sessions
           SET status = $2, reason = $3, commit_id = $4, committers = $5, counts = $6, timing = $7,
@@ -250,6 +253,7 @@ export async function recordSessionOutcome(pool: Pool, f: SessionOutcome): Promi
     if (f.builtCommit && rows[0]) {
       await client.query('UPDATE suites SET last_built_commit = $2 WHERE id = $1', [rows[0].suite_id, f.builtCommit]);
     }
+    return rows[0] === undefined ? undefined : Number(rows[0].suite_id);
   });
 }
 

@@ -8,6 +8,7 @@ import type { Dispatcher } from 'undici';
 import { unseal } from '../crypto/sealed';
 import { findWebhookForDelivery, insertDeliveryAttempt } from '../db/deliveries';
 import type { Db } from '../db/transaction';
+import { countDelivery } from '../metrics/counts';
 import { nextDelay, outcomeOf, type DeliveryOutcome, type RetrySchedule } from './backoff';
 import type { ClosureLimits, ClosureResult } from './closure';
 import { composeRequest, type EventPayload } from './compose';
@@ -134,7 +135,7 @@ function safeUrl(raw: string): string {
   }
 }
 
-function log(
+async function log(
   db: Db,
   spec: AttemptSpec,
   outcome: DeliveryOutcome,
@@ -143,7 +144,7 @@ function log(
   nextDelayMs: number | null,
 ) {
   const closure = sent.closure;
-  return insertDeliveryAttempt(db, {
+  const row = await insertDeliveryAttempt(db, {
     webhookId: spec.webhookId,
     sessionId: spec.sessionId,
     event: spec.payload.event,
@@ -165,4 +166,7 @@ function log(
     closureOutcome: closure === null ? null : closure.kind === 'ok' ? 'ok' : closure.reason,
     closureDetail: closure?.kind === 'fallback' ? closure.detail : null,
   });
+  // Counted once logged, by the process that sent it (the API's `received`, a worker's lane).
+  countDelivery({ event: spec.payload.event, outcome, attempt: spec.attempt, origin: spec.origin, durationMs: result.durationMs });
+  return row;
 }

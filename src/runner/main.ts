@@ -6,6 +6,7 @@
 // (runner/token). Otherwise it uses PostgreSQL and Temporal directly; it runs no workflow code,
 // so it only waits for Temporal; the api and workers register search attributes.
 import { loadConfig } from '../config';
+import { startRoleMetrics } from '../temporal/metrics';
 import { prepareTemporal } from '../temporal/prepare';
 import { runRunner, type RunnerHandle } from './run';
 import { runTokenRunner } from './token/run';
@@ -14,6 +15,9 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env, 'runner');
   const extra = (process.env.SLUICE_EXTRA_BUILD_QUEUES ?? '').split(',').map((q) => q.trim()).filter(Boolean);
   const log = (line: string) => console.log(`sluice runner: ${line}`);
+  // Before any Temporal worker (a keyed runner's SDK metrics join /metrics); a token runner runs none.
+  const metrics = await startRoleMetrics(config, { temporalSdk: !config.runnerToken });
+  if (metrics) log(`metrics at ${metrics.url}`);
 
   const started: { runner?: RunnerHandle } = {};
   const stop = () => {

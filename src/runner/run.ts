@@ -10,6 +10,7 @@ import { recordRunner, removeRunner, touchRunner } from '../db/runners';
 import { endedSessions } from '../db/sessions';
 import { createPresenceWorker } from '../temporal/presence';
 import { installRuntime } from '../temporal/runtime';
+import { runnerLanes, withLanes } from '../metrics/counts';
 import { SLUICE_VERSION } from '../version';
 import { isolationWarning, resolveIsolation } from './isolation';
 import { startReaper } from './reaper';
@@ -54,6 +55,8 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
   const reaper = await startReaper();
   const activities = createRunnerActivities({ config, pool, runner: name, processGroups: reaper, runAs, sandbox });
   const slots = options.slots ?? config.runnerSlots ?? DEFAULT_RUNNER_SLOTS;
+  // cicd_worker_count in /metrics: this runner's lanes, busy while an activity runs.
+  const lanes = runnerLanes(slots);
   const queues = [...new Set([config.buildQueue, ...(options.buildQueues ?? [])])];
   const workers = await Promise.all(
     queues.map((taskQueue) =>
@@ -61,7 +64,7 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
         connection,
         namespace: config.temporalNamespace,
         taskQueue,
-        activities,
+        activities: withLanes(activities, lanes),
         maxConcurrentActivityTaskExecutions: slots,
         // A stop reaches a running test through its heartbeats; the SDK's default throttle (80% of
         // the heartbeat timeout) would let a stopped test run on for seconds.
@@ -94,6 +97,7 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
       try {
         await running;
       } finally {
+        lanes.close();
         await reaper.close();
         await connection.close();
         await removeRunner(pool, name).catch(() => undefined); // gone from the list a little later anyway

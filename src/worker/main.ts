@@ -7,12 +7,16 @@ import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { loadWorkflowIds } from '../temporal/ids';
 import { reportInstallation } from '../temporal/installationCheck';
+import { startRoleMetrics } from '../temporal/metrics';
 import { prepareTemporal } from '../temporal/prepare';
 import { runWorker, type WorkerHandle } from './run';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env, 'worker');
   const log = (line: string) => console.log(`sluice worker: ${line}`);
+  // Before any Temporal worker: the SDK's runtime, installed once, serves its metrics for /metrics.
+  const metrics = await startRoleMetrics(config, { temporalSdk: true });
+  if (metrics) log(`metrics at ${metrics.url}`);
 
   const started: { worker?: WorkerHandle } = {};
   const stop = () => {

@@ -65,6 +65,10 @@ describe.each([
   ['src/api/x.ts', "import { runTestFile } from '../steps/tests/runTestFile';", 'build steps in the API'],
   ['src/workflows/x.ts', "import { fetchTree } from '../steps/checkout/tree';", 'build steps in workflow code'],
   ['src/workflows/x.ts', "import { runRunner } from '../runner/run';", "a role's entry point in workflow code"],
+  ['src/workflows/x.ts', "import { builds } from '../metrics/registry';", 'metrics in workflow code (a replay would count again)'],
+  ['src/core/x.ts', "import { Counter } from 'prom-client';", 'metrics in the core'],
+  ['src/metrics/x.ts', "import { listRunners } from '../db/runners';", 'the database in the metrics module'],
+  ['src/metrics/x.ts', "import { Pool } from 'pg';", 'pg in the metrics module'],
 ])('%s', (file, code, what) => {
   const broken = snippet(file, `${code}\nvoid 0;\n`);
   it(`refuses ${what}`, () => {
@@ -93,6 +97,8 @@ describe('what the layers may do', () => {
     ['src/api/x.ts', "import type { Pool } from 'pg';\nimport { attemptOnce } from '../delivery/attempt';\nexport type P = Pool;\nexport const a = attemptOnce;"],
     ['src/activities/x.ts', "import { Context } from '@temporalio/activity';\nimport { attemptOnce } from '../delivery/attempt';\nexport const c = [Context, attemptOnce];"],
     ['src/activities/steps/x.ts', "import { runTestFile } from '../../steps/tests/runTestFile';\nexport const r = runTestFile;"],
+    ['src/steps/x.ts', "import { countBatch } from '../metrics/counts';\nexport const c = countBatch;"],
+    ['src/metrics/x.ts', "import http from 'node:http';\nimport { Counter } from 'prom-client';\nimport type { Timing } from '../core/types';\nexport type T = Timing;\nexport const c = [http, Counter];"],
     ['src/steps/x.ts', "import type { Claim } from '../db/testQueue';\nimport type { BuildRecords } from './records';\nimport { maskOutput } from './output';\nexport type C = [Claim, BuildRecords];\nexport const m = maskOutput;"],
   ].map(([file, code]) => [file!, snippet(file!, `${code}\n`)] as const))('%s passes', (_file, broken) => {
     expect(broken()).toEqual([]);

@@ -32,6 +32,7 @@ import { hgPushInputProblem, pushHgCommit } from './hgPush';
 import { GitPushError, pushCommit, pushInputProblem } from './push';
 import { pgBuildRecords } from '../../db/buildRecords';
 import { recordStep, type PostStep } from '../../db/postBuildSteps';
+import { countNotification } from '../../metrics/counts';
 import { loadPushTarget } from '../../db/repos';
 import { listFailingTests, loadSessionTargets } from '../../db/sessions';
 import { chatMessage, emailSubject, emailText } from './summary';
@@ -76,8 +77,10 @@ export function createPostActivities(deps: PostDeps) {
       const message = `${step} attempt ${info.attempt}${of} failed, to be retried: ${result.retry.error}`;
       // Info, not warn: the worker itself warns of every failed activity attempt.
       log.info(message, { sessionId, step });
+      countNotification(step, 'retrying');
       throw retryLater(info, RETRYING[step], message, result.retry.afterMs);
     }
+    countNotification(step, result.ok ? 'delivered' : 'failed');
     if (result.ok) log.info(`${step}: ${result.detail}`, { sessionId, step });
     else log.warn(`${step} failed: ${result.detail}`, { sessionId, step, attempt: info.attempt });
     await recordStep(pool, sessionId, step, result.ok, result.detail);

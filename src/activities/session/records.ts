@@ -14,6 +14,7 @@ import {
 } from '../../db/sessions';
 import { queueCounts } from '../../db/testQueue';
 import { loadSessionContext } from '../../db/sessionContext';
+import { observeBuild } from '../../metrics/builds';
 
 export function createSessionRecords(pool: Pool, config: Config) {
   return {
@@ -44,7 +45,9 @@ export function createSessionRecords(pool: Pool, config: Config) {
     },
 
     async recordFinish(f: FinishInput): Promise<void> {
-      await recordSessionOutcome(pool, f);
+      const suiteId = await recordSessionOutcome(pool, f);
+      // Counted where the build's end is stored: once per session (a plan's parts each count).
+      if (suiteId !== undefined) observeBuild({ suiteId, status: f.status, timing: f.timing });
     },
   };
 }

@@ -25,6 +25,7 @@ import { getProvider, parseDelivery } from '../../providers';
 import { acceptTrigger, EnqueueFailed } from '../acceptTrigger';
 import type { ApiDeps } from '../deps';
 import { HttpError } from '../http';
+import { countTrigger } from '../../metrics/triggers';
 import { findRepoByKeyHash } from '../../db/repos';
 
 export function registerTriggerRoutes(scope: FastifyInstance, deps: ApiDeps): void {
@@ -61,7 +62,10 @@ export function registerTriggerRoutes(scope: FastifyInstance, deps: ApiDeps): vo
       repoScm: repo.scm,
     });
     if (!parsed.ok) throw new HttpError(parsed.status, parsed.status === 422 ? 'hook misconfigured' : 'invalid trigger', parsed.message, parsed.field);
-    if ('ignore' in parsed) return reply.code(200).send({ status: 0, ignored: parsed.ignore });
+    if ('ignore' in parsed) {
+      countTrigger(provider, 'ignore');
+      return reply.code(200).send({ status: 0, ignored: parsed.ignore });
+    }
 
     let accepted;
     try {
@@ -69,8 +73,10 @@ export function registerTriggerRoutes(scope: FastifyInstance, deps: ApiDeps): vo
     } catch (err) {
       if (!(err instanceof EnqueueFailed)) throw err;
       request.log.error({ err: err.cause, repo: repo.id }, 'enqueue failed; trigger rolled back');
+      countTrigger(provider, 'unavailable');
       throw new HttpError(503, 'unavailable', 'could not queue the build; nothing was accepted, try again');
     }
+    countTrigger(provider, accepted.decision, accepted.recorded ? accepted.reason : (accepted.reasons[0] ?? null));
     if (!accepted.recorded) {
       // Spec §7: the bare text DROPPED; the reason goes to the log only.
       request.log.info({ repo: repo.id, reasons: accepted.reasons }, 'trigger dropped');

@@ -12,6 +12,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { createTokenRunnerActivities } from '../../activities';
 import { runAsJob, type ActivityRun } from '../../activities/heartbeat';
 import { DEFAULT_RUNNER_SLOTS, type Config } from '../../config';
+import { runnerLanes } from '../../metrics/counts';
 import { SLUICE_VERSION } from '../../version';
 import { isolationWarning, resolveIsolation } from '../isolation';
 import { startReaper } from '../reaper';
@@ -42,6 +43,8 @@ export async function runTokenRunner(config: Config & { runnerToken: string }, o
   const reaper = await startReaper();
   const activities = createTokenRunnerActivities({ config, records, store, runner: name, processGroups: reaper, runAs: isolation.runAs, sandbox: isolation.sandbox });
   const slots = options.slots ?? config.runnerSlots ?? DEFAULT_RUNNER_SLOTS;
+  // cicd_worker_count in /metrics: this runner's lanes, busy while a job runs.
+  const lanes = runnerLanes(slots);
   const queues = [...new Set([config.buildQueue, ...(options.buildQueues ?? [])])];
   const me = { runner: name, version: SLUICE_VERSION, queues };
 
@@ -114,7 +117,7 @@ export async function runTokenRunner(config: Config & { runnerToken: string }, o
         continue;
       }
       if (!job) continue;
-      const p = runJob(job).finally(() => running.delete(p));
+      const p = lanes.busy(() => runJob(job)).finally(() => running.delete(p));
       running.add(p);
     }
   })();
@@ -128,6 +131,7 @@ export async function runTokenRunner(config: Config & { runnerToken: string }, o
       closing.abort();
       // The poll in flight is dropped (a job it took goes back: the API releases it); the jobs running finish.
       await Promise.all([loop, ...running]);
+      lanes.close();
       await reaper.close();
       await channel.close();
     },

@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { DEFAULT_CACHE_DIR, DEFAULT_CACHE_LIMITS, DEFAULT_CACHE_LOCAL_DIR, DEFAULT_CACHE_LOCAL_MAX_BYTES, type Config } from '../../config';
 import type { CacheEntryRow } from '../../db/cacheEntries';
 import { repoCachePrefix } from '../../core/storeKeys';
+import { countCacheRestore, countCacheSave } from '../../metrics/counts';
 import type { BuildRecords } from '../records';
 import { openStore, type BlobStore } from '../../store';
 import { checkEntry, EntryTooBig, packEntry, unpackEntry } from './archive';
@@ -77,7 +78,14 @@ const MiB = 1024 * 1024;
 const mib = (n: number) => `${(n / MiB).toFixed(n < 10 * MiB ? 1 : 0)} MiB`;
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
+/** Restores the entry a build's cache settings name, and counts the hit or miss and its bytes. */
 export async function restoreCache(deps: CacheDeps, settings: CacheSettings, target: CacheTarget, signal?: AbortSignal): Promise<Restored> {
+  const restored = await restore(deps, settings, target, signal);
+  countCacheRestore(restored);
+  return restored;
+}
+
+async function restore(deps: CacheDeps, settings: CacheSettings, target: CacheTarget, signal?: AbortSignal): Promise<Restored> {
   const miss = (key: string, notes: string[]): Restored => ({ key, hit: 'miss', scope: null, source: null, paths: [], bytes: 0, notes });
   let key = '';
   const notes: string[] = [];
@@ -154,6 +162,18 @@ async function forget(deps: CacheDeps, entry: CacheEntryRow): Promise<void> {
 
 /** Saves unless this build may not write (writeScope null) or `restored.hit === 'exact'`. Never throws for a cache problem: returns saved=false and why. */
 export async function saveCache(
+  deps: CacheDeps,
+  settings: CacheSettings,
+  target: CacheTarget,
+  restored: Restored,
+  signal?: AbortSignal,
+): Promise<{ saved: boolean; bytes: number; note: string }> {
+  const saved = await save(deps, settings, target, restored, signal);
+  countCacheSave(saved);
+  return saved;
+}
+
+async function save(
   deps: CacheDeps,
   settings: CacheSettings,
   target: CacheTarget,

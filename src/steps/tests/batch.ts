@@ -18,6 +18,7 @@ import { liveOutput } from '../liveOutput';
 import { maskOutput } from '../output';
 import { runProcess, type BuildUser, type ProcessGroups, type ProcessResult } from '../process';
 import type { BuildRecords } from '../records';
+import { countBatch } from '../../metrics/counts';
 import { outsideSandbox, type Sandbox, type SandboxDirs } from '../sandbox';
 import { readCapped } from './junit';
 import { testEnvironment } from './runTestFile';
@@ -68,6 +69,12 @@ export interface BatchFileResult {
 const MAX_REPORTS = 200;
 const MAX_REPORT_BYTES = 16 * 1024 * 1024;
 
+/** Ends a batch's record, and counts it by its result. */
+async function finishBatch(place: BatchPlace, batchId: number, end: Parameters<BuildRecords['finishBatch']>[1]): Promise<void> {
+  await place.records.finishBatch(batchId, end);
+  countBatch(end.note === 'stopped' ? 'stopped' : end.status);
+}
+
 /**
  * Runs `files` as one batch; their verdicts, or null when the batch was stopped (nothing of it
  * counts). `runAlone` runs one file by itself (a failed batch's unpinned files).
@@ -83,19 +90,19 @@ export async function runBatch(place: BatchPlace, files: readonly BatchFile[]): 
   });
   const output = maskOutput(run.result.output, place.secretValues);
   if (place.signal?.aborted) {
-    await place.records.finishBatch(batchId, { status: 'error', exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note: 'stopped' });
+    await finishBatch(place, batchId, { status: 'error', exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note: 'stopped' });
     return null;
   }
   const reported = reportedSeconds(paths, run.cases, place.tree);
   const durations = shareDuration(run.result.durationMs, files, reported);
   if (run.result.status === 'passed') {
-    await place.records.finishBatch(batchId, { status: 'passed', exitCode: 0, durationMs: run.result.durationMs, output, note: null });
+    await finishBatch(place, batchId, { status: 'passed', exitCode: 0, durationMs: run.result.durationMs, output, note: null });
     return files.map((f) => ({ path: f.path, status: 'passed', exitCode: 0, durationMs: durations.get(f.path)!, output: '', batchId, startedAt }));
   }
 
   // A batch of one file is that file's own run: its verdict.
   if (files.length === 1) {
-    await place.records.finishBatch(batchId, { status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note: null });
+    await finishBatch(place, batchId, { status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note: null });
     return [{ path: files[0]!.path, status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, batchId, startedAt }];
   }
   // Not whole: each file by what the reports say of it, else by a run of its own.
@@ -130,7 +137,7 @@ export async function runBatch(place: BatchPlace, files: readonly BatchFile[]): 
     [pinned > 0 ? `${pinned} file${pinned === 1 ? '' : 's'} by ${pinned === 1 ? 'its' : 'their'} JUnit results` : '', alone.length > 0 ? `${alone.length} run again one by one` : '']
       .filter(Boolean)
       .join(', ');
-  await place.records.finishBatch(batchId, { status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note });
+  await finishBatch(place, batchId, { status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note });
   if (place.signal?.aborted) return null;
   return results;
 }

@@ -19,6 +19,7 @@
 import { batchBudgetMs, isBatchCommand, NO_HISTORY_MS } from '../../core/batches';
 import type { Counts } from '../../core/types';
 import type { Claim, FileResult, QueuedFile } from '../../db/testQueue';
+import { countTestFiles } from '../../metrics/counts';
 import { liveOutput } from '../liveOutput';
 import { maskOutput } from '../output';
 import type { BuildUser, ProcessGroups } from '../process';
@@ -163,6 +164,8 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
         verdicts.map((v) => ({ ...v, runner: deps.runner })),
       );
       ran += recorded.recorded.size;
+      // Only the verdicts that counted: a file another lane took over is that lane's to count.
+      countTestFiles(verdicts.filter((v) => recorded.recorded.has(v.path)));
       // A claimed file with no verdict (never ran) goes back to the list rather than sit claimed.
       if (verdicts.length < taken.length) await records.releaseClaims(job.sessionId, { token: claim.token });
       if (recorded.firstFailure) await deps.firstFailure(recorded.firstFailure);
