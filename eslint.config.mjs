@@ -111,6 +111,16 @@ export const layers = [
       why: "the runner's build steps know nothing of Temporal, HTTP routes, workflows or the database: activities wrap them, and they read and write builds through BuildRecords (steps/records.ts), never SQL or Sluice's secret key",
     }),
   },
+  {
+    files: ['src/cli/**/*.ts'],
+    rule: layer({
+      packages: ['pg', 'fastify', 'ssh2', 'nodemailer', 'mysql2', 'mysql2/promise', 'ioredis', 'tar', '@aws-sdk/client-s3', ...TEMPORAL],
+      // src/config.ts reads the server's environment (DATABASE_URL, SLUICE_SECRET_KEY): not the client's.
+      patterns: ['../config', '../../config'],
+      folders: ['api', 'db', 'temporal', 'activities', 'steps', 'workflows', 'worker', 'runner', 'delivery', 'store', 'crypto', 'ssh', 'providers'],
+      why: 'the command-line client speaks HTTP to the API and nothing else: no SQL, no Temporal, no server code or configuration (core and zod are fine)',
+    }),
+  },
 ];
 
 export default tseslint.config(
