@@ -6,7 +6,8 @@
  *   2. copies what tsc leaves behind: the SQL migrations (dist/db/migrations) and the web
  *      pages' templates and browser scripts (dist/api/web/views, dist/api/web/assets);
  *   3. bundles the workflow code once into dist/workflow-bundle.js, which workers load instead
- *      of running webpack at every start (src/worker/workflowBundle.ts).
+ *      of running webpack at every start (src/worker/workflowBundle.ts);
+ *   4. makes dist/cli/main.js, the package's bin `sluice`, executable.
  * It builds into a fresh directory beside dist/ and swaps it in at the end, so a failed build
  * leaves the previous dist/ as it was.
  */
@@ -34,6 +35,8 @@ async function main() {
     fs.cpSync(path.join(root, 'src', 'api', 'web', 'views'), path.join(next, 'api', 'web', 'views'), { recursive: true });
     fs.cpSync(path.join(root, 'src', 'api', 'web', 'assets'), path.join(next, 'api', 'web', 'assets'), { recursive: true });
     await require(path.join(next, 'worker', 'workflowBundle.js')).writeWorkflowBundle();
+    // The package's bin (`sluice`, the command-line client) runs by its shebang.
+    fs.chmodSync(path.join(next, 'cli', 'main.js'), 0o755);
   } catch (err) {
     fs.rmSync(next, { recursive: true, force: true });
     throw err;
