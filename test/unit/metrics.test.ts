@@ -4,8 +4,10 @@
  * runner lanes, and the listener itself (a real HTTP server on loopback, with a stand-in for
  * the Temporal SDK's own endpoint).
  */
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { loadConfig } from '../../src/config';
 import { selectTrigger, type SelectionInput } from '../../src/core/selection';
 import { observeBuild, phaseDurations, runStates } from '../../src/metrics/builds';
@@ -218,5 +220,19 @@ describe('configuration', () => {
   it('refuses a port that is not one, naming the variable', () => {
     expect(() => loadConfig({ ...env, SLUICE_METRICS_PORT: 'http' }, 'worker')).toThrow(/SLUICE_METRICS_PORT/);
     expect(() => loadConfig({ ...env, SLUICE_METRICS_PORT: '70000' }, 'worker')).toThrow(/SLUICE_METRICS_PORT/);
+  });
+});
+
+describe('the Grafana dashboard (docs/grafana-dashboard.json)', () => {
+  it("asks only for series Sluice's registry has (besides Temporal's and the process's own)", async () => {
+    const dashboard = JSON.parse(readFileSync(path.join(__dirname, '../../docs/grafana-dashboard.json'), 'utf8')) as { panels: { targets?: { expr: string }[] }[] };
+    const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+    expect(exprs.length).toBeGreaterThan(20);
+    const known = new Set((await registry.getMetricsAsJSON()).map((m) => m.name));
+    // Metric names: what is left once `by (...)` groupings and `label=` matchers are gone.
+    const names = (e: string) => e.replace(/\bby \([^)]*\)/g, '').replace(/\b\w+\s*(=~|!=|=)/g, '');
+    const asked = new Set(exprs.flatMap((e) => [...names(e).matchAll(/\b((?:sluice|cicd|http_server)_[a-z_]+)/g)].map((m) => (known.has(m[1]!) ? m[1]! : m[1]!.replace(/_(bucket|sum|count)$/, '')))));
+    expect([...asked].filter((name) => !known.has(name))).toEqual([]);
+    expect(asked.size).toBeGreaterThan(12);
   });
 });
