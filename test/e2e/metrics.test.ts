@@ -2,9 +2,16 @@
  * /metrics on every role of a running installation (test/support/cluster.ts: the API, a worker
  * and a runner, each `node dist/<role>/main.js`, each with SLUICE_METRICS_PORT=0 and so a
  * listener of its own on a free loopback port), scraped after a real build: what an operator's
- * Prometheus would see moved.
+ * Prometheus would see moved. And `npm start` (every role in one process): one registry, one
+ * endpoint, with every role's series in it.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { startCluster, type Cluster } from '../support/cluster';
+import { createTestDatabase, type TestDatabase } from '../support/db';
+import { startRole, type RoleProcess } from '../support/processes';
+import { freePort } from '../support/sluice';
 import { scrape, total, type Sample } from '../support/metrics';
 import { eventually } from '../support/wait';
 import { script } from '../support/world';
@@ -101,5 +108,51 @@ describe('metrics after a real build', () => {
 
   it('every role answers only /metrics there', async () => {
     for (const url of Object.values(urls)) expect((await fetch(url.replace(/\/metrics$/, '/healthz'))).status).toBe(404);
+  });
+});
+
+describe('npm start: every role in one process', () => {
+  let db: TestDatabase;
+  let dataDir: string;
+  let dev: RoleProcess;
+  let url: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('sluice_metrics_dev');
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'sluice-metrics-dev-'));
+    dev = startRole('dev', {
+      HOME: dataDir,
+      SLUICE_DATA_DIR: dataDir,
+      SLUICE_WORKSPACE_DIR: path.join(dataDir, 'workspaces'),
+      DATABASE_URL: db.url,
+      TEMPORAL_ADDRESS: process.env.SLUICE_TEST_TEMPORAL_ADDRESS!,
+      PORT: String(await freePort()),
+      SLUICE_METRICS_PORT: '0',
+      // Queues of its own on the shared Temporal server: it takes no other test's work.
+      SLUICE_TASK_QUEUE: `sluice-${path.basename(dataDir)}`,
+      SLUICE_BUILD_QUEUE: `sluice-build-${path.basename(dataDir)}`,
+    });
+    await dev.waitForOutput(/Sluice is running\./, 120_000);
+    url = (await dev.waitForOutput(/Metrics +(http:\/\/127\.0\.0\.1:\d+\/metrics)/))[1]!;
+  }, 180_000);
+
+  afterAll(async () => {
+    await dev?.stop();
+    await db?.drop();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("serves the API's, the runner's and Temporal's series at one address", async () => {
+    expect(dev.output()).not.toMatch(/metrics at /); // one listener, named once, in the banner
+    const api = dev.output().match(/API +(http:\S+)/)![1]!;
+    expect((await fetch(`${api}/healthz`)).status).toBe(200);
+    const samples = await eventually('the runner to be seen in PostgreSQL', async () => {
+      const s = await scrape(url);
+      return total(s, 'sluice_runners_connected', { kind: 'keyed' }) === 1 && s;
+    });
+    expect(total(samples, 'http_server_request_duration_seconds_count', { http_route: '/healthz', http_response_status_code: '200' })).toBeGreaterThanOrEqual(1);
+    // The runner's lanes (SLUICE_RUNNER_SLOTS' default, 4), all free; the workers' SDK slots.
+    expect(total(samples, 'cicd_worker_count', { cicd_worker_state: 'available' })).toBe(4);
+    expect(samples.some((s) => s.name === 'temporal_worker_task_slots_available')).toBe(true);
   });
 });
