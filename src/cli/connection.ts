@@ -28,8 +28,11 @@ export function givenUrl(opts: CommonOptions, env: NodeJS.ProcessEnv = process.e
 
 /** A client for the Sluice this command is for, signed in. */
 export function connect(opts: CommonOptions, env: NodeJS.ProcessEnv = process.env): ApiClient {
+  const given = givenUrl(opts, env);
+  // Both given: the config file is not read (nor its problems reported).
+  if (given !== undefined && env.SLUICE_TOKEN) return new ApiClient(given, checked(adminToken, env.SLUICE_TOKEN, 'SLUICE_TOKEN'));
   const saved = readConfig(configPath(env));
-  const url = givenUrl(opts, env) ?? saved?.url;
+  const url = given ?? saved?.url;
   if (url === undefined) throw new CliError('no Sluice to talk to: sign in with `sluice login --url <url>`, or set SLUICE_URL');
   if (env.SLUICE_TOKEN) return new ApiClient(url, checked(adminToken, env.SLUICE_TOKEN, 'SLUICE_TOKEN'));
   if (saved && saved.url === url) return new ApiClient(url, saved.token);

@@ -266,3 +266,14 @@ describe('webhooks, deliveries, redeliver', () => {
     expect(bad).toMatchObject({ code: 64, stdout: '' });
   });
 });
+
+describe('sluice logout', () => {
+  it('forgets the sign-in: the config file is gone, and commands say how to sign in again', async () => {
+    const out = await sluice(['logout']);
+    expect(out).toMatchObject({ code: 0, stdout: `Signed out; ${configFile} is gone.\n` });
+    expect(existsSync(configFile)).toBe(false);
+    const after = await sluice(['builds']);
+    expect(after).toMatchObject({ code: 10, stdout: '' });
+    expect(after.stderr).toContain('sluice login --url');
+  });
+});
