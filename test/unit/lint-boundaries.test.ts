@@ -69,6 +69,10 @@ describe.each([
   ['src/core/x.ts', "import { Counter } from 'prom-client';", 'metrics in the core'],
   ['src/metrics/x.ts', "import { listRunners } from '../db/runners';", 'the database in the metrics module'],
   ['src/metrics/x.ts', "import { Pool } from 'pg';", 'pg in the metrics module'],
+  ['src/cli/x.ts', "import { listSessions } from '../db/sessions';", 'the database in the command-line client'],
+  ['src/cli/commands/x.ts', "import { loadSessionView } from '../../api/views';", 'API server code in the command-line client (it speaks HTTP)'],
+  ['src/cli/x.ts', "import { Client } from '@temporalio/client';", 'Temporal in the command-line client'],
+  ['src/cli/x.ts', "import { loadConfig } from '../config';", "the server's configuration in the command-line client"],
 ])('%s', (file, code, what) => {
   const broken = snippet(file, `${code}\nvoid 0;\n`);
   it(`refuses ${what}`, () => {
@@ -99,6 +103,7 @@ describe('what the layers may do', () => {
     ['src/activities/steps/x.ts', "import { runTestFile } from '../../steps/tests/runTestFile';\nexport const r = runTestFile;"],
     ['src/steps/x.ts', "import { countBatch } from '../metrics/counts';\nexport const c = countBatch;"],
     ['src/metrics/x.ts', "import http from 'node:http';\nimport { Counter } from 'prom-client';\nimport type { Timing } from '../core/types';\nexport type T = Timing;\nexport const c = [http, Counter];"],
+    ['src/cli/commands/x.ts', "import { Command } from 'commander';\nimport { z } from 'zod';\nimport { SESSION_STATUSES } from '../../core/types';\nimport { readFileSync } from 'node:fs';\nexport const c = [Command, z, SESSION_STATUSES, readFileSync];"],
     ['src/steps/x.ts', "import type { Claim } from '../db/testQueue';\nimport type { BuildRecords } from './records';\nimport { maskOutput } from './output';\nexport type C = [Claim, BuildRecords];\nexport const m = maskOutput;"],
   ].map(([file, code]) => [file!, snippet(file!, `${code}\n`)] as const))('%s passes', (_file, broken) => {
     expect(broken()).toEqual([]);
