@@ -10,6 +10,7 @@ import { requireAdmin } from './auth';
 import { HttpError, installErrorHandlers } from './http';
 import { observeHttp } from './httpMetrics';
 import { loggerOptions } from './logging';
+import { hideFromDocument, registerOpenApi } from './openapi/register';
 import { registerBranchRoutes } from './routes/admin/branches';
 import { registerDeliveryRoutes } from './routes/admin/deliveries';
 import { registerOperatorRoutes } from './routes/admin/operator';
@@ -61,15 +62,24 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   // Before any route: every answer is observed, by route pattern (api/httpMetrics.ts).
   observeHttp(app);
 
-  registerHealthRoutes(app, deps);
-  registerCiEventRoutes(app, deps);
-  registerReportRoutes(app, deps);
+  // Before any route, and every route in a scope after it: the document sees only those (openapi/register.ts).
+  registerOpenApi(app, deps.config.baseUrl);
+
+  void app.register(async (scope) => {
+    registerHealthRoutes(scope, deps);
+    registerCiEventRoutes(scope, deps);
+    registerReportRoutes(scope, deps);
+  });
 
   // Triggers parse their own bodies (src/providers/parse.ts), so they get a scope of their own.
   void app.register(async (scope) => registerTriggerRoutes(scope, deps));
 
   // The web pages: their own scope, with cookies, form bodies and CSRF tokens (web/routes.ts).
-  void app.register(async (web) => registerWebRoutes(web, deps));
+  // Pages for people, not API: they stay out of the OpenAPI document.
+  void app.register(async (web) => {
+    web.addHook('onRoute', hideFromDocument);
+    await registerWebRoutes(web, deps);
+  });
 
   void app.register(
     async (admin) => {
@@ -92,6 +102,8 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   // Runners that hold only a token: their own credential, their own scope (routes/runnerApi.ts).
   void app.register(
     async (runner) => {
+      // Sluice's own protocol with its runners, not an API for clients: out of the document.
+      runner.addHook('onRoute', hideFromDocument);
       readJsonBodies(runner);
       registerRunnerApi(runner, deps);
     },

@@ -5,13 +5,24 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../deps';
+import { z } from 'zod';
 import { notFound } from '../http';
+import { described, documented, errors } from '../openapi/shapes';
 import { loadCiEventView } from '../views';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+const ciEventDoc = documented({
+  tag: 'triggers',
+  summary: 'What became of a trigger',
+  description: 'The trigger answer’s `status_uri`. The guid is unguessable, so like the trigger URL it needs no other credential.',
+  public: true,
+  params: z.object({ guid: z.uuid().describe('the trigger answer’s `guid`') }),
+  response: { 200: described('the trigger (its repository, branch, decision) and its sessions with their status and report `url`'), ...errors(404) },
+});
+
 export function registerCiEventRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.get<{ Params: { guid: string } }>('/ci_events/:guid/guid', async (request) => {
+  app.get<{ Params: { guid: string } }>('/ci_events/:guid/guid', ciEventDoc, async (request) => {
     const { guid } = request.params;
     // A malformed guid cannot name an event; checking here also keeps it out of a uuid cast error.
     if (!UUID.test(guid)) throw notFound('ci event');

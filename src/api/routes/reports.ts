@@ -19,6 +19,7 @@ import { z } from 'zod';
 import type { ApiDeps } from '../deps';
 import { hasAdminToken, sameSecret } from '../auth';
 import { notFound, parseId, validate } from '../http';
+import { described, documented, errors, SessionParams } from '../openapi/shapes';
 import { renderReport } from '../reportPage';
 import { loadReportView } from '../views';
 import { reportTokenOf } from '../../db/sessions';
@@ -33,6 +34,31 @@ const ReportQuery = z.object({
   page: z.coerce.number().int().min(1).max(MAX_REPORT_PAGE).default(1),
 });
 
+/** The report is opened by its own token (in the query) or the admin token. */
+const REPORT_SECURITY: Record<string, string[]>[] = [{ reportToken: [] }, { adminToken: [] }];
+
+const reportDoc = documented({
+  tag: 'reports',
+  summary: 'A session’s report',
+  description: 'HTML for people; the same data as JSON for `Accept: application/json`. A session that does not exist and one not opened answer the same 404.',
+  security: REPORT_SECURITY,
+  params: SessionParams,
+  querystring: ReportQuery.extend({ token: z.string().optional().describe('the report token, as the payloads’ `url` carries it') }),
+  produces: ['application/json', 'text/html'],
+  response: { 200: described('the report: the session, its counts, timing, files (a page of them), cases and steps'), ...errors(400, 404) },
+});
+
+const artifactDoc = documented({
+  tag: 'reports',
+  summary: 'Download one artifact of a session',
+  description: 'Always an attachment (`application/octet-stream`), never rendered in Sluice’s origin.',
+  security: REPORT_SECURITY,
+  params: SessionParams.extend({ artifact: z.string().regex(/^[1-9][0-9]*$/).describe('the artifact’s id, from the session’s artifacts') }),
+  querystring: z.object({ token: z.string().optional().describe('the report token') }),
+  produces: ['application/octet-stream'],
+  response: { 200: z.string().describe('the file'), ...errors(404) },
+});
+
 export function registerReportRoutes(app: FastifyInstance, deps: ApiDeps): void {
   /** Whether the request opens the session's report: its token, or the admin token. */
   const opens = async (request: FastifyRequest<{ Querystring: { token?: unknown } }>, id: number): Promise<boolean> => {
@@ -41,7 +67,7 @@ export function registerReportRoutes(app: FastifyInstance, deps: ApiDeps): void 
     return hasAdminToken(request, deps.config.adminToken) || (typeof token === 'string' && expected !== undefined && sameSecret(token, expected));
   };
 
-  app.get<{ Params: { session: string }; Querystring: { token?: unknown } }>('/1/reports/:session', async (request, reply) => {
+  app.get<{ Params: { session: string }; Querystring: { token?: unknown } }>('/1/reports/:session', reportDoc, async (request, reply) => {
     const id = parseId(request.params.session, 'session');
     const { page } = validate(ReportQuery, request.query, 'query');
     const opened = await opens(request, id);
@@ -57,7 +83,7 @@ export function registerReportRoutes(app: FastifyInstance, deps: ApiDeps): void 
   });
 
   // Not found, not opened, another session's, or its blob missing: the same 404.
-  app.get<{ Params: { session: string; artifact: string }; Querystring: { token?: unknown } }>('/1/reports/:session/artifacts/:artifact', async (request, reply) => {
+  app.get<{ Params: { session: string; artifact: string }; Querystring: { token?: unknown } }>('/1/reports/:session/artifacts/:artifact', artifactDoc, async (request, reply) => {
     const id = parseId(request.params.session, 'session');
     const artifactId = parseId(request.params.artifact, 'artifact');
     const artifact = (await opens(request, id)) ? await findArtifact(deps.pool, id, artifactId) : undefined;

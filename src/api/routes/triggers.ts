@@ -21,18 +21,51 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { checkHookSignature } from '../../core/hookSignature';
 import { keyHash, sameDigest, unseal } from '../../crypto/sealed';
-import { getProvider, parseDelivery } from '../../providers';
+import { z } from 'zod';
+import { getProvider, parseDelivery, providers } from '../../providers';
+import { JsonTrigger } from '../../providers/generic/json';
 import { acceptTrigger, EnqueueFailed } from '../acceptTrigger';
 import type { ApiDeps } from '../deps';
 import { HttpError } from '../http';
+import { documented, ErrorBody, errors } from '../openapi/shapes';
 import { countTrigger } from '../../metrics/triggers';
 import { findRepoByKeyHash } from '../../db/repos';
+
+const TriggerParams = z.object({
+  provider: z.enum(Object.keys(providers) as [string, ...string[]]).describe('`builds` for the generic formats, else the hosting provider whose webhook this is'),
+  key: z.string().describe('the repository’s key, from its `webhook_url`'),
+});
+
+const Accepted = z.union([
+  z
+    .object({ status: z.literal(0), guid: z.uuid(), status_uri: z.url().describe('GET it to see what became of the trigger') })
+    .describe('accepted: a build or a skip, recorded'),
+  z.object({ status: z.literal(0), ignored: z.string() }).describe('an event Sluice does not build on (a ping, say): nothing recorded'),
+]);
+
+const triggerDoc = documented({
+  tag: 'triggers',
+  summary: 'Trigger a build',
+  description:
+    'The keyed incoming webhook (spec §4, §7). `builds` takes an empty body, the generic JSON shown here (also sent by the Mercurial changegroup hook) ' +
+    'or the same fields form-encoded; `?branch=` names the branch too. The other providers take their own webhook payloads as they send them. ' +
+    'With a webhook secret set on the repository, the body must be signed with it (401 otherwise).',
+  public: true,
+  params: TriggerParams,
+  body: JsonTrigger,
+  consumes: ['application/json', 'application/x-www-form-urlencoded'],
+  response: {
+    200: Accepted.describe('accepted or ignored'),
+    ...errors(400, 401, 404, 503),
+    422: ErrorBody.describe('nothing to build: the plain text `DROPPED` (no suite for the branch, branch off, ...), or JSON for a hook misconfigured'),
+  },
+});
 
 export function registerTriggerRoutes(scope: FastifyInstance, deps: ApiDeps): void {
   scope.removeAllContentTypeParsers();
   scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
-  scope.post<{ Params: { provider: string; key: string } }>('/1/:provider/:key', async (request, reply) => {
+  scope.post<{ Params: { provider: string; key: string } }>('/1/:provider/:key', triggerDoc, async (request, reply) => {
     const { provider, key } = request.params;
     const adapter = getProvider(provider);
     if (!adapter) throw new HttpError(404, 'unknown provider', 'no such provider');

@@ -14,7 +14,8 @@ const CHANGESET_KINDS = ['github', 'gerrit', 'review', 'generic'] as const satis
 
 const optionalString = z.string().nullish();
 
-const JsonTrigger = z.object({
+/** Exported for the OpenAPI document (api/openapi), which shows it with examples. */
+export const JsonTrigger = z.object({
   source: optionalString,
   op: z.literal('push').nullish(),
   force: z.boolean().nullish(),
@@ -35,6 +36,12 @@ const JsonTrigger = z.object({
   // Checked by hand (see checkEnv): a zod record would copy a `__proto__` key onto its output.
   env: z.unknown().optional(),
   queue: optionalString,
+}).meta({
+  examples: [
+    { branch: 'master' },
+    { op: 'push', branch: 'feature/login', head: '9fceb02d0ae598e95dc970b74767f19372d61af8', force: true, queue_position: 'head' },
+    { ref: 'refs/heads/master', env: { RAILS_ENV: 'test' } },
+  ],
 });
 
 export function jsonFields(value: unknown): GenericFields {

@@ -15,15 +15,19 @@ import { validate } from '../../http';
 import { findBranchView, listBranches, updateBranch, type BranchListRow } from '../../../db/branches';
 import type { RepoRow } from '../../../db/repos';
 import type { Db } from '../../../db/transaction';
+import { documented, errors, RepoParams } from '../../openapi/shapes';
 import { branchName } from './fields';
 import { loadRepo } from './repos';
 
 const PutBranch = z.strictObject({
   enabled: z.boolean().optional(),
   locked_visible: z.boolean().optional(),
-});
+}).meta({ examples: [{ enabled: false }, { locked_visible: true }] });
 
-export const branchView = (b: BranchListRow) => ({
+export const Branch = z.object({ name: z.string(), enabled: z.boolean(), hidden: z.boolean(), locked_visible: z.boolean(), has_suite: z.boolean() });
+const BranchParams = RepoParams.extend({ branch: z.string().describe('the branch name, percent-encoded (`feature%2Fx`)') });
+
+export const branchView = (b: BranchListRow): z.output<typeof Branch> => ({
   name: b.name,
   enabled: b.enabled,
   hidden: b.hidden,
@@ -45,18 +49,18 @@ export async function setBranch(pool: Db, repo: RepoRow, branch: string, input: 
 export function registerBranchRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { pool } = deps;
 
-  app.get<{ Params: { repo: string } }>('/repos/:repo/branches', async (request) => {
+  app.get<{ Params: { repo: string } }>('/repos/:repo/branches', documented({ tag: 'repos', summary: 'List a repository’s branches', params: RepoParams, response: { 200: z.array(Branch), ...errors(404) } }), async (request) => {
     const repo = await loadRepo(pool, request.params.repo);
     return (await listBranches(pool, repo.id)).map(branchView);
   });
 
-  app.get<{ Params: { repo: string; branch: string } }>('/repos/:repo/branches/:branch', async (request) => {
+  app.get<{ Params: { repo: string; branch: string } }>('/repos/:repo/branches/:branch', documented({ tag: 'repos', summary: 'Show a branch', params: BranchParams, response: { 200: Branch, ...errors(400, 404) } }), async (request) => {
     const repo = await loadRepo(pool, request.params.repo);
     const name = validate(branchName, request.params.branch, 'branch');
     return branchView(await findBranchView(pool, repo.id, name));
   });
 
-  app.put<{ Params: { repo: string; branch: string } }>('/repos/:repo/branches/:branch', async (request) =>
+  app.put<{ Params: { repo: string; branch: string } }>('/repos/:repo/branches/:branch', documented({ tag: 'repos', summary: 'Switch a branch on or off, or lock it visible', params: BranchParams, body: PutBranch, response: { 200: Branch, ...errors(400, 404) } }), async (request) =>
     branchView(await setBranch(pool, await loadRepo(pool, request.params.repo), request.params.branch, request.body)),
   );
 }

@@ -16,6 +16,7 @@ import type { Db } from '../../../db/transaction';
 import { DEFAULT_STATUS_API_URLS, repoPathFromPullUrl, statusRepoProblem } from '../../../delivery/commitStatus';
 import type { ApiDeps } from '../../deps';
 import { HttpError, validate } from '../../http';
+import { described, documented, errors, RepoParams } from '../../openapi/shapes';
 import { httpUrl, plainText, withoutCredentials } from './fields';
 
 /** The status settings' fields, as `POST /orgs/:org/repos` and `PATCH /repos/:repo` take them. */
@@ -133,7 +134,7 @@ export async function repoStatusAttempts(db: Db, repo: RepoRow, query: unknown):
 }
 
 export function registerCommitStatusRoutes(app: FastifyInstance, deps: ApiDeps, loadRepo: (db: Db, ref: string) => Promise<RepoRow>): void {
-  app.get<{ Params: { repo: string } }>('/repos/:repo/statuses', async (request) =>
+  app.get<{ Params: { repo: string } }>('/repos/:repo/statuses', documented({ tag: 'repos', summary: 'The log of a repository’s commit statuses', description: 'Every attempt, newest first.', params: RepoParams, querystring: StatusPage, response: { 200: z.array(described('one attempt to post a commit status')), ...errors(400, 404) } }), async (request) =>
     repoStatusAttempts(deps.pool, await loadRepo(deps.pool, request.params.repo), request.query),
   );
 }

@@ -11,6 +11,9 @@ import type { ApiDeps } from '../../deps';
 import { HttpError, notFound, parseId } from '../../http';
 import { withTransaction, type Db } from '../../../db/transaction';
 import { findDelivery, lastAttempt, lockDeliveryAttempts, type DeliveryDetail } from '../../../db/webhooks';
+import { described, documented, errors, IdParams } from '../../openapi/shapes';
+
+const DeliveryDetailDoc = described('the attempt in full: the log row, the payload, the request and the response as sent and received (credentials redacted)');
 
 export const deliveryDetailView = (d: DeliveryDetail) => ({
   id: d.id,
@@ -82,9 +85,9 @@ export async function redeliver(deps: ApiDeps, d: DeliveryDetail): Promise<Deliv
 }
 
 export function registerDeliveryRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.get<{ Params: { id: string } }>('/deliveries/:id', async (request) => deliveryDetailView(await loadDelivery(deps.pool, request.params.id)));
+  app.get<{ Params: { id: string } }>('/deliveries/:id', documented({ tag: 'webhooks', summary: 'Show one delivery attempt', params: IdParams('delivery'), response: { 200: DeliveryDetailDoc, ...errors(404) } }), async (request) => deliveryDetailView(await loadDelivery(deps.pool, request.params.id)));
 
-  app.post<{ Params: { id: string } }>('/deliveries/:id/redeliver', async (request) =>
+  app.post<{ Params: { id: string } }>('/deliveries/:id/redeliver', documented({ tag: 'webhooks', summary: 'Send an attempt’s event again, now, once', description: 'Same `xid` and payload; answers the new attempt.', params: IdParams('delivery'), response: { 200: DeliveryDetailDoc, ...errors(404, 409) } }), async (request) =>
     deliveryDetailView(await redeliver(deps, await loadDelivery(deps.pool, request.params.id))),
   );
 }

@@ -18,7 +18,12 @@ import type { ApiDeps } from '../../deps';
 import { notFound, parseId, validate } from '../../http';
 import { stopAndRemove } from '../../remove';
 import { loadOrg } from './orgs';
-import { loadRepo, reloadRepo, repoView } from './repos';
+import { loadRepo, reloadRepo, Repo, repoView } from './repos';
+import { documented, errors, NoBody, OrgParams, RepoParams, SuiteParams } from '../../openapi/shapes';
+
+const REMOVE_NOTE = 'Builds under way are stopped first (`stopped_by`), then the rows go. 409 while builds are still stopping; `force=true` removes them anyway.';
+const removeDoc = (tag: 'orgs' | 'repos' | 'suites', summary: string, params: z.ZodType) =>
+  documented({ tag, summary, description: REMOVE_NOTE, params, querystring: RemoveQuery, response: { 204: NoBody, ...errors(400, 404, 409, 503) } });
 
 const RemoveQuery = z.object({
   // Who stops the builds under way (their `stopped_by`); the admin token names nobody.
@@ -72,27 +77,27 @@ export async function rotateRepoSshKey({ pool, config }: ApiDeps, repo: RepoRow)
 export function registerOperatorRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { pool, config } = deps;
 
-  app.delete<{ Params: { org: string } }>('/orgs/:org', async (request, reply) => {
+  app.delete<{ Params: { org: string } }>('/orgs/:org', removeDoc('orgs', 'Delete an organization with its repositories and webhooks', OrgParams), async (request, reply) => {
     await removeOrg(deps, request.params.org, removeBy(request.query));
     return reply.code(204).send();
   });
 
-  app.delete<{ Params: { repo: string } }>('/repos/:repo', async (request, reply) => {
+  app.delete<{ Params: { repo: string } }>('/repos/:repo', removeDoc('repos', 'Delete a repository with its suites, secrets and builds', RepoParams), async (request, reply) => {
     await removeRepo(deps, await loadRepo(pool, request.params.repo), removeBy(request.query));
     return reply.code(204).send();
   });
 
-  app.delete<{ Params: { repo: string; suite: string } }>('/repos/:repo/suites/:suite', async (request, reply) => {
+  app.delete<{ Params: { repo: string; suite: string } }>('/repos/:repo/suites/:suite', removeDoc('suites', 'Delete a suite with its builds', SuiteParams), async (request, reply) => {
     const repo = await loadRepo(pool, request.params.repo);
     await removeSuite(deps, repo, parseId(request.params.suite, 'suite'), removeBy(request.query));
     return reply.code(204).send();
   });
 
-  app.post<{ Params: { repo: string } }>('/repos/:repo/rotate-key', async (request) =>
+  app.post<{ Params: { repo: string } }>('/repos/:repo/rotate-key', documented({ tag: 'repos', summary: 'Give a repository a new trigger key', description: 'Webhook URLs with the old key answer 404 from now on.', params: RepoParams, response: { 200: Repo, ...errors(404) } }), async (request) =>
     repoView(await rotateRepoKey(deps, await loadRepo(pool, request.params.repo)), config),
   );
 
-  app.post<{ Params: { repo: string } }>('/repos/:repo/rotate-ssh-key', async (request) =>
+  app.post<{ Params: { repo: string } }>('/repos/:repo/rotate-ssh-key', documented({ tag: 'repos', summary: 'Give a repository a new SSH key pair', params: RepoParams, response: { 200: Repo, ...errors(404) } }), async (request) =>
     repoView(await rotateRepoSshKey(deps, await loadRepo(pool, request.params.repo)), config),
   );
 }

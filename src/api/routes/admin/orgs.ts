@@ -6,14 +6,17 @@ import { conflict, notFound, validate } from '../../http';
 import type { Db } from '../../../db/transaction';
 import { uniqueViolation } from '../../../db/transaction';
 import { findOrg, insertOrg, listOrgs, type OrgRow } from '../../../db/orgs';
+import { documented, errors, OrgParams } from '../../openapi/shapes';
 import { resourceName } from './fields';
 
 const CreateOrg = z.strictObject({
   name: resourceName,
   email: z.email().max(254),
-});
+}).meta({ examples: [{ name: 'acme', email: 'ci@acme.example' }] });
 
-export const orgView = (o: OrgRow) => ({ id: o.id, name: o.name, email: o.email, created_at: o.created_at });
+export const Org = z.object({ id: z.number().int(), name: z.string(), email: z.string(), created_at: z.date() });
+
+export const orgView = (o: OrgRow): z.output<typeof Org> => ({ id: o.id, name: o.name, email: o.email, created_at: o.created_at });
 
 /** The org a `:org` path parameter (id or name) names, or a 404. */
 export async function loadOrg(db: Db, ref: string): Promise<OrgRow> {
@@ -34,9 +37,9 @@ export async function createOrg(db: Db, input: unknown): Promise<OrgRow> {
 }
 
 export function registerOrgRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.post('/orgs', async (request, reply) => reply.code(201).send(orgView(await createOrg(deps.pool, request.body))));
+  app.post('/orgs', documented({ tag: 'orgs', summary: 'Create an organization', body: CreateOrg, response: { 201: Org, ...errors(400, 409) } }), async (request, reply) => reply.code(201).send(orgView(await createOrg(deps.pool, request.body))));
 
-  app.get('/orgs', async () => (await listOrgs(deps.pool)).map(orgView));
+  app.get('/orgs', documented({ tag: 'orgs', summary: 'List organizations', response: { 200: z.array(Org) } }), async () => (await listOrgs(deps.pool)).map(orgView));
 
-  app.get<{ Params: { org: string } }>('/orgs/:org', async (request) => orgView(await loadOrg(deps.pool, request.params.org)));
+  app.get<{ Params: { org: string } }>('/orgs/:org', documented({ tag: 'orgs', summary: 'Show an organization', params: OrgParams, response: { 200: Org, ...errors(404) } }), async (request) => orgView(await loadOrg(deps.pool, request.params.org)));
 }

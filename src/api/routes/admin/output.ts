@@ -16,12 +16,25 @@ import type { ApiDeps } from '../../deps';
 import { requireAdmin } from '../../auth';
 import { notFound, parseId, validate } from '../../http';
 import { asServerSentEvents, outputEvents, startAfter } from '../../output';
+import { documented, errors, SessionParams } from '../../openapi/shapes';
 
 const flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 export const OutputQuery = z.strictObject({
   follow: flag.default(false),
   after: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+});
+
+const outputDoc = documented({
+  tag: 'sessions',
+  summary: 'A session’s live output',
+  description:
+    'What its test files, batches and hooks printed, masked, in order: server-sent events for `Accept: text/event-stream` (each `id` is its `seq`; `Last-Event-ID` resumes), NDJSON otherwise. ' +
+    '`follow=true` goes on until the session is over (a `done` event).',
+  params: SessionParams,
+  querystring: OutputQuery,
+  produces: ['application/x-ndjson', 'text/event-stream'],
+  response: { 200: z.string().describe('one event a line (NDJSON) or a server-sent event each'), ...errors(400, 404) },
 });
 
 export async function registerOutputRoutes(scope: FastifyInstance, deps: ApiDeps): Promise<void> {
@@ -32,7 +45,7 @@ export async function registerOutputRoutes(scope: FastifyInstance, deps: ApiDeps
     closing = true;
   });
 
-  scope.get<{ Params: { session: string } }>('/sessions/:session/output', { sse: 'dual' }, async (request, reply) => {
+  scope.get<{ Params: { session: string } }>('/sessions/:session/output', { sse: 'dual', ...outputDoc }, async (request, reply) => {
     const id = parseId(request.params.session, 'session');
     const q = validate(OutputQuery, request.query, 'query');
     const after = startAfter(q.after, request.headers['last-event-id']);

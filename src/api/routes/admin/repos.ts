@@ -18,6 +18,8 @@ import { findRepoById, findRepoByName, insertRepo, listRepos, setKnownHosts, set
 import { checkStatusSettings, registerCommitStatusRoutes, statusSettingFields, statusSettingsView, storeStatusSettings } from './commitStatuses';
 import { branchName, httpUrl, plainText, resourceName, scmUrl } from './fields';
 import { loadOrg } from './orgs';
+import { documented, errors, OrgParams, RepoParams } from '../../openapi/shapes';
+import { STATUS_PROVIDERS } from '../../../core/commitStatus';
 import type { OrgRow } from '../../../db/orgs';
 
 const settings = {
@@ -36,7 +38,22 @@ const settings = {
   ...statusSettingFields,
 };
 
-const CreateRepo = z.strictObject({ name: resourceName, scm: z.enum(['git', 'hg']), ...settings });
+const CreateRepo = z.strictObject({ name: resourceName, scm: z.enum(['git', 'hg']), ...settings }).meta({
+  examples: [
+    { name: 'web', scm: 'git', pull_url: 'git@git.example.com:acme/web.git' },
+    {
+      name: 'api',
+      scm: 'git',
+      pull_url: 'ssh://git@git.example.com/acme/api.git',
+      ci_squash: true,
+      branch_blacklist: ['wip/*'],
+      chat_url: 'https://chat.example.com/hooks/ci',
+      status_provider: 'github',
+      status_repo: 'acme/api',
+      status_token: 'example-status-token',
+    },
+  ],
+});
 const PatchRepo = z.strictObject({
   ...settings,
   pull_url: scmUrl.optional(),
@@ -55,9 +72,36 @@ const PatchRepo = z.strictObject({
     .max(16 * 1024)
     .refine((s) => /^[\x20-\x7e\n]*$/.test(s), 'known_hosts lines: printable ASCII and newlines only')
     .nullish(),
+}).meta({ examples: [{ ci_squash: false, branch_blacklist: [] }, { webhook_secret: 'a-long-random-shared-secret' }] });
+
+/** A repository as the API shows it: never its private SSH key, webhook secret or status token. */
+export const Repo = z.object({
+  id: z.number().int(),
+  org_id: z.number().int(),
+  org_name: z.string(),
+  name: z.string(),
+  scm: z.enum(['git', 'hg']),
+  pull_url: z.string(),
+  ci_push_url: z.string().nullable(),
+  pull_request_only: z.boolean(),
+  trust_same_repo_pull_requests: z.boolean(),
+  ci_squash: z.boolean(),
+  branch_blacklist: z.array(z.string()),
+  chat_url: z.string().nullable(),
+  default_branch: z.string(),
+  key: z.string().describe('the trigger key: anyone with it can trigger builds'),
+  webhook_url: z.string().describe('where the repository’s hosting sends triggers (`/1/builds/<key>`)'),
+  ssh_public_key: z.string().describe('give it read access to the repository (and write for `ci_push_url`)'),
+  webhook_secret_set: z.boolean(),
+  ssh_known_hosts: z.string().nullable(),
+  status_provider: z.enum(STATUS_PROVIDERS).nullable(),
+  status_api_url: z.string().nullable(),
+  status_repo: z.string().nullable(),
+  status_token_set: z.boolean(),
+  created_at: z.date(),
 });
 
-export function repoView(r: RepoRow, config: Config) {
+export function repoView(r: RepoRow, config: Config): z.output<typeof Repo> {
   const key = unseal(config.secretKey, r.key_sealed);
   return {
     id: r.id,
@@ -155,19 +199,19 @@ export async function updateRepo({ pool, config }: ApiDeps, repo: RepoRow, input
 export function registerRepoRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { pool, config } = deps;
 
-  app.post<{ Params: { org: string } }>('/orgs/:org/repos', async (request, reply) => {
+  app.post<{ Params: { org: string } }>('/orgs/:org/repos', documented({ tag: 'repos', summary: 'Create a repository', params: OrgParams, body: CreateRepo, response: { 201: Repo, ...errors(400, 404, 409) } }), async (request, reply) => {
     const repo = await createRepo(deps, await loadOrg(pool, request.params.org), request.body);
     return reply.code(201).send(repoView(repo, config));
   });
 
-  app.get<{ Params: { org: string } }>('/orgs/:org/repos', async (request) => {
+  app.get<{ Params: { org: string } }>('/orgs/:org/repos', documented({ tag: 'repos', summary: 'List an organization’s repositories', params: OrgParams, response: { 200: z.array(Repo), ...errors(404) } }), async (request) => {
     const org = await loadOrg(pool, request.params.org);
     return (await listRepos(pool, org.id)).map((r) => repoView(r, config));
   });
 
-  app.get<{ Params: { repo: string } }>('/repos/:repo', async (request) => repoView(await loadRepo(pool, request.params.repo), config));
+  app.get<{ Params: { repo: string } }>('/repos/:repo', documented({ tag: 'repos', summary: 'Show a repository', params: RepoParams, response: { 200: Repo, ...errors(404) } }), async (request) => repoView(await loadRepo(pool, request.params.repo), config));
 
-  app.patch<{ Params: { repo: string } }>('/repos/:repo', async (request) =>
+  app.patch<{ Params: { repo: string } }>('/repos/:repo', documented({ tag: 'repos', summary: 'Change a repository’s settings', description: 'Absent fields stay as they are; null clears one.', params: RepoParams, body: PatchRepo, response: { 200: Repo, ...errors(400, 404) } }), async (request) =>
     repoView(await updateRepo(deps, await loadRepo(pool, request.params.repo), request.body), config),
   );
 

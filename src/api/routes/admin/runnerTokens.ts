@@ -16,18 +16,32 @@ import { findOrg } from '../../../db/orgs';
 import { insertRunnerToken, listRunnerTokens, revokeRunnerToken, type RunnerTokenRow } from '../../../db/runnerTokens';
 import type { Db } from '../../../db/transaction';
 import { resourceName } from './fields';
+import { documented, errors, IdParams, NoBody } from '../../openapi/shapes';
 
 const CreateToken = z.strictObject({
   name: resourceName,
   /** An organization's id or name: its runners take only its builds. Absent: the installation's. */
   org: z.union([z.string().min(1).max(100), z.number().int().positive()]).optional(),
+}).meta({ examples: [{ name: 'build-host-1' }, { name: 'acme-gpu', org: 'acme' }] });
+
+const RunnerToken = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  org: z.object({ id: z.number().int(), name: z.string().nullable() }).nullable(),
+  created_at: z.iso.datetime(),
+  revoked_at: z.iso.datetime().nullable(),
+  last_seen_at: z.iso.datetime().nullable(),
+  runner: z.string().nullable(),
+  version: z.string().nullable(),
+  queues: z.array(z.string()),
+  busy: z.number().int().describe('jobs its runner is running now; 0 is idle'),
 });
 
 /** What a runner token looks like: a prefix that says what it is (secret scanners key on it), then 256 random bits. */
 export const newRunnerToken = (): string => `sluice_rt_${randomBytes(32).toString('base64url')}`;
 export const runnerTokenHash = (token: string): Buffer => createHash('sha256').update(token, 'utf8').digest();
 
-export const runnerTokenView = (t: RunnerTokenRow) => ({
+export const runnerTokenView = (t: RunnerTokenRow): z.output<typeof RunnerToken> => ({
   id: t.id,
   name: t.name,
   org: t.org_id === null ? null : { id: t.org_id, name: t.org_name },
@@ -59,14 +73,14 @@ export async function createRunnerToken(db: Db, input: unknown): Promise<{ row: 
 }
 
 export function registerRunnerTokenRoutes(app: FastifyInstance, { pool }: ApiDeps): void {
-  app.post('/runner-tokens', async (request, reply) => {
+  app.post('/runner-tokens', documented({ tag: 'runners', summary: 'Make a runner token', description: 'The token is in this answer only; Sluice keeps its sha256.', body: CreateToken, response: { 201: RunnerToken.extend({ token: z.string() }), ...errors(400, 409) } }), async (request, reply) => {
     const { row, token } = await createRunnerToken(pool, request.body);
     return reply.code(201).send({ ...runnerTokenView(row), token });
   });
 
-  app.get('/runner-tokens', async () => ({ runner_tokens: (await listRunnerTokens(pool)).map(runnerTokenView) }));
+  app.get('/runner-tokens', documented({ tag: 'runners', summary: 'List runner tokens', response: { 200: z.object({ runner_tokens: z.array(RunnerToken) }) } }), async () => ({ runner_tokens: (await listRunnerTokens(pool)).map(runnerTokenView) }));
 
-  app.delete<{ Params: { id: string } }>('/runner-tokens/:id', async (request, reply) => {
+  app.delete<{ Params: { id: string } }>('/runner-tokens/:id', documented({ tag: 'runners', summary: 'Revoke a runner token', description: 'Its runner’s next call is refused; the jobs it was running fail at once, to be tried again elsewhere.', params: IdParams('runner token'), response: { 204: NoBody, ...errors(404) } }), async (request, reply) => {
     if (!(await revokeRunnerToken(pool, parseId(request.params.id, 'runner token')))) throw notFound('runner token');
     return reply.code(204).send();
   });

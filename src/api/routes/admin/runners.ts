@@ -7,7 +7,20 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { listRunners, type RunnerListRow } from '../../../db/runners';
+import { z } from 'zod';
 import type { ApiDeps } from '../../deps';
+import { documented } from '../../openapi/shapes';
+
+const Runner = z.object({
+  name: z.string(),
+  version: z.string(),
+  sandboxed: z.boolean(),
+  build_user: z.string().nullable(),
+  gaps: z.array(z.string()).describe('what builds on it can reach that they should not; empty when none'),
+  started_at: z.iso.datetime(),
+  last_seen_at: z.iso.datetime(),
+  busy_lanes: z.number().int().describe('lanes running builds; 0 is idle'),
+});
 
 export interface RunnerView {
   name: string;
@@ -32,5 +45,5 @@ export const runnerView = (r: RunnerListRow): RunnerView => ({
 });
 
 export function registerRunnerRoutes(app: FastifyInstance, { pool }: ApiDeps): void {
-  app.get('/runners', async () => ({ runners: (await listRunners(pool)).map(runnerView) }));
+  app.get('/runners', documented({ tag: 'runners', summary: 'The runners up now', response: { 200: z.object({ runners: z.array(Runner) }) } }), async () => ({ runners: (await listRunners(pool)).map(runnerView) }));
 }

@@ -18,6 +18,7 @@ import { withTransaction, type Db } from '../../../db/transaction';
 import type { RepoRow } from '../../../db/repos';
 import { countSecrets, deleteSecret, listSecrets, lockRepoSecrets, secretExists, upsertSecret, type SecretRow } from '../../../db/secrets';
 import { loadRepo } from './repos';
+import { documented, errors, NoBody, RepoParams } from '../../openapi/shapes';
 
 /**
  * Like an environment variable: letters, digits and `_`, not starting with a digit; at most
@@ -35,10 +36,18 @@ const PutSecret = z.strictObject({
     .refine((v) => Buffer.byteLength(v, 'utf8') <= MAX_SECRET_BYTES, `must be at most ${MAX_SECRET_BYTES} bytes`)
     // An environment block cannot carry NUL.
     .refine((v) => !v.includes('\0'), 'must not contain NUL characters'),
+}).meta({ examples: [{ value: 'correct horse battery staple' }] });
+
+export const Secret = z.object({
+  name: z.string(),
+  masked: z.boolean().nullable().describe('whether the value is long enough (4 characters) to be masked in output; null: sealed under another key, set it again'),
+  created_at: z.date(),
+  updated_at: z.date(),
 });
+const SecretParams = RepoParams.extend({ name: z.string().describe('the environment variable the builds see it as: letters, digits and `_`, not starting with a digit') });
 
 /** A secret as the API and the pages show it: never its value, only whether it can be masked. */
-export function secretView(row: SecretRow, secretKey: Buffer) {
+export function secretView(row: SecretRow, secretKey: Buffer): z.output<typeof Secret> {
   let masked: boolean | null;
   try {
     masked = isMaskable(unseal(secretKey, row.value_sealed));
@@ -80,7 +89,7 @@ export async function removeSecret(pool: Db, repo: RepoRow, name: string): Promi
 export function registerSecretRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { pool, config } = deps;
 
-  app.put<{ Params: { repo: string; name: string } }>('/repos/:repo/secrets/:name', async (request, reply) => {
+  app.put<{ Params: { repo: string; name: string } }>('/repos/:repo/secrets/:name', documented({ tag: 'secrets', summary: 'Set a build secret', params: SecretParams, body: PutSecret, response: { 201: Secret.describe('a new secret (never its value)'), 204: NoBody.describe('an existing secret replaced'), ...errors(400, 404, 409) } }), async (request, reply) => {
     const repo = await loadRepo(pool, request.params.repo);
     const result = await putSecret(deps, repo, request.params.name, request.body);
     // 201 with the new secret (never its value); 204 when an existing one was replaced.
@@ -88,12 +97,12 @@ export function registerSecretRoutes(app: FastifyInstance, deps: ApiDeps): void 
     return reply.code(201).send(secretView(result.row, config.secretKey));
   });
 
-  app.get<{ Params: { repo: string } }>('/repos/:repo/secrets', async (request) => {
+  app.get<{ Params: { repo: string } }>('/repos/:repo/secrets', documented({ tag: 'secrets', summary: 'List a repository’s secrets (names, never values)', params: RepoParams, response: { 200: z.array(Secret), ...errors(404) } }), async (request) => {
     const repo = await loadRepo(pool, request.params.repo);
     return (await listSecrets(pool, repo.id)).map((row) => secretView(row, config.secretKey));
   });
 
-  app.delete<{ Params: { repo: string; name: string } }>('/repos/:repo/secrets/:name', async (request, reply) => {
+  app.delete<{ Params: { repo: string; name: string } }>('/repos/:repo/secrets/:name', documented({ tag: 'secrets', summary: 'Delete a build secret', params: SecretParams, response: { 204: NoBody, ...errors(404) } }), async (request, reply) => {
     await removeSecret(pool, await loadRepo(pool, request.params.repo), request.params.name);
     return reply.code(204).send();
   });

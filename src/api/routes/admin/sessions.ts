@@ -21,11 +21,14 @@ import { requestStop } from '../../stopSession';
 import { listSessions, reportTokenOf } from '../../../db/sessions';
 import { loadOrg } from './orgs';
 import { loadRepo } from './repos';
+import { described, documented, errors, SessionParams } from '../../openapi/shapes';
 
 const StopBody = z.strictObject({
   // The handle or e-mail address of who stopped it (spec §2 `stopped_by`).
   stopped_by: z.string().trim().min(1).max(200),
-});
+}).meta({ examples: [{ stopped_by: 'dev@example.com' }] });
+
+const Rebuilt = z.object({ session: z.number().int(), guid: z.uuid(), url: z.string().describe('the new session’s report'), status_uri: z.string() });
 
 export const SessionList = z.object({
   // An organization by id or name; a repository by id or `<org>/<name>`.
@@ -38,7 +41,7 @@ export const SessionList = z.object({
 });
 
 export function registerSessionRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  app.get('/sessions', async (request) => {
+  app.get('/sessions', documented({ tag: 'sessions', summary: 'List sessions (builds), newest first', description: '`before` (the last `session` of a page) gives the next, older page.', querystring: SessionList, response: { 200: z.array(described('a session as the builds list shows it')), ...errors(400, 404) } }), async (request) => {
     const q = validate(SessionList, request.query, 'query');
     const orgId = q.org === undefined ? undefined : (await loadOrg(deps.pool, q.org)).id;
     const repoId = q.repo === undefined ? undefined : (await loadRepo(deps.pool, q.repo)).id;
@@ -46,14 +49,14 @@ export function registerSessionRoutes(app: FastifyInstance, deps: ApiDeps): void
     return rows.map((r) => sessionListView(r, deps.config));
   });
 
-  app.get<{ Params: { session: string } }>('/sessions/:session', async (request) => {
+  app.get<{ Params: { session: string } }>('/sessions/:session', documented({ tag: 'sessions', summary: 'Show a session', description: 'As the `stop` payload shows it, plus its tests, hooks, workers’ setup and artifacts.', params: SessionParams, response: { 200: described('the session'), ...errors(404) } }), async (request) => {
     // Without test output: that can be large, and the report page has it.
     const view = await loadSessionView(deps.pool, deps.config, parseId(request.params.session, 'session'));
     if (!view) throw notFound('session');
     return view;
   });
 
-  app.get<{ Params: { session: string } }>('/sessions/:session/artifacts', async (request) => {
+  app.get<{ Params: { session: string } }>('/sessions/:session/artifacts', documented({ tag: 'sessions', summary: 'The files a build kept', params: SessionParams, response: { 200: z.array(z.looseObject({ path: z.string(), worker: z.number().int(), size: z.number().int(), url: z.string() })), ...errors(404) } }), async (request) => {
     const id = parseId(request.params.session, 'session');
     const token = await reportTokenOf(deps.pool, id);
     if (token === undefined) throw notFound('session');
@@ -62,13 +65,13 @@ export function registerSessionRoutes(app: FastifyInstance, deps: ApiDeps): void
 
   // 202: the stop is asked for; the session's `stop` event (status `stopped`, `stopped_by`)
   // says when it is done. A session that already ended is a 409.
-  app.post<{ Params: { session: string } }>('/sessions/:session/stop', async (request, reply) => {
+  app.post<{ Params: { session: string } }>('/sessions/:session/stop', documented({ tag: 'sessions', summary: 'Stop a session, queued or building', description: '202: the stop is asked for; the session’s `stop` event says when it is done.', params: SessionParams, body: StopBody, response: { 202: described('the stop asked for'), ...errors(400, 404, 409, 503) } }), async (request, reply) => {
     const id = parseId(request.params.session, 'session');
     const { stopped_by } = validate(StopBody, request.body ?? {});
     return reply.code(202).send(await requestStop(deps, id, stopped_by));
   });
 
-  app.post<{ Params: { session: string } }>('/sessions/:session/rebuild', async (request, reply) => {
+  app.post<{ Params: { session: string } }>('/sessions/:session/rebuild', documented({ tag: 'sessions', summary: 'Build a session’s trigger again', description: 'At the commit it built, forced.', params: SessionParams, response: { 201: Rebuilt, ...errors(404, 409, 503) } }), async (request, reply) => {
     const id = parseId(request.params.session, 'session');
     const { session, guid } = await rebuildSession(deps, id, (err) => request.log.warn({ err, session: id }, '`received` not sent by the API; the session will send it'));
     const view = await loadSessionView(deps.pool, deps.config, session);

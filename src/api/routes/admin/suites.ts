@@ -10,6 +10,7 @@ import { MAX_PLAN_PROFILES, MAX_RETRY_FAILED, MAX_WORKERS, PROFILE_NAME } from '
 import { buildSetupShape, hookSettingsOf } from '../../../core/buildSetupSchema';
 import { branchName, plainText, testPattern } from './fields';
 import { loadRepo } from './repos';
+import { described, documented, errors, RepoParams, SuiteParams } from '../../openapi/shapes';
 
 const envMap = z
   .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,99}$/, 'environment variable names are letters, digits and _'), z.string().max(32 * 1024))
@@ -59,6 +60,11 @@ const CreateSuite = z.strictObject({
   // Builds run only on runners started with a token of the repository's organization.
   own_runners: z.boolean().optional(),
   ...setupKeys,
+}).meta({
+  examples: [
+    { branch: 'master', test_pattern: 'test/**/*.test.js', test_command: 'node --test' },
+    { branch: 'main', test_pattern: 'spec/**/*_spec.rb', test_command: 'bundle exec rspec {files}', workers: 4, retry_failed: 1, junit_pattern: 'reports/*.xml', deadline_minutes: 60 },
+  ],
 });
 
 const PatchSuite = z.strictObject({
@@ -72,7 +78,9 @@ const PatchSuite = z.strictObject({
   deadline_minutes: deadline.optional(),
   own_runners: z.boolean().optional(),
   ...setupKeys,
-});
+}).meta({ examples: [{ workers: 2 }, { test_command: null, deadline_minutes: null }] });
+
+const Suite = described('the suite: `id`, `repo_id`, `branch`, its settings as set, `last_built_commit`, `created_at`');
 
 export const suiteView = (s: SuiteRow) => ({
   id: s.id,
@@ -136,18 +144,18 @@ export async function updateSuite(pool: Db, repo: RepoRow, id: number, input: un
 export function registerSuiteRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { pool } = deps;
 
-  app.post<{ Params: { repo: string } }>('/repos/:repo/suites', async (request, reply) => {
+  app.post<{ Params: { repo: string } }>('/repos/:repo/suites', documented({ tag: 'suites', summary: 'Create a suite', params: RepoParams, body: CreateSuite, response: { 201: Suite, ...errors(400, 404, 409) } }), async (request, reply) => {
     const suite = await createSuite(pool, await loadRepo(pool, request.params.repo), request.body);
     return reply.code(201).send(suiteView(suite));
   });
 
-  app.get<{ Params: { repo: string } }>('/repos/:repo/suites', async (request) => {
+  app.get<{ Params: { repo: string } }>('/repos/:repo/suites', documented({ tag: 'suites', summary: 'List a repository’s suites', params: RepoParams, response: { 200: z.array(Suite), ...errors(404) } }), async (request) => {
     const repo = await loadRepo(pool, request.params.repo);
     return (await listSuites(pool, repo.id)).map(suiteView);
   });
 
   // `:suite` is the suite's id. Settings apply from the next session on.
-  app.patch<{ Params: { repo: string; suite: string } }>('/repos/:repo/suites/:suite', async (request) => {
+  app.patch<{ Params: { repo: string; suite: string } }>('/repos/:repo/suites/:suite', documented({ tag: 'suites', summary: 'Change a suite’s settings', description: 'From the next session on; absent fields stay as they are.', params: SuiteParams, body: PatchSuite, response: { 200: Suite, ...errors(400, 404) } }), async (request) => {
     const repo = await loadRepo(pool, request.params.repo);
     return suiteView(await updateSuite(pool, repo, parseId(request.params.suite, 'suite'), request.body));
   });

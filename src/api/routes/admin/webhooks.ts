@@ -38,6 +38,7 @@ import {
 import { deliveryDetailView, manualAttempt } from './deliveries';
 import { httpUrl, plainText, withoutCredentials } from './fields';
 import { loadOrg } from './orgs';
+import { described, documented, errors, IdParams, NoBody, OrgParams } from '../../openapi/shapes';
 import { reportUrl } from '../../../core/reportUrl';
 
 const webhookUrl = httpUrl.refine(withoutCredentials, 'must not contain credentials; use username and password');
@@ -54,8 +55,29 @@ const fields = {
   sign: z.boolean().optional(),
 };
 
-const CreateWebhook = z.strictObject(fields);
-const PatchWebhook = z.strictObject({ ...fields, url: webhookUrl.optional(), active: z.boolean().optional() });
+const CreateWebhook = z.strictObject(fields).meta({
+  examples: [
+    { url: 'https://hooks.example.com/sluice' },
+    { url: 'https://hooks.example.com/sluice', username: 'sluice', password: 'example-password', sign: true },
+    { url: 'https://chat.example.com/hooks/builds', closure: 'function transform_payload(p) { return { status: "ok", payload: { text: p.event + ": " + p.status } }; }' },
+  ],
+});
+const PatchWebhook = z.strictObject({ ...fields, url: webhookUrl.optional(), active: z.boolean().optional() }).meta({ examples: [{ active: false }, { password: null }] });
+
+const Webhook = z.object({
+  id: z.number().int(),
+  org_id: z.number().int(),
+  url: z.string(),
+  username: z.string().nullable(),
+  has_password: z.boolean(),
+  signed: z.boolean().describe('attempts carry Standard Webhooks signatures'),
+  closure: z.string().nullable(),
+  active: z.boolean(),
+  created_at: z.date(),
+});
+const WebhookWithSecret = Webhook.extend({ secret: z.string().optional().describe('the signing secret, in the answer that made it only') });
+const WebhookParams = IdParams('webhook');
+const Delivery = described('one delivery attempt as the log keeps it: `id, webhook_id, xid, event, session, attempt, origin, outcome, status_code, error, duration_ms, created_at`, and in full the request and response');
 
 /** Events a delivery can be of: the lifecycle's, and the test event. */
 export const DELIVERY_EVENTS = [...EVENTS, 'ping'] as const;
@@ -77,7 +99,7 @@ const Preview = z.strictObject({
   closure: z.string().max(MAX_CLOSURE_CHARS).nullish(),
 });
 
-export const webhookView = (w: WebhookRow) => ({
+export const webhookView = (w: WebhookRow): z.output<typeof Webhook> => ({
   id: w.id,
   org_id: w.org_id,
   url: w.url,
@@ -199,40 +221,40 @@ export async function pingWebhook(deps: ApiDeps, hook: WebhookRow): Promise<Deli
 export function registerWebhookRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { pool } = deps;
 
-  app.post<{ Params: { org: string } }>('/orgs/:org/webhooks', async (request, reply) => {
+  app.post<{ Params: { org: string } }>('/orgs/:org/webhooks', documented({ tag: 'webhooks', summary: 'Create an outgoing webhook', params: OrgParams, body: CreateWebhook, response: { 201: WebhookWithSecret, ...errors(400, 404) } }), async (request, reply) => {
     const made = await createWebhook(deps, await loadOrg(pool, request.params.org), request.body);
     return reply.code(201).send(withSecretView(made));
   });
 
-  app.get<{ Params: { org: string } }>('/orgs/:org/webhooks', async (request) => {
+  app.get<{ Params: { org: string } }>('/orgs/:org/webhooks', documented({ tag: 'webhooks', summary: 'List an organization’s webhooks', params: OrgParams, response: { 200: z.array(Webhook), ...errors(404) } }), async (request) => {
     const org = await loadOrg(pool, request.params.org);
     return (await listWebhooks(pool, org.id)).map(webhookView);
   });
 
-  app.get<{ Params: { id: string } }>('/webhooks/:id', async (request) => webhookView(await loadWebhook(pool, request.params.id)));
+  app.get<{ Params: { id: string } }>('/webhooks/:id', documented({ tag: 'webhooks', summary: 'Show a webhook', params: WebhookParams, response: { 200: Webhook, ...errors(404) } }), async (request) => webhookView(await loadWebhook(pool, request.params.id)));
 
-  app.patch<{ Params: { id: string } }>('/webhooks/:id', async (request) =>
+  app.patch<{ Params: { id: string } }>('/webhooks/:id', documented({ tag: 'webhooks', summary: 'Change a webhook', description: '`sign: true` on one that does not sign yet makes a secret, shown once.', params: WebhookParams, body: PatchWebhook, response: { 200: WebhookWithSecret, ...errors(400, 404) } }), async (request) =>
     withSecretView(await patchWebhook(deps, await loadWebhook(pool, request.params.id), request.body)),
   );
 
-  app.post<{ Params: { id: string } }>('/webhooks/:id/rotate-secret', async (request) =>
+  app.post<{ Params: { id: string } }>('/webhooks/:id/rotate-secret', documented({ tag: 'webhooks', summary: 'Replace a webhook’s signing secret', description: 'The old one stops at once; the new one is shown once. Turns signing on.', params: WebhookParams, response: { 200: WebhookWithSecret, ...errors(404) } }), async (request) =>
     withSecretView(await rotateSecret(deps, await loadWebhook(pool, request.params.id))),
   );
 
-  app.delete<{ Params: { id: string } }>('/webhooks/:id', async (request, reply) => {
+  app.delete<{ Params: { id: string } }>('/webhooks/:id', documented({ tag: 'webhooks', summary: 'Delete a webhook with its delivery log', params: WebhookParams, response: { 204: NoBody, ...errors(404) } }), async (request, reply) => {
     await removeWebhook(pool, request.params.id);
     return reply.code(204).send();
   });
 
-  app.get<{ Params: { id: string } }>('/webhooks/:id/deliveries', async (request) =>
+  app.get<{ Params: { id: string } }>('/webhooks/:id/deliveries', documented({ tag: 'webhooks', summary: 'A webhook’s delivery log', description: 'Every attempt, newest first; `before` (the last `id` of a page) gives the next page.', params: WebhookParams, querystring: DeliveryPage, response: { 200: z.array(Delivery), ...errors(400, 404) } }), async (request) =>
     webhookDeliveries(pool, await loadWebhook(pool, request.params.id), request.query),
   );
 
-  app.post<{ Params: { id: string } }>('/webhooks/:id/preview', async (request) =>
+  app.post<{ Params: { id: string } }>('/webhooks/:id/preview', documented({ tag: 'webhooks', summary: 'What the webhook would send for a sample event', description: 'Nothing is sent. `closure` tries one before saving it.', params: WebhookParams, body: Preview, response: { 200: described('`payload` (the default), `result` (what the closure made of it) and `would_send` (headers, body)'), ...errors(400, 404) } }), async (request) =>
     previewWebhook(deps, await loadWebhook(pool, request.params.id), request.body),
   );
 
-  app.post<{ Params: { id: string } }>('/webhooks/:id/ping', async (request) =>
+  app.post<{ Params: { id: string } }>('/webhooks/:id/ping', documented({ tag: 'webhooks', summary: 'Send a test event now, once', params: WebhookParams, response: { 200: Delivery, ...errors(404) } }), async (request) =>
     deliveryDetailView(await pingWebhook(deps, await loadWebhook(pool, request.params.id))),
   );
 }
