@@ -61,10 +61,16 @@ export interface Claim {
 /**
  * Takes the next files in list order, whether never taken or held by a lease that ran out
  * (its runner died), as many as fit in `budgetMs` by their estimates (`unknownMs` for a file
- * without one), at least one and at most `maxFiles`. Concurrent lanes never take the same file:
+ * without one), at least one and at most `maxFiles`; with `restBelowMs`, also all the rest when the
+ * rest is estimated under it. Concurrent lanes never take the same file:
  * the UPDATE re-checks each row's state under its row lock.
  */
-export async function claimFiles(db: Db, sessionId: number, claim: Claim, opts: { budgetMs: number; unknownMs: number; maxFiles: number }): Promise<QueuedFile[]> {
+export async function claimFiles(
+  db: Db,
+  sessionId: number,
+  claim: Claim,
+  opts: { budgetMs: number; unknownMs: number; maxFiles: number; restBelowMs?: number },
+): Promise<QueuedFile[]> {
   const { rows: candidates } = await db.query<{ path: string; estimate_ms: number | null }>(
     `SELECT path, estimate_ms FROM test_queue
       WHERE session_id = $1 AND (state = 'pending' OR (state = 'claimed' AND lease_until < now()))
@@ -79,6 +85,12 @@ export async function claimFiles(db: Db, sessionId: number, claim: Claim, opts: 
     if (take.length > 0 && planned + cost > opts.budgetMs) break;
     take.push(c.path);
     planned += cost;
+  }
+  // What the budget leaves may be too little to be worth a claim (a batch's process start) of
+  // its own: a lane that took it last would run it after everyone else had finished.
+  const rest = candidates.slice(take.length);
+  if (opts.restBelowMs !== undefined && rest.length > 0 && candidates.length < opts.maxFiles) {
+    if (rest.reduce((sum, c) => sum + (c.estimate_ms ?? opts.unknownMs), 0) < opts.restBelowMs) take.push(...rest.map((c) => c.path));
   }
   const { rows } = await db.query<{ path: string; estimate_ms: number | null }>(
     `UPDATE test_queue SET state = 'claimed', claimed_by = $3, lane = $4, lease_until = now() + $5 * interval '1 millisecond', claimed_at = now()

@@ -107,6 +107,19 @@ it('runs twenty files in one process and passes them all when it exits 0', async
   expect(batch!.output).toBe('');
 });
 
+it('sizes batches to a lane’s share and leaves no remainder shorter than a process start for last', async () => {
+  // As an earlier build timed them: 5.6 s in all, for a build of two lanes (this one runs alone).
+  const estimates: Record<string, number> = { 'a.sh': 3000, 'b.sh': 2000, 'c.sh': 500, 'd.sh': 60, 'e.sh': 40 };
+  const s = await session(Object.fromEntries(Object.keys(estimates).map((name) => [name, 'true'])));
+  await db.pool.query('DELETE FROM test_queue WHERE session_id = $1', [s.sessionId]);
+  await enqueueTests(db.pool, s.sessionId, Object.entries(estimates).map(([name, estimateMs]) => ({ path: `test/${name}`, estimateMs })));
+  const out = await runLane(deps(), job(s, { lanes: 2 }));
+  expect(out.ran).toBe(5);
+  // Half the work first (a.sh; b.sh would overshoot it), then half of what is left (b.sh), and
+  // with it the 0.6 s behind it, not worth a process of its own.
+  expect(await processes(s.runs)).toEqual([expect.stringMatching(/ 1$/), expect.stringMatching(/ 4$/)]);
+});
+
 it('one failing file among twenty: its JUnit file attribute pins it, nothing runs again', async () => {
   const s = await session(twenty('t07.sh'));
   await runLane(deps(), job(s, { env: { FILE_ATTRIBUTE: '1' } }));
