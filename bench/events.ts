@@ -1,7 +1,7 @@
 /**
  * The event figures (issue 11), on Sluice in its production shape (test/support/cluster.ts),
  * each beside a baseline from the same run:
- * - P1 ingest: triggers/s and p50/p99 acknowledgement latency with 10 and 50 clients, and at an
+ * - P1 ingest: triggers/s and p50/p99 acknowledgement latency with 10, 20 and 50 clients, and at an
  *   open-loop 100/s, beside bare `signalWithStart` calls on the same Temporal server;
  * - P2 overhead: trigger → first test process start minus a clone, and last test exit → `stop`
  *   at the receiver, p50 over 20 builds of two files; beside `git clone` over the same SSH;
@@ -126,13 +126,13 @@ async function ingest(c: Cluster, client: Client, log: (line: string) => void): 
   const sluice = () => trigger(repo, { branch: 'master', force: true });
 
   const rows: Row[] = [];
-  const compare = (what: string, s: Load, b: Load, target: boolean) => {
+  const compare = (what: string, s: Load, b: Load, target: number | null) => {
     rows.push({
       name: `P1 ingest, ${what}: triggers/s`,
       value: s.rate,
       unit: '/s',
       baseline: { name: 'bare signalWithStart', value: b.rate },
-      ...(target ? { target: { text: '≥ 0.9 × bare', met: s.rate >= 0.9 * b.rate } } : {}),
+      ...(target !== null ? { target: { text: `≥ ${target} × bare`, met: s.rate >= target * b.rate } } : {}),
       note: `${(s.rate / b.rate).toFixed(2)} of bare`,
     });
     for (const q of [0.5, 0.99]) {
@@ -144,18 +144,19 @@ async function ingest(c: Cluster, client: Client, log: (line: string) => void): 
       });
     }
   };
-  for (const clients of [10, 50]) {
+  // Targets: 0.9 × bare at 10 and 50 clients (issue 11), 0.8 × at 20 (issue 24's trigger path).
+  for (const [clients, target] of [[10, 0.9], [20, 0.8], [50, 0.9]] as const) {
     log(`P1: ${TOTAL} triggers and ${TOTAL} bare calls at ${clients} clients`);
     const b = await closedLoop(TOTAL, clients, bare);
     const s = await closedLoop(TOTAL, clients, sluice);
     await settle(c, repo);
-    compare(`${clients} clients`, s, b, true);
+    compare(`${clients} clients`, s, b, target);
   }
   log(`P1: ${TOTAL} triggers and ${TOTAL} bare calls open-loop at 100/s`);
   const b = await openLoop(TOTAL, 100, bare);
   const s = await openLoop(TOTAL, 100, sluice);
   await settle(c, repo);
-  compare('open loop 100/s', s, b, false);
+  compare('open loop 100/s', s, b, null);
   return rows;
 }
 
