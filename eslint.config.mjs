@@ -12,7 +12,8 @@ const NODE_BUILTINS = builtinModules.filter((m) => !m.startsWith('_'));
 /** Libraries that do I/O or speak to a service. */
 const IO_LIBRARIES = ['pg', 'undici', 'fastify', 'ssh2', 'nodemailer', 'tinyglobby', 'mysql2', 'mysql2/promise', 'ioredis', 'tar', '@aws-sdk/client-s3'];
 const TEMPORAL = ['@temporalio/activity', '@temporalio/client', '@temporalio/common', '@temporalio/worker', '@temporalio/workflow'];
-const folder = (name) => [`**/${name}`, `**/${name}/**`];
+// A folder's pattern matches the tail of any import: `**/api` would also ban `@opentelemetry/api`, which is no folder of src/.
+const folder = (name) => [`**/${name}`, `**/${name}/**`, '!@opentelemetry/**'];
 
 /**
  * One layer's rule. `banned` package names and `folders` of src/ it must not import (values;

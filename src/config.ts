@@ -91,11 +91,21 @@ export interface Config {
    * worker gets a database and a role of its own on these servers, never these credentials.
    */
   services?: ServiceAdmins;
+  /** OpenTelemetry tracing (tracing/setup.ts): off, and undefined, unless an OTLP endpoint is set. */
+  tracing?: TracingSettings;
   /**
    * Where this process serves Prometheus' `/metrics` (SLUICE_METRICS_PORT, SLUICE_METRICS_HOST,
    * default 127.0.0.1); unset: no metrics listener (metrics/serve.ts).
    */
   metrics?: { host: string; port: number };
+}
+
+/** Where a process sends its spans, and as which service (OTEL_* variables, docs/observability.md "Traces"). */
+export interface TracingSettings {
+  /** The OTLP/HTTP traces URL: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, or OTEL_EXPORTER_OTLP_ENDPOINT + `/v1/traces`. */
+  tracesUrl: string;
+  /** OTEL_SERVICE_NAME, or the role's: `sluice-api`, `sluice-worker`, `sluice-runner` (`sluice` for `npm start`). */
+  serviceName: string;
 }
 
 /** Where caches and artifacts live: a directory (local or a mount runners share), or an S3-compatible bucket. */
@@ -150,6 +160,7 @@ export const DEFAULT_ARTIFACT_LIMITS = { maxFileBytes: 512 * MiB, maxBuildBytes:
 export const MAX_ARTIFACT_FILES = 10_000;
 // Megabytes in, bytes out; a default is given in bytes (zod takes a default as the output, untransformed).
 const mebibytes = positiveInt.transform((n) => n * MiB);
+const otlpUrl = (name: string) => z.url({ protocol: /^https?$/, error: `${name} must be an http or https URL` });
 const serviceUrl = (scheme: RegExp, what: string) => z.string().refine((v) => scheme.test(v), `must be a ${what} URL`);
 
 const EnvSchema = z.object({
@@ -207,6 +218,13 @@ const EnvSchema = z.object({
   SLUICE_SERVICE_POSTGRESQL_URL: serviceUrl(/^postgres(ql)?:\/\//, 'postgres://').optional(),
   SLUICE_SERVICE_MYSQL_URL: serviceUrl(/^(mysql|mariadb):\/\//, 'mysql://').optional(),
   SLUICE_SERVICE_REDIS_URL: serviceUrl(/^rediss?:\/\//, 'redis://').optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl('OTEL_EXPORTER_OTLP_ENDPOINT').optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT').optional(),
+  // Sluice sends OTLP/HTTP as JSON; told to speak another protocol it refuses to start rather than send what the endpoint cannot read.
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(['http/json'], { error: 'Sluice sends traces as OTLP/HTTP JSON: set http/json or leave it unset' }).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.enum(['http/json'], { error: 'Sluice sends traces as OTLP/HTTP JSON: set http/json or leave it unset' }).optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).optional(),
+  OTEL_SDK_DISABLED: z.enum(['true', 'false']).optional(),
   SLUICE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   SLUICE_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   SLUICE_WEBHOOK_ALLOW: z
@@ -294,8 +312,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: Role = 'a
     artifactLimits: { maxFileBytes: e.SLUICE_ARTIFACT_MAX_FILE_MB, maxBuildBytes: e.SLUICE_ARTIFACT_MAX_BUILD_MB },
     hookTimeoutMs: e.SLUICE_HOOK_TIMEOUT_MS,
     services: { postgresql: e.SLUICE_SERVICE_POSTGRESQL_URL, mysql: e.SLUICE_SERVICE_MYSQL_URL, redis: e.SLUICE_SERVICE_REDIS_URL },
+    tracing: tracingSettings(e, role),
     metrics: e.SLUICE_METRICS_PORT === undefined ? undefined : { host: e.SLUICE_METRICS_HOST, port: e.SLUICE_METRICS_PORT },
   };
+}
+
+/** Off unless an OTLP endpoint is set (and OTEL_SDK_DISABLED is not `true`), as OpenTelemetry's SDKs read these variables. */
+function tracingSettings(e: z.infer<typeof EnvSchema>, role: Role): TracingSettings | undefined {
+  if (e.OTEL_SDK_DISABLED === 'true') return undefined;
+  const tracesUrl = e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (e.OTEL_EXPORTER_OTLP_ENDPOINT && `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`);
+  if (!tracesUrl) return undefined;
+  return { tracesUrl, serviceName: e.OTEL_SERVICE_NAME ?? (role === 'all' ? 'sluice' : `sluice-${role}`) };
 }
 
 function storeSettings(e: z.infer<typeof EnvSchema>): StoreSettings {

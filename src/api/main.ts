@@ -14,6 +14,11 @@ import { loadWorkflowIds } from '../temporal/ids';
 import { startRoleMetrics } from '../temporal/metrics';
 import { prepareTemporal } from '../temporal/prepare';
 import { stopSession } from '../temporal/stop';
+import type { EnqueueRequest } from '../core/types';
+import { sessionAttributes } from '../tracing/attributes';
+import { startTracing } from '../tracing/setup';
+import { activeTraceparent, annotateActiveSpan } from '../tracing/spans';
+import { tracedClient } from '../tracing/temporal';
 import { announcer } from './announce';
 import { buildApp, type HealthReport } from './app';
 import { pingPostgres } from './routes/health';
@@ -45,6 +50,8 @@ const HEALTH_TIMEOUT_MS = 2_000;
 const ENQUEUE_TIMEOUT_MS = 5_000;
 
 export async function startApi(config: Config, options: StartApiOptions = {}): Promise<RunningApi> {
+  // Off (and nothing installed) unless an OTLP endpoint is set.
+  const tracing = startTracing(config.tracing);
   const pool = createPool(config.databaseUrl);
   // Migrations take an advisory lock, so api and workers may all start at once.
   await migrate(pool);
@@ -60,7 +67,7 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
     address: config.temporalAddress,
     interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: 6 }))],
   });
-  const client = new Client({ connection, namespace: config.temporalNamespace });
+  const client = new Client({ connection, namespace: config.temporalNamespace, ...tracedClient(tracing) });
 
   // Builds start with search attributes, which the server refuses until they are registered
   // ("Namespace default has no mapping defined for search attribute SluiceRepo", and the
@@ -105,7 +112,9 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
     config,
     pool,
     enqueue: (req) =>
-      !searchAttributesReady ? Promise.reject(new Error("Sluice's search attributes are not registered on Temporal yet")) : enqueue(req),
+      !searchAttributesReady
+        ? Promise.reject(new Error("Sluice's search attributes are not registered on Temporal yet"))
+        : enqueue(tracing ? inTriggerTrace(req) : req),
     stop: (target, stoppedBy) =>
       withTimeout(
         connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => stopSession(client, ids, target, stoppedBy)),
@@ -141,10 +150,21 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
       stopPreparing.abort();
       stopGauges();
       await app.close();
+      await tracing?.flush(); // the last requests' spans
       await connection.close().catch(() => undefined);
       await pool.end();
     },
   };
+}
+
+/**
+ * The trigger's request span names the session, and the session takes the request's trace with
+ * it into its suite's queue: its workflow starts there later, in that trace (workflows/tracing.ts).
+ */
+function inTriggerTrace(req: EnqueueRequest): EnqueueRequest {
+  annotateActiveSpan(sessionAttributes(req.sessionId));
+  const traceparent = activeTraceparent();
+  return traceparent === undefined ? req : { ...req, traceparent };
 }
 
 /** Rejects when `promise` has not settled within `ms` (gRPC retries can outlast a call deadline). */

@@ -87,6 +87,11 @@ export interface EnqueueRequest {
   /** `org/repo`, for the Temporal UI. */
   repoLabel: string;
   branch: string;
+  /**
+   * The trigger's trace (a W3C traceparent) when tracing is on: the session waits in its
+   * suite's queue, and its workflow joins the trace of the request that asked for it.
+   */
+  traceparent?: string;
 }
 
 export const TEST_STATUSES = ['passed', 'failed', 'error', 'skipped'] as const;

@@ -14,6 +14,9 @@ import type { ClosureLimits, ClosureResult } from './closure';
 import { composeRequest, type EventPayload } from './compose';
 import { redact, sendWebhook, type AttemptResult } from './send';
 import type { Cidr } from './ssrf';
+import { DELIVERY_ATTEMPT, DELIVERY_ORIGIN, DELIVERY_OUTCOME, sessionAttributes, WEBHOOK_EVENT, WEBHOOK_ID } from '../tracing/attributes';
+import { inSpan } from '../tracing/spans';
+import { SpanStatusCode } from '@opentelemetry/api';
 
 export interface DeliverDeps {
   /** The pool, or one client (the API holds a transaction around a redelivery). */
@@ -70,7 +73,28 @@ const DEFAULT_MAX_RETRY_AFTER_MS = 10 * 60_000;
  * One attempt of one event to one webhook, logged. Null when the webhook is gone (or switched
  * off, unless `evenIfInactive`): then nothing is sent and nothing is logged.
  */
-export async function attemptOnce(deps: DeliverDeps, spec: AttemptSpec): Promise<AttemptDone | null> {
+export function attemptOnce(deps: DeliverDeps, spec: AttemptSpec): Promise<AttemptDone | null> {
+  // A span of its own in the caller's trace (the session's, or the trigger's for `received`):
+  // ids, event, attempt and outcome, never the URL or the body.
+  const attributes = {
+    [WEBHOOK_ID]: spec.webhookId,
+    [WEBHOOK_EVENT]: spec.payload.event,
+    [DELIVERY_ATTEMPT]: spec.attempt,
+    [DELIVERY_ORIGIN]: spec.origin,
+    ...(spec.sessionId === null ? {} : sessionAttributes(spec.sessionId)),
+  };
+  return inSpan(`deliver ${spec.payload.event}`, attributes, async (span) => {
+    const done = await attempt(deps, spec);
+    span?.setAttributes({
+      [DELIVERY_OUTCOME]: done?.outcome ?? 'not sent',
+      ...(done?.result.statusCode == null ? {} : { 'http.response.status_code': done.result.statusCode }),
+    });
+    if (done !== null && done.outcome !== 'delivered') span?.setStatus({ code: SpanStatusCode.ERROR });
+    return done;
+  });
+}
+
+async function attempt(deps: DeliverDeps, spec: AttemptSpec): Promise<AttemptDone | null> {
   const hook = await findWebhookForDelivery(deps.pool, spec.webhookId);
   if (!hook || (!hook.active && !spec.evenIfInactive)) return null;
   const url = safeUrl(hook.url);

@@ -11,6 +11,8 @@ import { endedSessions } from '../db/sessions';
 import { createPresenceWorker } from '../temporal/presence';
 import { installRuntime } from '../temporal/runtime';
 import { runnerLanes, withLanes } from '../metrics/counts';
+import { startTracing } from '../tracing/setup';
+import { tracedWorker } from '../tracing/temporal';
 import { SLUICE_VERSION } from '../version';
 import { isolationWarning, resolveIsolation } from './isolation';
 import { startReaper } from './reaper';
@@ -58,6 +60,8 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
   // cicd_worker_count in /metrics: this runner's lanes, busy while an activity runs.
   const lanes = runnerLanes(slots);
   const queues = [...new Set([config.buildQueue, ...(options.buildQueues ?? [])])];
+  // Each activity a span in its session's trace, when an OTLP endpoint is set.
+  const tracing = startTracing(config.tracing);
   const workers = await Promise.all(
     queues.map((taskQueue) =>
       Worker.create({
@@ -70,6 +74,7 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
         // the heartbeat timeout) would let a stopped test run on for seconds.
         defaultHeartbeatThrottleInterval: '1 second',
         maxHeartbeatThrottleInterval: '2 seconds',
+        ...tracedWorker(tracing, { workflows: false }),
       }),
     ),
   );
@@ -99,6 +104,7 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
       } finally {
         lanes.close();
         await reaper.close();
+        await tracing?.flush();
         await connection.close();
         await removeRunner(pool, name).catch(() => undefined); // gone from the list a little later anyway
         await pool.end();

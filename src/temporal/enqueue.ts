@@ -86,7 +86,7 @@ export async function signalSuite(client: Client, config: Config, ids: WorkflowI
     taskQueue: config.taskQueue,
     args: [input],
     signal: enqueueManySignal,
-    signalArgs: [reqs.map((r) => ({ sessionId: r.sessionId, queuePosition: r.queuePosition }))],
+    signalArgs: [reqs.map((r) => ({ sessionId: r.sessionId, queuePosition: r.queuePosition, ...(r.traceparent ? { traceparent: r.traceparent } : {}) }))],
     staticSummary: label,
     typedSearchAttributes: [
       { key: SluiceRepo, value: first.repoLabel },

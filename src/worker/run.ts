@@ -6,6 +6,8 @@ import { createControlActivities } from '../activities';
 import { startGateway } from './gateway';
 import { ensureCleanupSchedule } from '../temporal/cleanupSchedule';
 import { installRuntime } from '../temporal/runtime';
+import { startTracing } from '../tracing/setup';
+import { tracedWorker } from '../tracing/temporal';
 import { workflowCode } from './workflowBundle';
 
 export interface WorkerHandle {
@@ -29,13 +31,18 @@ export async function runWorker(config: Config, options: RunWorkerOptions = {}):
   await scheduleCleanup(config);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const pool = createPool(config.databaseUrl);
-  const workflows: Partial<WorkerOptions> = options.workflowBundle ? { workflowBundle: options.workflowBundle } : workflowCode();
+  // Off (and nothing installed) unless an OTLP endpoint is set; on, the traced workflow bundle.
+  const tracing = startTracing(config.tracing);
+  const workflows: Partial<WorkerOptions> = options.workflowBundle ? { workflowBundle: options.workflowBundle } : workflowCode({ traced: tracing !== undefined });
+  const traced = tracedWorker(tracing, { workflows: true });
   const worker = await Worker.create({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
     activities: createControlActivities({ config, pool }),
     ...workflows,
+    ...traced,
+    interceptors: { ...workflows.interceptors, ...traced.interceptors },
   });
   const running = worker.run();
   // Build queues of runners that hold only a token, served on their behalf (gateway.ts).
@@ -47,6 +54,7 @@ export async function runWorker(config: Config, options: RunWorkerOptions = {}):
       try {
         await Promise.all([running, gateway.shutdown()]);
       } finally {
+        await tracing?.flush();
         await connection.close();
         await pool.end();
       }

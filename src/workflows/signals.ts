@@ -9,8 +9,11 @@ import type { ResolvedProfile } from '../core/profiles';
 import { FIRST_FAIL_SIGNAL, WORKERS_READY_SIGNAL } from '../core/signalNames';
 import type { EnqueueRequest as BuildEnqueueRequest, Counts, SessionStatus } from '../core/types';
 
-/** The `enqueue` signal's payload: the part of core's EnqueueRequest the suite needs (recorded in histories: keep its shape). */
-export type EnqueueRequest = Pick<BuildEnqueueRequest, 'sessionId' | 'queuePosition'>;
+/**
+ * The `enqueue` signal's payload: the part of core's EnqueueRequest the suite needs (recorded in histories: keep its shape).
+ * `traceparent` is there only when tracing is on, and only its interceptor reads it (workflows/tracing.ts).
+ */
+export type EnqueueRequest = Pick<BuildEnqueueRequest, 'sessionId' | 'queuePosition' | 'traceparent'>;
 
 export interface SuiteWorkflowInput {
   suiteId: number;

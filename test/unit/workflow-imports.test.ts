@@ -75,3 +75,17 @@ describe('the workflow bundle', () => {
     expect(files).toContain(path.join('src', 'core', 'profiles.ts'));
   });
 });
+
+describe('the traced workflow bundle (workflows/tracing.ts, bundled in when tracing is on)', () => {
+  const modules = reachable(path.join(ROOT, 'src', 'workflows', 'tracing.ts'));
+  const packages = [...new Set([...modules].filter((m) => !path.isAbsolute(m)))].sort();
+  const files = [...modules].filter((m) => path.isAbsolute(m)).map((f) => path.relative(ROOT, f));
+
+  it("adds OpenTelemetry's API and Temporal's workflow interceptors for it, and nothing with I/O", () => {
+    expect(packages).toEqual(['@opentelemetry/api', '@temporalio/interceptors-opentelemetry/lib/workflow', '@temporalio/workflow']);
+    expect(files).not.toContain('src/config.ts');
+    expect(files.filter((f) => !f.startsWith(path.join('src', 'workflows')) && !f.startsWith(path.join('src', 'core')))).toEqual([
+      path.join('src', 'tracing', 'attributes.ts'),
+    ]);
+  });
+});
