@@ -10,6 +10,7 @@ import { requireAdmin } from './auth';
 import { HttpError, installErrorHandlers } from './http';
 import { observeHttp } from './httpMetrics';
 import { loggerOptions } from './logging';
+import { traceRequests } from './requestSpans';
 import { hideFromDocument, registerOpenApi } from './openapi/register';
 import { registerBranchRoutes } from './routes/admin/branches';
 import { registerDeliveryRoutes } from './routes/admin/deliveries';
@@ -29,6 +30,7 @@ import { registerHealthRoutes } from './routes/health';
 import { registerReportRoutes } from './routes/reports';
 import { registerTriggerRoutes } from './routes/triggers';
 import { registerWebRoutes } from './web/routes';
+import { tracingOn } from '../tracing/spans';
 
 // Callers that build the app name its dependencies from here too.
 export type { ApiDeps, HealthReport } from './deps';
@@ -57,6 +59,8 @@ function readJsonBodies(scope: FastifyInstance): void {
 export function buildApp(deps: ApiDeps): FastifyInstance {
   // Branch names may be 255 bytes (URL-encoded, more): Fastify's default cap on a path parameter is 100.
   const app = Fastify({ logger: loggerOptions(deps.log), bodyLimit: BODY_LIMIT, routerOptions: { maxParamLength: 1024 } });
+  // Before any route: each request's span wraps its handler (tracing on only).
+  if (tracingOn()) traceRequests(app);
   // Before any register(): child scopes inherit the error handler.
   installErrorHandlers(app);
   // Before any route: every answer is observed, by route pattern (api/httpMetrics.ts).
