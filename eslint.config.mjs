@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
-// ---- The layers, held by lint (README "How it works" has the map) ----
+// ---- The layers, held by lint (docs/architecture.md has the map) ----
 // Each folder of src/ may import only what its layer allows. Type-only imports cross freely:
 // they are erased, so they carry no code and no I/O across a boundary.
 

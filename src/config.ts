@@ -188,7 +188,7 @@ const EnvSchema = z.object({
   SLUICE_SANDBOX: z.enum(['auto', 'bwrap', 'none']).default('auto'),
   SLUICE_SANDBOX_NETWORK: z.enum(['host', 'none']).default('host'),
   SLUICE_WEBHOOK_RETRY_INITIAL_MS: positiveInt.default(1_000),
-  // Defaults: 1 s doubling to 1 h, 36 attempts: the last one about a day after the first (README).
+  // Defaults: 1 s doubling to 1 h, 36 attempts: the last one about a day after the first (docs/configuration.md).
   SLUICE_WEBHOOK_RETRY_MAX_INTERVAL_MS: positiveInt.default(60 * 60_000),
   SLUICE_WEBHOOK_RETRY_BACKOFF: z.coerce.number().min(1).default(2),
   SLUICE_WEBHOOK_RETRY_ATTEMPTS: positiveInt.default(36),

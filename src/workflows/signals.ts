@@ -128,7 +128,7 @@ export function installationOf(workflowId: string): string | null {
 /**
  * Ids as they were before installations (`suite-1`, `session-2`): a workflow started then still
  * talks to its own kind, so what was in flight at an upgrade finishes instead of failing every
- * workflow task (README "Upgrading" asks to drain first; this is for when nobody did).
+ * workflow task (docs/operating.md "Upgrading" asks to drain first; this is for when nobody did).
  */
 const LEGACY_ID = /^(suite|session|squashed)-\d+$/;
 const legacyIds: WorkflowIds = {

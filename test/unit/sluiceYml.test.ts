@@ -16,7 +16,7 @@ const fail = (text: string): string => {
 };
 
 describe('parseSluiceYml: accepted', () => {
-  it('the full example of the README', () => {
+  it('the full example of docs/sluice-yml.md', () => {
     const config = ok(`
 # Sluice settings of this repository
 default_profile: unit
