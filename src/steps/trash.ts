@@ -57,7 +57,7 @@ export async function emptyTrash(trashDir: string, abandonedMs = ABANDONED_MS): 
   }
 }
 
-/** Resolves once everything queued so far is deleted (tests, and a runner shutting down cleanly). */
+/** Resolves once everything queued so far is deleted (for tests; a runner that stops leaves the rest to the next sweep of its workspace). */
 export function trashSettled(): Promise<void> {
   return queue;
 }
