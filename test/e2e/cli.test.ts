@@ -9,6 +9,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { createTestDatabase, type TestDatabase } from '../support/db';
 import { eventually } from '../support/wait';
 import { script, World, type Repo } from '../support/world';
 
@@ -24,6 +25,8 @@ interface Run {
 }
 
 let w: World;
+/** Its own database: `repos`, `webhooks` and `login` list everything this Sluice holds, and the e2e run's shared database holds every other file's too. */
+let db: TestDatabase;
 let home: string;
 let configFile: string;
 /**
@@ -75,7 +78,8 @@ async function json<T = Record<string, unknown>>(args: string[], opts: Parameter
 const repoName = (repo: Repo) => `${w.org.name}/${repo.name}`;
 
 beforeAll(async () => {
-  w = await World.start();
+  db = await createTestDatabase('sluice_cli');
+  w = await World.start({ databaseUrl: db.url });
   home = await mkdtemp(path.join(os.tmpdir(), 'sluice-cli-home-'));
   configFile = path.join(home, 'config', 'sluice', 'config.json');
   release = path.join(w.tmp, 'release');
@@ -94,6 +98,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await w?.stop();
+  await db?.drop();
   if (home) await rm(home, { recursive: true, force: true });
 });
 

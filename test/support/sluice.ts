@@ -76,6 +76,12 @@ export async function startSluice(
      * as root (runner/isolation.ts). Isolation's own tests use `default` or name the settings.
      */
     isolation?: 'trusted' | 'default';
+    /**
+     * A database of its own (test/support/db.ts createTestDatabase); by default the e2e run's
+     * shared one, where other files' organizations and repositories, sealed under other keys,
+     * sit beside this Sluice's: a test that lists everything needs its own.
+     */
+    databaseUrl?: string;
   } = {},
 ): Promise<Sluice> {
   const port = await freePort();
@@ -84,7 +90,7 @@ export async function startSluice(
   // Its own cache store and runner's local copies, beside the workspaces: files never share entries.
   const cacheDir = `${workspaceDir}-cache`;
   const config: Config = {
-    databaseUrl: requireEnv('SLUICE_TEST_DATABASE_URL'),
+    databaseUrl: opts.databaseUrl ?? requireEnv('SLUICE_TEST_DATABASE_URL'),
     temporalAddress: requireEnv('SLUICE_TEST_TEMPORAL_ADDRESS'),
     temporalNamespace: 'default',
     baseUrl: `http://127.0.0.1:${port}`,
