@@ -161,14 +161,8 @@ async function forget(deps: CacheDeps, entry: CacheEntryRow): Promise<void> {
 }
 
 /** Saves unless this build may not write (writeScope null) or `restored.hit === 'exact'`. Never throws for a cache problem: returns saved=false and why. */
-export async function saveCache(
-  deps: CacheDeps,
-  settings: CacheSettings,
-  target: CacheTarget,
-  restored: Restored,
-  signal?: AbortSignal,
-): Promise<{ saved: boolean; bytes: number; note: string }> {
-  const saved = await save(deps, settings, target, restored, signal);
+export async function saveCache(...args: Parameters<typeof save>): ReturnType<typeof save> {
+  const saved = await save(...args);
   countCacheSave(saved);
   return saved;
 }
