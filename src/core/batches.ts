@@ -61,6 +61,15 @@ export function batchBudgetMs(work: { pendingMs: number; runningMs: number }, la
   return Math.round(Math.min(MAX_BATCH_MS, Math.max(MIN_BATCH_MS, share)));
 }
 
+/**
+ * How many shares of the budget the untaken work holds, so every lane still to claim takes
+ * every stride-th file of the list (claimFiles): the first of two lanes takes the 1st, 3rd,
+ * 5th... longest files up to its half, the second the rest.
+ */
+export function batchStride(pendingMs: number, budgetMs: number): number {
+  return Math.max(1, Math.round(pendingMs / Math.max(1, budgetMs)));
+}
+
 /** A JUnit case as a batch's verdict needs it. */
 export interface BatchCase {
   file?: string;

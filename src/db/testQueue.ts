@@ -62,34 +62,40 @@ export interface Claim {
  * Takes the next files in list order, whether never taken or held by a lease that ran out
  * (its runner died), as many as fit in `budgetMs` by their estimates (`unknownMs` for a file
  * without one), at least one and at most `maxFiles`; with `restBelowMs`, also all the rest when the
- * rest is estimated under it. Concurrent lanes never take the same file:
- * the UPDATE re-checks each row's state under its row lock.
+ * rest is estimated under it. With `stride` n, every n-th file of the list (the first, the
+ * n+1-th, ...) until the budget is spent, then the files passed over in order. Concurrent lanes
+ * never take the same file: the UPDATE re-checks each row's state under its row lock.
  */
 export async function claimFiles(
   db: Db,
   sessionId: number,
   claim: Claim,
-  opts: { budgetMs: number; unknownMs: number; maxFiles: number; restBelowMs?: number },
+  opts: { budgetMs: number; unknownMs: number; maxFiles: number; restBelowMs?: number; stride?: number },
 ): Promise<QueuedFile[]> {
-  const { rows: candidates } = await db.query<{ path: string; estimate_ms: number | null }>(
+  const stride = Math.max(1, Math.floor(opts.stride ?? 1));
+  const limit = opts.maxFiles * stride;
+  const { rows: listed } = await db.query<{ path: string; estimate_ms: number | null }>(
     `SELECT path, estimate_ms FROM test_queue
       WHERE session_id = $1 AND (state = 'pending' OR (state = 'claimed' AND lease_until < now()))
       ORDER BY position LIMIT $2`,
-    [sessionId, opts.maxFiles],
+    [sessionId, limit],
   );
-  if (candidates.length === 0) return [];
+  if (listed.length === 0) return [];
+  // Every stride-th file first, then those passed over: a lane's share is then a slice of the
+  // whole list rather than its head.
+  const candidates = stride === 1 ? listed : [...listed.filter((_, i) => i % stride === 0), ...listed.filter((_, i) => i % stride !== 0)];
   const take: string[] = [];
   let planned = 0;
   for (const c of candidates) {
     const cost = c.estimate_ms ?? opts.unknownMs;
-    if (take.length > 0 && planned + cost > opts.budgetMs) break;
+    if (take.length > 0 && (planned + cost > opts.budgetMs || take.length >= opts.maxFiles)) break;
     take.push(c.path);
     planned += cost;
   }
   // What the budget leaves may be too little to be worth a claim (a batch's process start) of
   // its own: a lane that took it last would run it after everyone else had finished.
   const rest = candidates.slice(take.length);
-  if (opts.restBelowMs !== undefined && rest.length > 0 && candidates.length < opts.maxFiles) {
+  if (opts.restBelowMs !== undefined && rest.length > 0 && listed.length < limit) {
     if (rest.reduce((sum, c) => sum + (c.estimate_ms ?? opts.unknownMs), 0) < opts.restBelowMs) take.push(...rest.map((c) => c.path));
   }
   const { rows } = await db.query<{ path: string; estimate_ms: number | null }>(

@@ -121,6 +121,25 @@ describe('lanes sharing a list', () => {
     expect(await claimFiles(db.pool, s.sessionId, claim, opts)).toEqual([]);
   });
 
+  it('with a stride, take a slice across the list (every other file for two lanes), then the files passed over', async () => {
+    const s = await setup({});
+    const durations = [8000, 7000, 6000, 5000, 4000, 3000, 2000, 1000];
+    await enqueueTests(db.pool, s.sessionId, durations.map((ms) => ({ path: `test/f${ms}_test.sh`, estimateMs: ms })));
+    const lane = (n: number) => ({ token: `lane ${n} attempt 1 on host`, lane: n, leaseMs: LEASE_MS });
+    // Half of 36 s each: the first lane takes 8+6+4 (18 s), the second the rest (7+5+3+2+1).
+    const first = await claimFiles(db.pool, s.sessionId, lane(0), { budgetMs: 18_000, unknownMs: 1000, maxFiles: 100, stride: 2 });
+    expect(first.map((f) => f.estimateMs)).toEqual([8000, 6000, 4000]);
+    const second = await claimFiles(db.pool, s.sessionId, lane(1), { budgetMs: 18_000, unknownMs: 1000, maxFiles: 100, stride: 1 });
+    expect(second.map((f) => f.estimateMs)).toEqual([7000, 5000, 3000, 2000, 1000]);
+  });
+
+  it('with a stride, still take no more than maxFiles', async () => {
+    const s = await setup({});
+    await enqueueTests(db.pool, s.sessionId, Array.from({ length: 10 }, (_, i) => ({ path: `test/f${i}_test.sh`, estimateMs: 10 })));
+    const taken = await claimFiles(db.pool, s.sessionId, { token: 'lane 0 attempt 1 on host', lane: 0, leaseMs: LEASE_MS }, { budgetMs: 10_000, unknownMs: 1000, maxFiles: 3, stride: 2 });
+    expect(taken.map((f) => f.path)).toEqual(['test/f0_test.sh', 'test/f2_test.sh', 'test/f4_test.sh']);
+  });
+
   it('count, as work left, the untaken files and what the batches under way have still to run', async () => {
     const s = await setup({});
     await enqueueTests(db.pool, s.sessionId, [

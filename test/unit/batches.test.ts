@@ -1,6 +1,7 @@
 /** Batches (core/batches.ts): the command a batch runs, how long batches are, which file a failure is pinned on. */
 import {
   batchBudgetMs,
+  batchStride,
   batchCommandLine,
   batchFileOf,
   isBatchCommand,
@@ -41,6 +42,14 @@ describe('how long a batch is', () => {
     expect(batchBudgetMs({ pendingMs: 1_500, runningMs: 0 }, 2)).toBe(MIN_BATCH_MS);
     expect(batchBudgetMs({ pendingMs: 10 * 60_000, runningMs: 0 }, 1)).toBe(MAX_BATCH_MS);
     expect(batchBudgetMs({ pendingMs: 8_000, runningMs: 0 }, 0)).toBe(8_000);
+  });
+
+  it('strides across the list by the shares the untaken work holds', () => {
+    expect(batchStride(20_000, 10_000)).toBe(2); // the first of two lanes: every other file
+    expect(batchStride(10_000, 10_000)).toBe(1); // the second: the rest
+    expect(batchStride(30_000, 7_500)).toBe(4);
+    expect(batchStride(500, MIN_BATCH_MS)).toBe(1);
+    expect(batchStride(0, 0)).toBe(1);
   });
 
   // Lanes that claim in turn, each as its last batch ends: how many batches each one runs.
