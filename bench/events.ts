@@ -84,18 +84,34 @@ async function openLoop(total: number, perSecond: number, call: (i: number) => P
   return { rate: total / ((performance.now() - started) / 1000), latencies };
 }
 
+/** The guids each repository's triggers were answered with, so far. */
+const accepts = new Map<number, string[]>();
+
 async function trigger(repo: ClusterRepo, body: unknown): Promise<string> {
   const res = await fetch(repo.webhook_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const text = await res.text();
   if (res.status !== 200) throw new Error(`trigger answered ${res.status}: ${text}`);
-  return (JSON.parse(text) as { guid: string }).guid;
+  const guid = (JSON.parse(text) as { guid: string }).guid;
+  accepts.set(repo.id, [...(accepts.get(repo.id) ?? []), guid]);
+  return guid;
 }
 
-/** Waits until every session of the repository has ended (its `stop` reached the receiver). */
+/**
+ * Waits until every trigger of the repository accepted so far is recorded (the suites write them
+ * after the answer) and every one of its sessions has ended (its `stop` reached the receiver).
+ */
 async function settle(c: Cluster, repo: ClusterRepo): Promise<void> {
-  const { rows } = await c.db.pool.query<{ id: number }>(
-    'SELECT s.id FROM sessions s JOIN suites su ON su.id = s.suite_id WHERE su.repo_id = $1',
-    [repo.id],
+  const accepted = (accepts.get(repo.id) ?? []).length;
+  const rows = await eventually(
+    `the ${accepted} triggers of repository ${repo.id} to be recorded`,
+    async () => {
+      const { rows } = await c.db.pool.query<{ id: number }>(
+        'SELECT s.id FROM sessions s JOIN suites su ON su.id = s.suite_id WHERE su.repo_id = $1',
+        [repo.id],
+      );
+      return rows.length >= accepted ? rows : undefined;
+    },
+    600_000,
   );
   const ids = new Set(rows.map((r) => Number(r.id)));
   await eventually(

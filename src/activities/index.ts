@@ -13,6 +13,7 @@ import { createCleanupActivity } from './cleanup';
 import { createDeliverActivity } from './delivery';
 import { createLivenessActivities } from './liveness';
 import { endSquashedSessions } from '../delivery/squashed';
+import { announceAll } from '../delivery/received';
 import { createPostActivities } from './post/activities';
 import { createSessionRecords } from './session/records';
 import type { ControlActivities, RunnerActivities } from './types';
@@ -40,6 +41,7 @@ export function createControlActivities(deps: ActivityDeps): ControlActivities {
     cleanUp: createCleanupActivity(deps),
     deliverWebhook: createDeliverActivity(deliverDeps),
     endSquashed: (batch) => endSquashedSessions({ ...deliverDeps, config: deps.config }, batch),
+    announceReceived: (sessionIds) => announceAll({ ...deliverDeps, config: deps.config }, sessionIds),
     postCommitStatus: createCommitStatusActivity({
       pool: deps.pool,
       secretKey: deps.config.secretKey,

@@ -10,6 +10,7 @@ import type { PostRetry, RetrySettings } from '../core/retry';
 import type { BuildTrust } from '../core/trust';
 import type { StatusPhase } from '../core/commitStatus';
 import type { OpenLanes, SquashedBatch } from '../core/squash';
+import type { Intake } from '../core/intake';
 import type { Counts, OutgoingPayload, Scm, SessionStatus, Timing } from '../core/types';
 
 /**
@@ -348,6 +349,10 @@ export interface ControlActivities {
   recordFinish(input: FinishInput): Promise<void>;
   /** The repository settings the suite's queue obeys, read when it picks the next session. */
   suiteSettings(suiteId: number): Promise<{ ciSquash: boolean }>;
+  /** Writes accepted triggers' records (db/intake.ts), idempotently; each session's id by its intake key. */
+  recordIntakes(intakes: Intake[]): Promise<[string, number][]>;
+  /** `received` of sessions just queued, one attempt per receiver; the sessions a receiver did not get it from. */
+  announceReceived(sessionIds: number[]): Promise<number[]>;
   /** The running session's workflow is gone without telling its suite: its record ends in error (activities/liveness.ts). */
   sessionGone(sessionId: number, workflowId: string): Promise<boolean>;
   /** Whether any runner polls this build queue. */

@@ -1,32 +1,27 @@
 /**
- * What becomes of a parsed trigger: the commit-selection rules (core/selection) decide, per
- * ref the delivery changed, whether it builds, is skipped or dropped; this records the outcome
- * and hands the builds to the orchestrator, all or nothing, in one transaction:
+ * What becomes of a parsed trigger (issue 26): the commit-selection rules decide, per ref the
+ * delivery changed, from what the API knows of the repository (api/triggerKnowledge.ts), and
+ * the plan (core/intake.ts) goes to Temporal before the answer. The API writes nothing:
  *
- * - branch rows are created, hidden (branch-delete) or shown again (push) as the rules say,
- *   whatever the decision (a blacklisted branch's row is left alone);
- * - when every ref is dropped nothing else is stored, and the caller answers 422 `DROPPED`;
- * - otherwise one ci_event records the delivery: `build` when any ref builds, else `skip`,
- *   with the reason (null for a plain build; for a delivery of several refs, the refs that
- *   were not built and why); each ref that builds gets a session, enqueued before COMMIT.
+ * - each ref that builds goes to its suite's workflow (signal-with-start, batched per suite:
+ *   temporal/enqueue.ts) with the ci_event and its session to record, and the suite records
+ *   them, then queues the session;
+ * - a delivery that builds nothing but leaves a record (a skip, a branch shown or hidden) goes
+ *   to the repository's intake workflow, which records it;
+ * - when every ref is dropped and no branch changes, nothing happens, and the caller answers
+ *   422 `DROPPED`.
  *
- * The enqueue runs inside the transaction, before COMMIT: if Temporal cannot take it, nothing
- * is stored and the caller hears 503 and may retry; once it has taken it, the rows commit. Two
- * gaps remain, both narrow: the suite workflow may ask for the session a moment before COMMIT
- * lands (its loadSession activity fails and is retried), and COMMIT (or, for a delivery of
- * several refs, a later enqueue) may fail after a successful enqueue (that session never
- * appears; at its turn its workflow's load keeps failing until its retries run out, then it
- * tells the suite it is done, and nothing is built).
+ * A trigger is accepted once Temporal holds it, PostgreSQL answering or not; its records follow
+ * within moments (at once, or when PostgreSQL is back). When Temporal cannot take it, the
+ * caller hears 503 and may retry. One gap remains, narrow: for a delivery of several refs, one
+ * suite may take its part before another refuses; the answer is then 503, yet that part builds.
  */
 import { randomUUID } from 'node:crypto';
-import type { Pool } from 'pg';
-import { addressesBranch, combineSelections, selectTrigger, triggerKind, type Selection } from '../core/selection';
-import type { EnqueueRequest, TriggerEvent } from '../core/types';
-import { findBranch, setBranchHidden } from '../db/branches';
-import { withTransaction } from '../db/transaction';
-import type { RepoRow } from '../db/repos';
-import { insertCiEvent, insertSession } from '../db/sessions';
-import { findSuiteForBranch, type SuiteRow } from '../db/suites';
+import { intakesOf, planDelivery, type EnqueueRequest, type Intake } from '../core/intake';
+import { addressesBranch, triggerKind } from '../core/selection';
+import type { TriggerEvent } from '../core/types';
+import type { TriggerTarget } from '../db/triggerKnowledge';
+import type { TriggerKnowledge } from './triggerKnowledge';
 
 export class EnqueueFailed extends Error {
   constructor(cause: unknown) {
@@ -34,82 +29,55 @@ export class EnqueueFailed extends Error {
   }
 }
 
+export interface IntakeDeps {
+  knowledge: TriggerKnowledge;
+  /** Hands a session (with its records) to its suite's queue. */
+  enqueue: (req: EnqueueRequest) => Promise<void>;
+  /** Hands a delivery that builds nothing to the repository's intake, to be recorded. */
+  intake: (intake: Intake) => Promise<void>;
+}
+
 export type Accepted =
   | { recorded: false; decision: 'drop'; reasons: string[] }
-  | { recorded: true; guid: string; decision: 'build' | 'skip'; reason: string | null; sessionIds: number[] };
+  | { recorded: true; guid: string; decision: 'build' | 'skip'; reason: string | null; sessions: number };
 
 export async function acceptTrigger(
-  pool: Pool,
-  enqueue: (req: EnqueueRequest) => Promise<void>,
-  delivery: { repo: RepoRow; provider: string; events: [TriggerEvent, ...TriggerEvent[]] },
+  deps: IntakeDeps,
+  delivery: { target: TriggerTarget; provider: string; events: [TriggerEvent, ...TriggerEvent[]] },
 ): Promise<Accepted> {
-  const { repo, provider, events } = delivery;
-  return withTransaction(pool, async (client) => {
-    const items: { event: TriggerEvent; suite: SuiteRow | undefined; selection: Selection }[] = [];
-    for (const event of events) {
-      const kind = triggerKind(event);
-      const suite = await findSuiteForBranch(client, repo.id, event.branch);
-      const branch = addressesBranch(kind) ? await findBranch(client, repo.id, event.branch) : null;
-      const selection = selectTrigger({
-        trigger: event,
-        repo: { pullRequestOnly: repo.pull_request_only, branchBlacklist: repo.branch_blacklist },
-        branch,
-        hasSuite: suite !== undefined,
-      });
-      items.push({ event, suite, selection });
-    }
-    // In name order, so two deliveries touching the same branches never wait on each other in a circle.
-    const updates = items
-      .filter((i) => i.selection.branchUpdate)
-      .sort((a, b) => (a.event.branch < b.event.branch ? -1 : a.event.branch > b.event.branch ? 1 : 0));
-    for (const { event, selection } of updates) {
-      await setBranchHidden(client, repo.id, event.branch, selection.branchUpdate!.hidden);
-    }
-
-    const combined = combineSelections(items.map((i) => ({ label: i.event.ref ?? i.event.branch, selection: i.selection })));
-    if (combined.decision === 'drop') {
-      return { recorded: false, decision: 'drop', reasons: items.map((i) => i.selection.reason ?? '') };
-    }
-
-    const primary = items.find((i) => i.selection.decision === 'build') ?? items.find((i) => i.selection.decision === 'skip')!;
-    const guid = randomUUID();
-    const ciEventId = await insertCiEvent(client, {
-      guid,
-      repoId: repo.id,
-      provider,
-      decision: combined.decision,
-      reason: combined.reason,
-      trigger: primary.event,
-    });
-
-    const sessionIds: number[] = [];
-    for (const { event, suite, selection } of items) {
-      if (selection.decision !== 'build') continue;
-      // selectTrigger builds only when a suite exists.
-      const s = suite!;
-      const sessionId = await insertSession(client, {
-        ciEventId,
-        suiteId: s.id,
-        branch: event.branch,
-        ref: event.ref ?? null,
-        head: event.head,
-        force: event.force,
-        profileName: event.profileName ?? 'default',
-        workers: s.workers,
-      });
-      try {
-        await enqueue({
-          suiteId: s.id,
-          sessionId,
-          queuePosition: event.queuePosition,
+  const { target, provider, events } = delivery;
+  const { repo } = target;
+  const branchNames = [...new Set(events.filter((e) => addressesBranch(triggerKind(e))).map((e) => e.branch))];
+  const branches = await deps.knowledge.branches(repo.id, branchNames);
+  const suites = new Map(target.suites.map((s) => [s.branch, s]));
+  const acceptedAt = Date.now();
+  const guid = randomUUID();
+  const plan = planDelivery(
+    { guid, provider, acceptedAt, events },
+    {
+      repo: { id: repo.id, pullRequestOnly: repo.pull_request_only, branchBlacklist: repo.branch_blacklist },
+      suiteFor: (branch) => suites.get(branch),
+      branchState: (name) => branches.get(name) ?? null,
+    },
+  );
+  const carried = intakesOf(plan, repo.id, acceptedAt);
+  try {
+    await Promise.all([
+      ...carried.suites.map(({ session, intake }) =>
+        deps.enqueue({
+          suiteId: session.suiteId,
+          intake,
+          queuePosition: session.queuePosition,
           repoLabel: `${repo.org_name}/${repo.name}`,
-          branch: event.branch,
-        });
-      } catch (err) {
-        throw new EnqueueFailed(err);
-      }
-      sessionIds.push(sessionId);
-    }
-    return { recorded: true, guid, decision: combined.decision, reason: combined.reason, sessionIds };
-  });
+          branch: session.branch,
+        }),
+      ),
+      ...(carried.repo ? [deps.intake(carried.repo)] : []),
+    ]);
+  } catch (err) {
+    throw new EnqueueFailed(err);
+  }
+  deps.knowledge.noteBranchUpdates(repo.id, plan.branchUpdates, acceptedAt);
+  if (plan.decision === 'drop') return { recorded: false, decision: 'drop', reasons: plan.reasons };
+  return { recorded: true, guid, decision: plan.decision, reason: plan.record.reason, sessions: plan.sessions.length };
 }

@@ -6,6 +6,7 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { ApiDeps } from './deps';
+import { pendingTriggers } from './pendingTriggers';
 import { requireAdmin } from './auth';
 import { HttpError, installErrorHandlers } from './http';
 import { observeHttp } from './httpMetrics';
@@ -56,7 +57,8 @@ function readJsonBodies(scope: FastifyInstance): void {
   });
 }
 
-export function buildApp(deps: ApiDeps): FastifyInstance {
+export function buildApp(given: ApiDeps): FastifyInstance {
+  const deps: ApiDeps = { ...given, pending: given.pending ?? pendingTriggers() };
   // Branch names may be 255 bytes (URL-encoded, more): Fastify's default cap on a path parameter is 100.
   const app = Fastify({ logger: loggerOptions(deps.log), bodyLimit: BODY_LIMIT, routerOptions: { maxParamLength: 1024 } });
   // Before any route: each request's span wraps its handler (tracing on only).

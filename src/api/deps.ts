@@ -4,11 +4,12 @@
  */
 import type { Pool } from 'pg';
 import type { Config } from '../config';
-import type { EnqueueRequest } from '../core/types';
+import type { EnqueueRequest, Intake } from '../core/intake';
 import type { WorkflowIds } from '../temporal/ids';
 import type { StopTarget } from '../temporal/stop';
-import type { Announce } from './announce';
 import type { ApiLogOptions } from './logging';
+import type { PendingTriggers } from './pendingTriggers';
+import type { TriggerKnowledge } from './triggerKnowledge';
 
 export interface HealthReport {
   ok: boolean;
@@ -19,17 +20,18 @@ export interface HealthReport {
 export interface ApiDeps {
   config: Config;
   pool: Pool;
-  /** Makes the build durable in the orchestrator; called inside the trigger's transaction. */
+  /** Hands a session (with its records to write, or recorded already) to its suite's queue in the orchestrator. */
   enqueue: (req: EnqueueRequest) => Promise<void>;
+  /** Hands a delivery that builds nothing to its repository's intake, to be recorded. */
+  intake: (intake: Intake) => Promise<void>;
+  /** What triggers are decided from, PostgreSQL answering or not (api/triggerKnowledge.ts). */
+  knowledge: TriggerKnowledge;
+  /** Triggers accepted here whose records may not be written yet (buildApp makes one when absent). */
+  pending?: PendingTriggers;
   /** Signals a session to stop; false when it is no longer running. Absent: 503 on stop. */
   stop?: (target: StopTarget, stoppedBy: string) => Promise<boolean>;
   /** Default: PostgreSQL only. */
   health?: () => Promise<HealthReport>;
-  /**
-   * Starts sending `received` of an accepted session (api/announce.ts); resolves when the
-   * trigger may be answered. Absent: the session workflow sends it (tests of the API alone).
-   */
-  announceReceived?: Announce;
   /** This installation's workflow ids, for links to the Temporal UI; none in tests without Temporal. */
   workflowIds?: WorkflowIds;
   /** Signals a workflow (a token runner's build telling its session something: api/routes/runnerApi.ts). Absent: 503 there. */

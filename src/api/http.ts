@@ -21,6 +21,8 @@ export class HttpError extends Error {
     readonly error: string,
     message: string,
     readonly field?: string,
+    /** A 503's `Retry-After`: when trying again makes sense. */
+    readonly options: { retryAfterSeconds?: number } = {},
   ) {
     super(message);
   }
@@ -41,6 +43,20 @@ export const conflict = (field: string, message: string): HttpError => new HttpE
  */
 export function databaseHttpError(err: unknown): HttpError | undefined {
   return foreignKeyViolation(err) ? new HttpError(404, 'not found', 'what this refers to no longer exists (deleted meanwhile)') : undefined;
+}
+
+/**
+ * Whether `err` says PostgreSQL is away (refused, restarting, shut down, the connection lost)
+ * rather than that the request was wrong or Sluice has a bug.
+ */
+export function databaseAway(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE'].includes(code)) return true;
+  // SQLSTATE 08 connection exceptions; 57P01-57P03 admin or crash shutdown, cannot connect now.
+  if (/^08...$/.test(code) || ['57P01', '57P02', '57P03'].includes(code)) return true;
+  const message = typeof e?.message === 'string' ? e.message : '';
+  return /^Connection terminated|connection timeout|timeout exceeded when trying to connect/i.test(message);
 }
 
 /** Parses a request body (or query) with zod; a failure is a 400 naming the first bad field. */
@@ -70,7 +86,15 @@ const FASTIFY_ERRORS: Record<string, { error: string; field?: string }> = {
 
 export function installErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
-    if (err instanceof HttpError) return reply.code(err.statusCode).send(err.body());
+    if (err instanceof HttpError) {
+      if (err.options.retryAfterSeconds !== undefined) reply.header('retry-after', String(err.options.retryAfterSeconds));
+      return reply.code(err.statusCode).send(err.body());
+    }
+    // A dependency away is no server error: the caller may try again (issue 26).
+    if (databaseAway(err)) {
+      request.log.warn({ err }, 'PostgreSQL does not answer');
+      return reply.code(503).header('retry-after', '5').send({ error: 'unavailable', message: 'the database does not answer; try again shortly' });
+    }
     const refused = databaseHttpError(err);
     if (refused) return reply.code(refused.statusCode).send(refused.body());
     const status = err.statusCode ?? 500;

@@ -9,19 +9,19 @@ import { migrate } from '../db/migrate';
 import { installationGauges } from '../db/gauges';
 import { createPool } from '../db/pool';
 import { setInstallationSource } from '../metrics/registry';
-import { createEnqueuer, signalSuite } from '../temporal/enqueue';
+import { createBatcher, createEnqueuer, signalIntake, signalSuite } from '../temporal/enqueue';
 import { loadWorkflowIds } from '../temporal/ids';
 import { startRoleMetrics } from '../temporal/metrics';
 import { prepareTemporal } from '../temporal/prepare';
 import { stopSession } from '../temporal/stop';
-import type { EnqueueRequest } from '../core/types';
+import type { EnqueueRequest, Intake } from '../core/intake';
 import { sessionAttributes } from '../tracing/attributes';
 import { startTracing } from '../tracing/setup';
 import { activeTraceparent, annotateActiveSpan } from '../tracing/spans';
 import { tracedClient } from '../tracing/temporal';
-import { announcer } from './announce';
 import { buildApp, type HealthReport } from './app';
 import { pingPostgres } from './routes/health';
+import { triggerKnowledge } from './triggerKnowledge';
 
 export interface RunningApi {
   /** Where it listens, e.g. `http://127.0.0.1:8080`. */
@@ -108,6 +108,13 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
     (reqs) => withTimeout(connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => signalSuite(client, config, ids, reqs)), ENQUEUE_TIMEOUT_MS),
     { timeoutMs: ENQUEUE_TIMEOUT_MS },
   );
+  const intake = createBatcher(
+    (i: Intake) => i.repoId,
+    (batch) => withTimeout(connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => signalIntake(client, config, ids, batch)), ENQUEUE_TIMEOUT_MS),
+    { timeoutMs: ENQUEUE_TIMEOUT_MS },
+  );
+  // Triggers are decided from it, PostgreSQL answering or not (issue 26).
+  const knowledge = triggerKnowledge(pool, { databaseUrl: config.databaseUrl, log: (msg, err) => options.log?.(`${msg}: ${(err as Error | undefined)?.message ?? ''}`) });
   const app = buildApp({
     config,
     pool,
@@ -121,11 +128,8 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
         ENQUEUE_TIMEOUT_MS,
       ),
     health,
-    announceReceived: announcer(
-      { pool, config, secretKey: config.secretKey, allow: config.webhookAllow, maxRetryAfterMs: config.webhookRetry.maximumIntervalMs },
-      client,
-      ids,
-    ),
+    intake,
+    knowledge,
     workflowIds: ids,
     signalWorkflow: (workflowId, name, payload) =>
       withTimeout(connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => client.workflow.getHandle(workflowId).signal(name, payload)), ENQUEUE_TIMEOUT_MS),
@@ -138,6 +142,7 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
   } catch (err) {
     stopPreparing.abort();
     stopGauges();
+    knowledge.close();
     await connection.close().catch(() => undefined);
     await pool.end();
     throw err;
@@ -149,6 +154,7 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
     async close() {
       stopPreparing.abort();
       stopGauges();
+      knowledge.close();
       await app.close();
       await tracing?.flush(); // the last requests' spans
       await connection.close().catch(() => undefined);
@@ -162,7 +168,8 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
  * it into its suite's queue: its workflow starts there later, in that trace (workflows/tracing.ts).
  */
 function inTriggerTrace(req: EnqueueRequest): EnqueueRequest {
-  annotateActiveSpan(sessionAttributes(req.sessionId));
+  // A rebuild's session is recorded already; a trigger's gets its id in the suite (the span names its guid).
+  if (req.sessionId !== undefined) annotateActiveSpan(sessionAttributes(req.sessionId));
   const traceparent = activeTraceparent();
   return traceparent === undefined ? req : { ...req, traceparent };
 }

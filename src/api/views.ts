@@ -302,6 +302,8 @@ export interface CiEventView {
   decision: string;
   reason: string | null;
   branch: string | null;
+  /** False while the trigger's records are on their way (accepted, not yet written). */
+  recorded: boolean;
   sessions: { session: number; status: string; url: string; commit_id: string | null; counts: Counts }[];
 }
 
@@ -316,6 +318,7 @@ export async function loadCiEventView(db: Db, config: Config, guid: string): Pro
     decision: event.decision,
     reason: event.reason,
     branch: event.branch,
+    recorded: true,
     sessions: sessions.map((s) => ({
       session: s.id,
       status: s.status,

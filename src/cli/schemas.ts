@@ -77,6 +77,8 @@ export const CiEvent = z.looseObject({
   decision: z.string(),
   reason: nullableString,
   branch: nullableString,
+  /** False while the trigger's records are on their way (absent from older servers: recorded). */
+  recorded: z.boolean().optional(),
   sessions: z.array(z.looseObject({ session: id, status: z.string(), url: z.string() })),
 });
 

@@ -80,19 +80,6 @@ export interface TriggerEvent {
  * `queuePosition` (workflows/signals.ts); workflow histories record that payload, so it keeps
  * its shape.
  */
-export interface EnqueueRequest {
-  suiteId: number;
-  sessionId: number;
-  queuePosition: 'tail' | 'head';
-  /** `org/repo`, for the Temporal UI. */
-  repoLabel: string;
-  branch: string;
-  /**
-   * The trigger's trace (a W3C traceparent) when tracing is on: the session waits in its
-   * suite's queue, and its workflow joins the trace of the request that asked for it.
-   */
-  traceparent?: string;
-}
 
 export const TEST_STATUSES = ['passed', 'failed', 'error', 'skipped'] as const;
 export type TestStatus = (typeof TEST_STATUSES)[number];

@@ -1,11 +1,11 @@
 /**
- * `received`, sent by the API the moment a trigger is accepted, before any workflow has run:
- * a queued session's workflow starts only at its turn (workflows/suite.ts), and `received` is
- * the event a receiver watches to know its trigger arrived.
+ * `received`, sent the moment a trigger's session is recorded and queued, by its suite beside
+ * the queue (workflows/suite.ts): a queued session's workflow starts only at its turn, and
+ * `received` is the event a receiver watches to know its trigger arrived.
  *
  * One attempt per active webhook, claimed first and logged like any other (firstAttempt.ts).
  * The session workflow's delivery lane sends `received` again only if this attempt did not
- * deliver it, so `start` still follows `received` at every receiver, and an API that dies
+ * deliver it, so `start` still follows `received` at every receiver, and a worker that dies
  * mid-send loses nothing: its claim is taken over.
  */
 import { randomUUID } from 'node:crypto';
@@ -42,4 +42,28 @@ export async function announceReceived(deps: DeliverDeps & { config: Config }, s
     ),
   );
   return { suiteId: ctx.suiteId, settled: outcomes.every((o) => o === 'settled') };
+}
+
+/** Sessions at once at most: a burst's `received` go out a few at a time. */
+const ANNOUNCE_CONCURRENCY = 8;
+
+/**
+ * `received` of each session (announceReceived), a few at a time; the sessions whose `received`
+ * a receiver still needs (or whose context could not be read), for their lanes to send.
+ */
+export async function announceAll(deps: DeliverDeps & { config: Config }, sessionIds: readonly number[]): Promise<number[]> {
+  const unsettled: number[] = [];
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < sessionIds.length; i = next++) {
+      const id = sessionIds[i]!;
+      const done = await announceReceived(deps, id).then(
+        (a) => a.settled,
+        () => false,
+      );
+      if (!done) unsettled.push(id);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(ANNOUNCE_CONCURRENCY, sessionIds.length) }, worker));
+  return unsettled;
 }

@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
-import type { EnqueueRequest } from '../core/types';
-import { enqueueManySignal, retryReceivedSignal, type SuiteWorkflowInput, type WorkflowIds } from '../workflows/signals';
+import type { EnqueueRequest, Intake } from '../core/intake';
+import { enqueueManySignal, recordManySignal, type SuiteWorkflowInput, type WorkflowIds } from '../workflows/signals';
 import { SluiceBranch, SluiceRepo } from './searchAttributes';
 
 /** Sessions per signal at most: a signal's payload stays small. */
@@ -15,13 +15,6 @@ export interface EnqueueOptions {
   timeoutMs?: number;
 }
 
-interface Waiter {
-  req: EnqueueRequest;
-  resolve(): void;
-  reject(err: unknown): void;
-  gone: boolean;
-}
-
 /**
  * Hands sessions to their suite workflow, starting the suite if it is not running. Durable once
  * the promise resolves: Temporal holds the signal even if every worker is down.
@@ -32,23 +25,34 @@ interface Waiter {
  * instead of one per trigger. Each caller hears how its own batch went.
  */
 export function createEnqueuer(send: SendBatch, opts: EnqueueOptions = {}): (req: EnqueueRequest) => Promise<void> {
+  return createBatcher((req) => req.suiteId, send, opts);
+}
+
+/** Group commit of anything sent in batches per key (a suite's queue, a repository's intake). */
+export function createBatcher<T>(keyOf: (item: T) => number, send: (batch: [T, ...T[]]) => Promise<void>, opts: EnqueueOptions = {}): (item: T) => Promise<void> {
+  interface Waiter {
+    req: T;
+    resolve(): void;
+    reject(err: unknown): void;
+    gone: boolean;
+  }
   const queues = new Map<number, Waiter[]>();
 
-  async function drain(suiteId: number, queue: Waiter[]): Promise<void> {
+  async function drain(key: number, queue: Waiter[]): Promise<void> {
     for (;;) {
       const batch = queue.splice(0, MAX_BATCH).filter((w) => !w.gone);
       if (batch.length === 0) break;
       try {
-        await send(batch.map((w) => w.req) as [EnqueueRequest, ...EnqueueRequest[]]);
+        await send(batch.map((w) => w.req) as [T, ...T[]]);
         for (const w of batch) w.resolve();
       } catch (err) {
         for (const w of batch) w.reject(err);
       }
     }
-    queues.delete(suiteId);
+    queues.delete(key);
   }
 
-  return (req) =>
+  return (req: T) =>
     new Promise<void>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
       const waiter: Waiter = {
@@ -65,14 +69,15 @@ export function createEnqueuer(send: SendBatch, opts: EnqueueOptions = {}): (req
           reject(new Error(`no answer within ${opts.timeoutMs} ms`));
         }, opts.timeoutMs);
       }
-      const queue = queues.get(req.suiteId);
+      const key = keyOf(req);
+      const queue = queues.get(key);
       if (queue) {
         queue.push(waiter);
         return;
       }
       const fresh = [waiter];
-      queues.set(req.suiteId, fresh);
-      void drain(req.suiteId, fresh);
+      queues.set(key, fresh);
+      void drain(key, fresh);
     });
 }
 
@@ -86,7 +91,13 @@ export async function signalSuite(client: Client, config: Config, ids: WorkflowI
     taskQueue: config.taskQueue,
     args: [input],
     signal: enqueueManySignal,
-    signalArgs: [reqs.map((r) => ({ sessionId: r.sessionId, queuePosition: r.queuePosition, ...(r.traceparent ? { traceparent: r.traceparent } : {}) }))],
+    signalArgs: [
+      reqs.map((r) => ({
+        ...(r.intake ? { intake: r.intake } : { sessionId: r.sessionId }),
+        queuePosition: r.queuePosition,
+        ...(r.traceparent ? { traceparent: r.traceparent } : {}),
+      })),
+    ],
     staticSummary: label,
     typedSearchAttributes: [
       { key: SluiceRepo, value: first.repoLabel },
@@ -95,7 +106,15 @@ export async function signalSuite(client: Client, config: Config, ids: WorkflowI
   });
 }
 
-/** Asks the suite to start a queued session's workflow now: a receiver did not get its `received`. */
-export async function retryReceived(client: Client, ids: WorkflowIds, suiteId: number, sessionId: number): Promise<void> {
-  await client.workflow.getHandle(ids.suite(suiteId)).signal(retryReceivedSignal, { sessionId });
+/** One signal-with-start of a repository's intake workflow, carrying `intakes` (all of that repository) in order. */
+export async function signalIntake(client: Client, config: Config, ids: WorkflowIds, intakes: [Intake, ...Intake[]]): Promise<void> {
+  const repoId = intakes[0].repoId;
+  await client.workflow.signalWithStart('intakeWorkflow', {
+    workflowId: ids.intake(repoId),
+    taskQueue: config.taskQueue,
+    args: [{ repoId }],
+    signal: recordManySignal,
+    signalArgs: [intakes],
+    staticSummary: `repository ${repoId}: records of triggers that build nothing`,
+  });
 }

@@ -4,6 +4,8 @@
  * carry ids and names only: never a token, a URL, a payload or a webhook body.
  */
 
+/** The guid a trigger was answered with (its sessions are recorded after the answer). */
+export const TRIGGER_GUID = 'sluice.trigger.guid';
 /** A session's id (Sluice's own name for it). */
 export const SESSION_ID = 'sluice.session.id';
 /** OpenTelemetry's CI/CD semantic conventions: one run of a pipeline, which a session is. */

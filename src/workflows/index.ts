@@ -3,3 +3,4 @@ export { suiteWorkflow } from './suite';
 export { sessionWorkflow } from './session';
 export { squashedWorkflow } from './squashed';
 export { cleanupWorkflow } from './cleanup';
+export { intakeWorkflow } from './intake';

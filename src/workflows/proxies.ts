@@ -1,5 +1,5 @@
 /**
- * Activity proxies of the session workflow, with the timeouts and retry policies each kind of
+ * Activity proxies of the session workflow (and the suite's intake), with the timeouts and retry policies each kind of
  * work needs. Workflow code only.
  */
 import { ActivityCancellationType, proxyActivities, proxyLocalActivities, type RetryPolicy } from '@temporalio/workflow';
@@ -13,10 +13,15 @@ import type { RetrySettings } from '../core/retry';
  */
 export const records = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
-  // Bounded: the API commits the session row just after it enqueues, so a first loadSession may
-  // find nothing yet (retried within milliseconds); a row that never appears (the commit
-  // failed) ends the workflow instead.
+  // Bounded: a record that cannot be read for minutes (PostgreSQL away that long) ends the
+  // workflow instead.
   retry: { initialInterval: '50 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 20 },
+});
+
+/** The records of accepted triggers (suite.ts, intake.ts): tried until PostgreSQL answers, however long it is away. */
+export const intakeRecords = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds' },
 });
 
 /**

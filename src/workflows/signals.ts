@@ -7,13 +7,17 @@ import type { FirstFailure, WorkersReady } from '../activities/types';
 import type { BuildSetup } from '../core/buildSetup';
 import type { ResolvedProfile } from '../core/profiles';
 import { FIRST_FAIL_SIGNAL, WORKERS_READY_SIGNAL } from '../core/signalNames';
-import type { EnqueueRequest as BuildEnqueueRequest, Counts, SessionStatus } from '../core/types';
+import type { EnqueueRequest as BuildEnqueueRequest, Intake } from '../core/intake';
+import type { Counts, SessionStatus } from '../core/types';
 
 /**
  * The `enqueue` signal's payload: the part of core's EnqueueRequest the suite needs (recorded in histories: keep its shape).
  * `traceparent` is there only when tracing is on, and only its interceptor reads it (workflows/tracing.ts).
  */
-export type EnqueueRequest = Pick<BuildEnqueueRequest, 'sessionId' | 'queuePosition' | 'traceparent'>;
+export type EnqueueRequest = Pick<BuildEnqueueRequest, 'sessionId' | 'intake' | 'queuePosition' | 'traceparent'>;
+
+/** API → a repository's intake workflow: deliveries that build nothing, to record in order. */
+export type IntakeRequest = Intake;
 
 export interface SuiteWorkflowInput {
   suiteId: number;
@@ -61,6 +65,8 @@ export interface PlanPart {
   setup?: BuildSetup;
 }
 
+/** API → repository intake: deliveries that build nothing but leave records (workflows/intake.ts). */
+export const recordManySignal = defineSignal<[IntakeRequest[]]>('recordMany');
 /** API → suite: a new session joins the suite's queue. */
 export const enqueueSignal = defineSignal<[EnqueueRequest]>('enqueue');
 /** API → suite: sessions that arrived together join the queue, in this order (one call for many triggers). */
@@ -106,6 +112,8 @@ export interface WorkflowIds {
   session(sessionId: number): string;
   /** The first session of the batch names it: a session is squashed once. */
   squashed(sessionIds: number[]): string;
+  /** A repository's intake: the records of deliveries that build nothing. */
+  intake(repoId: number): string;
 }
 
 export function workflowIds(installation: string): WorkflowIds {
@@ -115,6 +123,7 @@ export function workflowIds(installation: string): WorkflowIds {
     suite: (suiteId) => `${prefix}-suite-${suiteId}`,
     session: (sessionId) => `${prefix}-session-${sessionId}`,
     squashed: (sessionIds) => `${prefix}-squashed-${sessionIds[0]}`,
+    intake: (repoId) => `${prefix}-intake-${repoId}`,
   };
 }
 
@@ -136,6 +145,7 @@ const legacyIds: WorkflowIds = {
   suite: (suiteId) => `suite-${suiteId}`,
   session: (sessionId) => `session-${sessionId}`,
   squashed: (sessionIds) => `squashed-${sessionIds[0]}`,
+  intake: (repoId) => `intake-${repoId}`,
 };
 
 /** The ids of the installation the running workflow belongs to (workflow code: it knows its own id). */

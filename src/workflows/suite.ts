@@ -4,7 +4,11 @@
  * at its turn (started with its turn given), when a newer one squashes it (a batch of them ends
  * in one squashedWorkflow), when it is stopped, or when its `received` must be retried. A burst
  * of triggers thus costs the suite one signal each and nothing more until the queue moves.
- * (`received` itself goes out from the API: delivery/received.ts.)
+ *
+ * A trigger arrives with its records still to write (issue 26: the API answers without
+ * PostgreSQL): the suite writes them (the ci_event and the session, one local activity for all
+ * that arrived together, retried until PostgreSQL answers), queues the sessions by the ids they
+ * got, and sends their `received` beside the queue (an activity it does not wait for).
  */
 import {
   condition,
@@ -12,6 +16,7 @@ import {
   getExternalWorkflowHandle,
   log,
   ParentClosePolicy,
+  proxyActivities,
   proxyLocalActivities,
   setHandler,
   startChild,
@@ -37,6 +42,7 @@ import {
   type SuiteWorkflowInput,
 } from './signals';
 import { failureMessage, now } from './status';
+import { intakeRecords } from './proxies';
 
 /** Continue-as-new well before Temporal would suggest it; a suite can live for years. */
 const MAX_HISTORY_EVENTS = 2_000;
@@ -57,6 +63,12 @@ const liveness = proxyLocalActivities<Activities>({
   retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 3 },
 });
 
+/** `received` of sessions just queued: one attempt per receiver (the session's lane retries). */
+const announcing = proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 5 },
+});
+
 export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
   const ids = idsOf(workflowInfo().workflowId);
   const waiting: number[] = [...(input.waiting ?? [])];
@@ -68,6 +80,7 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
   const arrived: EnqueueRequest[] = [];
   const toWake: number[] = [];
   const toStop: { sessionId: number; stoppedBy: string }[] = [];
+  const announcements = new Set<Promise<void>>();
 
   setHandler(enqueueSignal, (req) => void arrived.push(req));
   setHandler(enqueueManySignal, (reqs) => void arrived.push(...reqs));
@@ -105,14 +118,23 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
     }
 
     if (arrived.length > 0) {
+      const reqs = arrived.splice(0);
+      const intakes = reqs.flatMap((req) => (req.intake ? [req.intake] : []));
+      const recorded = new Map(intakes.length > 0 ? await intakeRecords.recordIntakes(intakes) : []);
       const seen = new Set<number>(waiting);
       if (running !== null) seen.add(running);
-      const batch = arrived.splice(0).filter((req) => !seen.has(req.sessionId) && seen.add(req.sessionId)); // a repeated signal
-      for (const req of batch) {
-        queuedAt.set(req.sessionId, now());
-        if (req.queuePosition === 'head') waiting.unshift(req.sessionId);
-        else waiting.push(req.sessionId);
+      const fresh: number[] = [];
+      for (const req of reqs) {
+        // No id: its suite was removed after the trigger was accepted.
+        const sessionId = req.sessionId ?? recorded.get(req.intake?.sessions[0]?.key ?? '');
+        if (sessionId === undefined || seen.has(sessionId)) continue; // or a repeated signal
+        seen.add(sessionId);
+        queuedAt.set(sessionId, now());
+        if (req.queuePosition === 'head') waiting.unshift(sessionId);
+        else waiting.push(sessionId);
+        if (req.intake) fresh.push(sessionId);
       }
+      if (fresh.length > 0) announce(fresh);
     }
 
     if (toStop.length > 0) await Promise.all(toStop.splice(0).map(stopOne));
@@ -143,8 +165,29 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
     // Signals that arrive while continuing are not lost: Temporal refuses to close the run while
     // it has unhandled signals, and replays this loop with them first.
     if (historyIsLong(input.historyLimit) && arrived.length === 0 && toWake.length === 0 && toStop.length === 0) {
+      // A `received` still going out is not left behind (its failures wake sessions).
+      if (announcements.size > 0) {
+        await Promise.all(announcements);
+        continue;
+      }
       await continueAsNew<typeof suiteWorkflow>({ ...input, waiting, running, started: [...started], queuedAt: [...queuedAt] });
     }
+  }
+
+  /**
+   * Sends `received` of the sessions just queued, beside the queue: a receiver that did not get
+   * it at once has its session's workflow started now, whose delivery lane retries on schedule.
+   */
+  function announce(sessionIds: number[]): void {
+    const sent: Promise<void> = announcing.announceReceived(sessionIds).then(
+      (unsettled) => void toWake.push(...unsettled),
+      (err: unknown) => {
+        log.warn('`received` not sent; the sessions will send it', { sessions: sessionIds, error: failureMessage(err) });
+        toWake.push(...sessionIds);
+      },
+    );
+    announcements.add(sent);
+    void sent.finally(() => announcements.delete(sent));
   }
 
   /** The running session's workflow is gone without a word: its record ends in error (the activity), and the queue goes on. */

@@ -22,6 +22,8 @@ import {
 import type {
   Next,
   SignalInput,
+  ActivityInput,
+  LocalActivityInput,
   StartChildWorkflowExecutionInput,
   WorkflowInboundCallsInterceptor,
   WorkflowInterceptors,
@@ -32,24 +34,26 @@ import { enqueueManySignal, enqueueSignal, type EnqueueRequest, type SessionWork
 
 /** Called by the SDK for each workflow it runs: the map is that workflow's own. */
 export const interceptors = (): WorkflowInterceptors => {
-  const triggers = new Map<number, Context>();
+  /** By session id, or by intake key until the suite has recorded the session (and knows its id). */
+  const triggers = new Map<number | string, Context>();
   return {
     // The first is the outermost: Sluice's inbound runs inside OpenTelemetry's signal span;
     // its outbound wraps OpenTelemetry's, so the child's span is made in the trigger's context.
     inbound: [new OpenTelemetryInboundInterceptor(), new TriggerContexts(triggers)],
-    outbound: [new SessionInTriggerTrace(triggers), new OpenTelemetryOutboundInterceptor(), new SessionOnStartSpan()],
+    outbound: [new SessionInTriggerTrace(triggers), new IntakeRecorded(triggers), new OpenTelemetryOutboundInterceptor(), new SessionOnStartSpan()],
     internals: [new OpenTelemetryInternalsInterceptor()],
   };
 };
 
 /** Keeps each enqueued session's trigger context until its workflow starts. */
 class TriggerContexts implements WorkflowInboundCallsInterceptor {
-  constructor(private readonly triggers: Map<number, Context>) {}
+  constructor(private readonly triggers: Map<number | string, Context>) {}
 
   async handleSignal(input: SignalInput, next: Next<WorkflowInboundCallsInterceptor, 'handleSignal'>): Promise<void> {
     const reqs = enqueued(input);
     for (const req of reqs) {
-      if (typeof req?.traceparent === 'string') this.triggers.set(req.sessionId, propagation.extract(ROOT_CONTEXT, { traceparent: req.traceparent }));
+      const key = req?.sessionId ?? req?.intake?.sessions[0]?.key;
+      if (typeof req?.traceparent === 'string' && key !== undefined) this.triggers.set(key, propagation.extract(ROOT_CONTEXT, { traceparent: req.traceparent }));
     }
     // A signal about one session (enqueue, buildDone, stopQueued, ...): its span names it.
     const about = reqs.length > 0 ? (reqs.length === 1 ? reqs[0] : undefined) : (input.args[0] as { sessionId?: unknown } | undefined);
@@ -64,9 +68,27 @@ function enqueued(input: SignalInput): EnqueueRequest[] {
   return [];
 }
 
+/** Once the suite has recorded its sessions, their trigger contexts go by session id. */
+class IntakeRecorded implements WorkflowOutboundCallsInterceptor {
+  constructor(private readonly triggers: Map<number | string, Context>) {}
+
+  async scheduleLocalActivity(input: LocalActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleLocalActivity'>): Promise<unknown> {
+    const result = await next(input);
+    if (input.activityType === 'recordIntakes' && Array.isArray(result)) {
+      for (const [key, sessionId] of result as [string, number][]) {
+        const trigger = this.triggers.get(key);
+        if (trigger === undefined) continue;
+        this.triggers.delete(key);
+        this.triggers.set(sessionId, trigger);
+      }
+    }
+    return result;
+  }
+}
+
 /** Starts a session's workflow in its trigger's trace, when the trigger was traced. */
 class SessionInTriggerTrace implements WorkflowOutboundCallsInterceptor {
-  constructor(private readonly triggers: Map<number, Context>) {}
+  constructor(private readonly triggers: Map<number | string, Context>) {}
 
   startChildWorkflowExecution(
     input: StartChildWorkflowExecutionInput,
@@ -77,6 +99,13 @@ class SessionInTriggerTrace implements WorkflowOutboundCallsInterceptor {
     if (trigger === undefined) return next(input);
     this.triggers.delete(sessionId!);
     return context.with(trigger, () => next(input));
+  }
+
+  /** `received` of sessions just queued goes out in the trace of the first of their triggers that was traced. */
+  scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>): Promise<unknown> {
+    if (input.activityType !== 'announceReceived' || !Array.isArray(input.args[0])) return next(input);
+    const trigger = (input.args[0] as number[]).map((id) => this.triggers.get(id)).find((c) => c !== undefined);
+    return trigger === undefined ? next(input) : context.with(trigger, () => next(input));
   }
 }
 

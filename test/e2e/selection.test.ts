@@ -47,7 +47,7 @@ function accepted(res: { status: number; text: string }): { guid: string; status
   return body;
 }
 
-async function status(uri: string): Promise<{ decision: string; reason: string | null; sessions: { session: number; status: string }[] }> {
+async function status(uri: string): Promise<{ decision: string; reason: string | null; recorded: boolean; sessions: { session: number; status: string }[] }> {
   return (await (await fetch(uri)).json()) as never;
 }
 
@@ -127,12 +127,14 @@ describe('branch hiding', () => {
 
     const deleted = accepted(await github(repo, 'delete', deleteHook('feature')));
     expect(await status(deleted.status_uri)).toMatchObject({ decision: 'skip', reason: 'branch "feature" deleted: nothing to build; branch hidden', sessions: [] });
+    // Recorded a moment after the answer, by the repository's intake workflow (issue 26).
+    await eventually('the delete to be recorded', async () => (await status(deleted.status_uri)).recorded);
     expect(await branch(repo, 'feature')).toMatchObject({ hidden: true });
     expect(await sessionsOf(repo)).toBe(0);
 
     const head = await pushCommit(repo.bare, { 'tests/ok_test.sh': script('echo back') }, 'Bring feature back', 'feature');
     const pushed = accepted(await github(repo, 'push', { ...pushHook('feature', head, 'Bring feature back'), created: true, before: '0'.repeat(40) }));
-    expect(await branch(repo, 'feature')).toMatchObject({ hidden: false });
+    await eventually('the push to show the branch again', async () => (await branch(repo, 'feature'))?.hidden === false);
     const built = await eventually('the feature build to finish', async () => {
       const s = await status(pushed.status_uri);
       return s.sessions[0]?.status === 'passed' ? s : undefined;

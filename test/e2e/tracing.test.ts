@@ -3,7 +3,8 @@
  * runner, each its own process from dist/, export to a real OTLP/HTTP receiver on loopback. One
  * trigger, carrying a traceparent of its caller's, makes one trace: the trigger's HTTP span, the
  * suite's and the session's workflow spans, the runner's activity spans and the webhook
- * deliveries, each naming the session. With no endpoint set nothing is exported at all.
+ * deliveries, each naming the session (the request's span names the trigger's guid: its session
+ * is recorded after the answer). With no endpoint set nothing is exported at all.
  */
 import { startCluster, type Cluster } from '../support/cluster';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlpReceiver';
@@ -52,6 +53,7 @@ describe('with an OTLP endpoint', () => {
           has('sluice-api', 'POST /1/:provider/:key'),
           has('sluice-worker', 'RunWorkflow:sessionWorkflow'),
           has('sluice-worker', 'deliver stop'),
+          has('sluice-worker', 'deliver received'),
           has('sluice-runner', 'RunActivity:runLane'),
         ].every((p) => p(all)),
       ),
@@ -67,8 +69,8 @@ describe('with an OTLP endpoint', () => {
     expect(named('sluice-worker', 'StartChildWorkflow:sessionWorkflow')).toHaveLength(1);
     expect(spans.some((s) => s.service === 'sluice-worker' && s.name === 'RunActivity:deliverWebhook')).toBe(true);
     expect(named('sluice-runner', 'RunActivity:checkout').length).toBeGreaterThanOrEqual(1);
-    // `received` goes out from the API, in the request's trace; the others from the worker.
-    expect(named('sluice-api', 'deliver received')).toHaveLength(1);
+    // `received` goes out from the worker once the suite has recorded the session, in the request's trace.
+    expect(named('sluice-worker', 'deliver received')).toHaveLength(1);
     // The runner's signal to the session (every lane set up) goes in the trace too.
     expect(named('sluice-worker', 'HandleSignal:workersReady')[0]).toMatchObject({ attributes: { 'sluice.session.id': session } });
     expect(named('sluice-worker', 'deliver stop')[0]).toMatchObject({ attributes: { 'sluice.delivery.outcome': 'delivered', 'http.response.status_code': 200 } });
@@ -83,7 +85,9 @@ describe('with an OTLP endpoint', () => {
         String(s.attributes.workflowId ?? s.attributes.temporalWorkflowId ?? '').includes('-session-'),
     );
     expect(sessionWork.length).toBeGreaterThanOrEqual(6);
-    for (const s of [request!, ...sessionWork]) {
+    // The request is answered before its session is recorded: its span names the trigger's guid.
+    expect(request!.attributes['sluice.trigger.guid']).toEqual(expect.stringMatching(/^[0-9a-f-]{36}$/));
+    for (const s of sessionWork) {
       expect({ span: s.name, attributes: s.attributes }).toMatchObject({ attributes: { 'sluice.session.id': session, 'cicd.pipeline.run.id': String(session) } });
     }
 

@@ -12,6 +12,7 @@ import type { ApiDeps } from '../../src/api/app';
 import { stopAndRemove } from '../../src/api/remove';
 import type { StopTarget } from '../../src/temporal/stop';
 import { seedRepo, startApiHarness, type ApiHarness } from '../support/apiApp';
+import { triggerKnowledge } from '../../src/api/triggerKnowledge';
 
 type StopMode = 'end' | 'ignore' | 'orphan' | 'fail';
 let mode: StopMode = 'end';
@@ -224,7 +225,14 @@ describe('DELETE /api/v1/orgs/:org', () => {
 });
 
 describe('stopAndRemove', () => {
-  const deps = (): ApiDeps => ({ config: h.config, pool: h.db.pool, enqueue: async () => undefined, stop: async () => true });
+  const deps = (): ApiDeps => ({
+    config: h.config,
+    pool: h.db.pool,
+    knowledge: triggerKnowledge(h.db.pool),
+    enqueue: async () => undefined,
+    intake: async () => undefined,
+    stop: async () => true,
+  });
 
   it('409 when a build has not ended in time: nothing deleted, and the message says how to go on', async () => {
     const { repo } = await seedRepo(h);

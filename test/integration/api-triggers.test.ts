@@ -234,6 +234,7 @@ describe('status and reports', () => {
       decision: 'build',
       reason: null,
       branch: 'dev',
+      recorded: true,
       sessions: [
         {
           session,
@@ -360,6 +361,6 @@ describe('logs', () => {
     expect(logs).not.toMatch(/token=[0-9a-f]{32}/);
     for (const k of KEYS) expect(logs).not.toContain(k);
     expect(logs).not.toContain(h.config.adminToken);
-    expect(logs).toContain('enqueue failed');
+    expect(logs).toContain('trigger refused: it could not be handed to Temporal');
   });
 });

@@ -1,7 +1,8 @@
 /**
  * The API on a throwaway database, listening on loopback. Temporal is not part of the
- * integration project, so `enqueue` is a recording stand-in (it can be told to fail); the e2e
- * project runs the API against the real enqueue and a real Temporal.
+ * integration project, so `enqueue` and `intake` are stand-ins (they can be told to fail) that
+ * record what they are handed at once, as the workflows would a moment later; the e2e project
+ * runs the API against the real ones and a real Temporal.
  *
  * Requests go over real HTTP rather than `app.inject`: inject loads light-my-request, which
  * requires the ESM-only `cookie@2`, and jest cannot load that on Node 20. node:http (not fetch)
@@ -11,9 +12,13 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, type ApiDeps, type HealthReport } from '../../src/api/app';
-import type { EnqueueRequest } from '../../src/core/types';
+import type { EnqueueRequest, Intake } from '../../src/core/intake';
 import type { Config } from '../../src/config';
 import { createTestDatabase, type TestDatabase } from './db';
+import { recordIntakes } from '../../src/db/intake';
+import { migrate } from '../../src/db/migrate';
+import { createPool } from '../../src/db/pool';
+import { triggerKnowledge, type TriggerKnowledge } from '../../src/api/triggerKnowledge';
 
 export interface RequestOptions {
   method: string;
@@ -38,8 +43,12 @@ export interface ApiHarness {
   request(opts: RequestOptions): Promise<Response>;
   db: TestDatabase;
   config: Config;
-  /** Every enqueue call, in order. */
-  enqueued: EnqueueRequest[];
+  /** Every session queued, in order (recorded: it has its id). */
+  enqueued: (Omit<EnqueueRequest, 'intake'> & { sessionId: number })[];
+  /** What the API decides triggers from. */
+  knowledge: TriggerKnowledge;
+  /** With `records: 'held'`: what the API handed over, in order, not recorded. */
+  handed: Intake[];
   /** Makes every following enqueue throw this (or succeed again with null). */
   failEnqueue(err: Error | null): void;
   /** What /healthz reports. */
@@ -55,8 +64,19 @@ export interface ApiHarness {
  * `config` overrides parts of the configuration (webhookAllow, say, to send to loopback
  * receivers); `stop` stands in for stopping builds in Temporal (none by default: 503).
  */
-export async function startApiHarness(opts: { config?: Partial<Config>; stop?: ApiDeps['stop'] } = {}): Promise<ApiHarness> {
-  const db = await createTestDatabase('sluice_api');
+export async function startApiHarness(
+  opts: {
+    config?: Partial<Config>;
+    stop?: ApiDeps['stop'];
+    /** A database of the test's own (migrated here) instead of a fresh one on the shared server. */
+    databaseUrl?: string;
+    /** `held`: what the API hands over is kept in `handed`, recorded by nobody (the test records it when it likes). */
+    records?: 'at once' | 'held';
+    /** False: start without touching the database (it may be away). */
+    migrate?: boolean;
+  } = {},
+): Promise<ApiHarness> {
+  const db = opts.databaseUrl ? await ownDatabase(opts.databaseUrl, opts.migrate ?? true) : await createTestDatabase('sluice_api');
   const config: Config = {
     databaseUrl: db.url,
     temporalAddress: '127.0.0.1:1',
@@ -75,17 +95,44 @@ export async function startApiHarness(opts: { config?: Partial<Config>; stop?: A
     webhookAllow: [],
     ...opts.config,
   };
-  const enqueued: EnqueueRequest[] = [];
+  const enqueued: ApiHarness['enqueued'] = [];
+  const handed: Intake[] = [];
   const logs: string[] = [];
   let enqueueError: Error | null = null;
   let health: HealthReport | null = null;
 
+  // Temporal's part, done at once: the suite's workflow records a trigger it is handed, then
+  // queues its session (workflows/suite.ts); the repository's intake records the rest.
+  const knowledge = triggerKnowledge(db.pool, { databaseUrl: db.url });
+  // As the workflows' activity: a failed write is tried again (a repository deleted meanwhile
+  // fails the first and leaves nothing on the next).
+  const recorded = async (intake: Intake): Promise<Map<string, number>> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await recordIntakes(db.pool, [intake]);
+      } catch (err) {
+        if (attempt >= 3) throw err;
+      }
+    }
+  };
   const app = buildApp({
     config,
     pool: db.pool,
-    enqueue: async (req) => {
+    knowledge,
+    enqueue: async ({ intake, ...req }) => {
       if (enqueueError) throw enqueueError;
-      enqueued.push(req);
+      if (opts.records === 'held') {
+        if (intake) handed.push(intake);
+        return;
+      }
+      const ids = intake ? await recorded(intake) : new Map<string, number>();
+      const sessionId = req.sessionId ?? ids.get(intake?.sessions[0]?.key ?? '');
+      if (sessionId !== undefined) enqueued.push({ ...req, sessionId });
+    },
+    intake: async (intake) => {
+      if (enqueueError) throw enqueueError;
+      if (opts.records === 'held') handed.push(intake);
+      else await recorded(intake);
     },
     health: async () => health ?? { ok: true, missing: [] },
     stop: opts.stop,
@@ -101,6 +148,8 @@ export async function startApiHarness(opts: { config?: Partial<Config>; stop?: A
     db,
     config,
     enqueued,
+    handed,
+    knowledge,
     logs,
     failEnqueue: (err) => {
       enqueueError = err;
@@ -110,6 +159,7 @@ export async function startApiHarness(opts: { config?: Partial<Config>; stop?: A
     },
     admin: (method, path, body) => request({ method, url: path, headers: { authorization: `Bearer ${config.adminToken}` }, payload: body }),
     async close() {
+      knowledge.close();
       await app.close();
       await db.drop();
     },
@@ -141,6 +191,12 @@ function send(base: string, opts: RequestOptions): Promise<Response> {
 }
 
 /** Creates an org, a repository and suites for `branches`; returns the repository as the API shows it. */
+async function ownDatabase(url: string, migrated: boolean): Promise<TestDatabase> {
+  const pool = createPool(url);
+  if (migrated) await migrate(pool);
+  return { url, pool, drop: () => pool.end() };
+}
+
 export async function seedRepo(
   h: ApiHarness,
   opts: { org?: string; repo?: string; scm?: 'git' | 'hg'; branches?: string[] } = {},

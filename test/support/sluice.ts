@@ -15,10 +15,11 @@ import type { Config, WebhookRetry } from '../../src/config';
 import type { PostRetry } from '../../src/core/retry';
 import { createPool, type Pool } from '../../src/db/pool';
 import { freePort } from '../../src/temporal/devServer';
-import { createEnqueuer, signalSuite } from '../../src/temporal/enqueue';
+import { createBatcher, createEnqueuer, signalIntake, signalSuite } from '../../src/temporal/enqueue';
 import { loadWorkflowIds, type WorkflowIds } from '../../src/temporal/ids';
 import { stopSession } from '../../src/temporal/stop';
-import { announcer } from '../../src/api/announce';
+import { triggerKnowledge } from '../../src/api/triggerKnowledge';
+import type { Intake } from '../../src/core/intake';
 import { runRunner, type RunnerHandle } from '../../src/runner/run';
 import { runWorker, type WorkerHandle } from '../../src/worker/run';
 import { callAdmin } from './adminApi';
@@ -158,16 +159,15 @@ export async function startSluice(
       parts.push(() => runner.shutdown());
       runnerNames.push(runner.name);
     }
+    const knowledge = triggerKnowledge(pool, { databaseUrl: config.databaseUrl });
+    parts.push(async () => knowledge.close());
     const app: FastifyInstance = buildApp({
       config,
       pool,
       enqueue: createEnqueuer((reqs) => signalSuite(client, config, ids, reqs)),
+      intake: createBatcher((i: Intake) => i.repoId, (batch) => signalIntake(client, config, ids, batch)),
+      knowledge,
       stop: (target, stoppedBy) => stopSession(client, ids, target, stoppedBy),
-      announceReceived: announcer(
-        { pool, config, secretKey: config.secretKey, allow: config.webhookAllow, maxRetryAfterMs: config.webhookRetry.maximumIntervalMs },
-        client,
-        ids,
-      ),
       workflowIds: ids,
     });
     parts.push(() => app.close());

@@ -11,6 +11,7 @@ import { startReceiver, type ReceivedRequest, type Receiver } from './receiver';
 import { startSshGitServer, type SshGitServer } from './sshGitServer';
 import { startSluice, type Sluice } from './sluice';
 import type { Pool } from 'pg';
+import { eventually } from './wait';
 
 export interface Repo {
   id: number;
@@ -128,10 +129,12 @@ export class World {
 }
 
 /** The (first) session an accepted trigger made, by the guid it answered with. */
-export async function sessionOfGuid(pool: Pool, guid: string): Promise<number> {
-  const { rows } = await pool.query<{ id: number }>('SELECT s.id FROM sessions s JOIN ci_events e ON e.id = s.ci_event_id WHERE e.guid = $1 ORDER BY s.id', [guid]);
-  if (!rows[0]) throw new Error(`no session for trigger ${guid}`);
-  return rows[0].id;
+export async function sessionOfGuid(pool: Pool, guid: string, timeoutMs = 30_000): Promise<number> {
+  // The suite's workflow records the trigger's session a moment after the answer (issue 26).
+  return eventually(`the session of trigger ${guid} to be recorded`, async () => {
+    const { rows } = await pool.query<{ id: number }>('SELECT s.id FROM sessions s JOIN ci_events e ON e.id = s.ci_event_id WHERE e.guid = $1 ORDER BY s.id', [guid]);
+    return rows[0]?.id;
+  }, timeoutMs);
 }
 
 /** The events `receiver` got for a session, once its `stop` has arrived (within `timeoutMs`). */

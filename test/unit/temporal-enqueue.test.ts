@@ -3,7 +3,7 @@
  * for Temporal's signal-with-start here, which e2e tests exercise for real (burst.test.ts);
  * what is checked is the batching itself: what goes together, in what order, and who hears what.
  */
-import type { EnqueueRequest } from '../../src/core/types';
+import type { EnqueueRequest } from '../../src/core/intake';
 import { createEnqueuer, type SendBatch } from '../../src/temporal/enqueue';
 
 const req = (suiteId: number, sessionId: number): EnqueueRequest => ({ suiteId, sessionId, queuePosition: 'tail', repoLabel: 'acme/app', branch: 'master' });
@@ -12,7 +12,7 @@ const req = (suiteId: number, sessionId: number): EnqueueRequest => ({ suiteId, 
 function heldSender() {
   const calls: { ids: number[]; finish(err?: Error): void }[] = [];
   const send: SendBatch = (reqs) =>
-    new Promise<void>((resolve, reject) => calls.push({ ids: reqs.map((r) => r.sessionId), finish: (err) => (err ? reject(err) : resolve()) }));
+    new Promise<void>((resolve, reject) => calls.push({ ids: reqs.map((r) => r.sessionId!), finish: (err) => (err ? reject(err) : resolve()) }));
   return { calls, send };
 }
 

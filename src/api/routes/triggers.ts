@@ -16,7 +16,10 @@
  * 422 `{error: "hook misconfigured", field, message}`; a malformed one 400.
  *
  * Then the commit-selection rules decide (acceptTrigger): 200 `{status, guid, status_uri}` for
- * a build or a skip (both recorded), 422 `DROPPED` when nothing is left (nothing recorded).
+ * a build or a skip (both recorded, a moment later, by the workflow Temporal hands them to),
+ * 422 `DROPPED` when nothing is left (nothing recorded). The repository and its suites come from
+ * what the API knows (api/triggerKnowledge.ts): PostgreSQL may be away; only an API that has
+ * never read them answers 503, with Retry-After, as it does when Temporal cannot take the trigger.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { checkHookSignature } from '../../core/hookSignature';
@@ -29,7 +32,9 @@ import type { ApiDeps } from '../deps';
 import { HttpError } from '../http';
 import { documented, ErrorBody, errors } from '../openapi/shapes';
 import { countTrigger } from '../../metrics/triggers';
-import { findRepoByKeyHash } from '../../db/repos';
+import { TRIGGER_GUID } from '../../tracing/attributes';
+import { annotateActiveSpan } from '../../tracing/spans';
+import { KnowledgeUnavailable } from '../triggerKnowledge';
 
 const TriggerParams = z.object({
   provider: z.enum(Object.keys(providers) as [string, ...string[]]).describe('`builds` for the generic formats, else the hosting provider whose webhook this is'),
@@ -73,8 +78,17 @@ export function registerTriggerRoutes(scope: FastifyInstance, deps: ApiDeps): vo
     // Look up by hash, then compare in constant time: neither step's timing depends on how
     // much of a guessed key was right. Stray whitespace (spec §5) is not part of a key.
     const hash = keyHash(key.trim());
-    const repo = await findRepoByKeyHash(deps.pool, hash);
-    if (!repo || !sameDigest(repo.key_hash, hash)) throw new HttpError(404, 'not found', 'unknown key');
+    let target;
+    try {
+      target = await deps.knowledge.target(hash);
+    } catch (err) {
+      if (!(err instanceof KnowledgeUnavailable)) throw err;
+      request.log.error({ err: err.cause }, 'trigger refused: PostgreSQL away and the repositories not read yet');
+      countTrigger(provider, 'unavailable');
+      throw new HttpError(503, 'unavailable', 'Sluice cannot read its repositories yet; nothing was accepted, try again', undefined, { retryAfterSeconds: 5 });
+    }
+    if (!target || !sameDigest(target.repo.key_hash, hash)) throw new HttpError(404, 'not found', 'unknown key');
+    const { repo } = target;
 
     // Optional beyond the spec: with a webhook secret, the trigger must be signed with it.
     if (repo.webhook_secret_sealed !== null) {
@@ -102,12 +116,12 @@ export function registerTriggerRoutes(scope: FastifyInstance, deps: ApiDeps): vo
 
     let accepted;
     try {
-      accepted = await acceptTrigger(deps.pool, deps.enqueue, { repo, provider, events: parsed.events });
+      accepted = await acceptTrigger(deps, { target, provider, events: parsed.events });
     } catch (err) {
-      if (!(err instanceof EnqueueFailed)) throw err;
-      request.log.error({ err: err.cause, repo: repo.id }, 'enqueue failed; trigger rolled back');
+      if (!(err instanceof EnqueueFailed) && !(err instanceof KnowledgeUnavailable)) throw err;
+      request.log.error({ err: err.cause, repo: repo.id }, 'trigger refused: it could not be handed to Temporal');
       countTrigger(provider, 'unavailable');
-      throw new HttpError(503, 'unavailable', 'could not queue the build; nothing was accepted, try again');
+      throw new HttpError(503, 'unavailable', 'could not queue the build; nothing was accepted, try again', undefined, { retryAfterSeconds: 5 });
     }
     countTrigger(provider, accepted.decision, accepted.recorded ? accepted.reason : (accepted.reasons[0] ?? null));
     if (!accepted.recorded) {
@@ -117,12 +131,8 @@ export function registerTriggerRoutes(scope: FastifyInstance, deps: ApiDeps): vo
     }
     const { guid } = accepted;
     if (accepted.decision === 'skip') request.log.info({ repo: repo.id, guid, reason: accepted.reason }, 'trigger skipped');
-    // `received` starts now and goes on after the answer; the answer waits only while too many
-    // are under way (api/announce.ts: backpressure). A failure costs only speed: the session's
-    // own delivery lane sends `received` whenever this did not.
-    for (const session of accepted.sessionIds) {
-      await deps.announceReceived?.(session, (err) => request.log.warn({ err, session }, '`received` not sent by the API; the session will send it'));
-    }
+    annotateActiveSpan({ [TRIGGER_GUID]: guid });
+    deps.pending?.remember(guid, { repo: repo.id, provider, decision: accepted.decision, reason: accepted.reason, branch: parsed.events[0].branch });
     return reply.code(200).send({ status: 0, guid, status_uri: `${deps.config.baseUrl}/ci_events/${guid}/guid` });
   });
 }

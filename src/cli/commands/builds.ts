@@ -72,8 +72,17 @@ async function trigger(client: ApiClient, repo: string, o: TriggerOptions) {
   if (!res.ok) throw errorOf(res.status, text);
   const answer = keyed.check('POST', '/1/builds/<key>', TriggerAnswer, JSON.parse(text)).data;
   if (answer.guid === undefined) throw new CliError(`the trigger was ignored: ${answer.ignored ?? 'no reason given'}`);
-  return keyed.call('GET', `/ci_events/${encodeURIComponent(answer.guid)}/guid`, CiEvent);
+  // Sluice records a trigger (and its sessions) a moment after answering it: wait for that, a while.
+  const deadline = Date.now() + RECORD_WAIT_MS;
+  for (;;) {
+    const event = await keyed.call('GET', `/ci_events/${encodeURIComponent(answer.guid)}/guid`, CiEvent);
+    if (event.data.recorded !== false || Date.now() > deadline) return event;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
+
+/** How long `trigger` waits for Sluice to record what it accepted (longer while its database is away). */
+const RECORD_WAIT_MS = 30_000;
 
 export function registerBuildCommands(program: Command): void {
   withCommonOptions(
