@@ -12,7 +12,7 @@ import { checkServices } from './steps/services';
 import { loadConfig } from './config';
 import { migrate } from './db/migrate';
 import { createPool, ensureDatabase } from './db/pool';
-import { startDevServer, type DevServer } from './temporal/devServer';
+import { superviseDevServer, type SupervisedDevServer } from './temporal/devSupervisor';
 import { loadWorkflowIds } from './temporal/ids';
 import { reportInstallation } from './temporal/installationCheck';
 import { startRoleMetrics } from './temporal/metrics';
@@ -55,17 +55,18 @@ async function main(): Promise<void> {
     await pool.end();
   }
 
-  let temporal: DevServer | undefined;
+  let temporal: SupervisedDevServer | undefined;
   if (!env.TEMPORAL_ADDRESS) {
     console.log('Starting the Temporal dev server...');
-    temporal = await startDevServer({
+    // Kept up: started again on the same data whenever it exits but by our stop (issue 26).
+    temporal = await superviseDevServer({
       dataDir,
       port: TEMPORAL_PORT,
       uiPort: TEMPORAL_UI_PORT,
       namespace: env.TEMPORAL_NAMESPACE ?? 'default',
       echoOutput: true,
       ownProcessGroup: true, // stopped last, by us, not by the terminal's Ctrl-C
-    });
+    }, (line) => console.log(line));
     running.push({ name: 'Temporal', stop: temporal.stop });
     env.TEMPORAL_ADDRESS = temporal.address;
     // Build pages link each build to its workflow there.

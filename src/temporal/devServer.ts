@@ -49,6 +49,8 @@ export interface DevServer {
   uiUrl?: string;
   /** The server process (tests kill it to see what the roles do). */
   pid: number;
+  /** Resolves when the process has ended, stopped or not, saying how. */
+  exited: Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -134,6 +136,7 @@ async function startOnce(opts: DevServerOptions): Promise<DevServer> {
     address,
     uiUrl: uiPort === undefined ? undefined : `http://${HOST}:${uiPort}`,
     pid: child.pid!,
+    exited: exited.then((why) => why.replace(/^exited early/, 'exited')),
     stop: () => {
       stopping = true;
       return kill(child);

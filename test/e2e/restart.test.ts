@@ -3,11 +3,12 @@
  * then started again on the same data directory and database, as a user whose machine lost
  * power would: every build it had accepted finishes with its true result and sends `stop`, and
  * the test that was running when it died did not outlive it. Then `npm start` alone killed, its
- * dev server left running: the next start stops that server and takes its place. Real
- * processes, killed for real.
+ * dev server left running: the next start stops that server and takes its place. Then only its
+ * Temporal dev server killed mid-build: npm start starts it again (issue 26). Real processes,
+ * killed for real.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -182,4 +183,70 @@ it('npm start killed with SIGKILL mid-build and started again finishes every bui
   const session = await sessionOfGuid(db.pool, ((await again.json()) as { guid: string }).guid);
   await eventually(`session ${session}'s stop`, async () => eventsOf(session).some((e) => e.event === 'stop'), 180_000);
   expect(eventsOf(session).find((e) => e.event === 'stop')).toMatchObject({ status: 'passed' });
+}, 600_000);
+
+it('npm start starts its Temporal dev server again when it dies mid-build: the build ends true, every accepted trigger ends with stop, no event twice', async () => {
+  for (const child of started.splice(0)) await killTree(child);
+  await eventually('earlier dev servers to be gone', async () => (await devServerPids()).length === 0, 15_000);
+  const dev = await npmStart();
+  const release = path.join(tmp, 'shared', 'release');
+  const running = path.join(tmp, 'shared', 'running');
+  const bare = path.join(tmp, 'outage.git');
+  // The test runs until this test lets it go, so Temporal dies while it runs.
+  await createBareRepo(bare, { 'test/wait_test.sh': script(`touch ${running}\nwhile [ ! -e ${release} ]; do sleep 0.1; done\necho released`) }, 'first');
+  const org = await admin<{ id: number }>('POST', '/api/v1/orgs', { name: 'outage', email: 'builds@acme.test' });
+  await admin('POST', `/api/v1/orgs/${org.id}/webhooks`, { url: receiver.url });
+  const repo = await admin<{ id: number; webhook_url: string; ssh_public_key: string }>('POST', `/api/v1/orgs/${org.id}/repos`, {
+    name: 'outage',
+    scm: 'git',
+    pull_url: ssh.url(bare),
+  });
+  ssh.setAuthorizedKeys([repo.ssh_public_key]);
+  await admin('POST', `/api/v1/repos/${repo.id}/suites`, { branch: 'master', test_pattern: 'test/*_test.sh' });
+  const trigger = () => fetch(repo.webhook_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ branch: 'master', force: true }) });
+
+  const first = await trigger();
+  expect(first.status).toBe(200);
+  const session = await sessionOfGuid(db.pool, ((await first.json()) as { guid: string }).guid);
+  await eventually('the test to run', async () => (await readFile(running).catch(() => null)) !== null, 120_000);
+
+  const [server] = await devServerPids();
+  process.kill(server!, 'SIGKILL');
+  await eventually('the dev server to be gone', async () => !isAlive(server!), 15_000);
+  // Triggers meanwhile: each is accepted (200) or refused with 503 for the caller to retry, never lost once accepted.
+  const guids: string[] = [];
+  const answers: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const res = await trigger();
+    answers.push(res.status);
+    if (res.status === 200) guids.push(((await res.json()) as { guid: string }).guid);
+    else expect(res.status).toBe(503);
+  }
+  await eventually('npm start to start its dev server again', async () => printed.get(dev)!().includes('Temporal dev server running again'), 60_000);
+  expect(await devServerPids()).toHaveLength(1);
+  expect(printed.get(dev)!()).toMatch(/Temporal dev server exited \(SIGKILL\); starting it again on the same data/);
+  // Once it is back, triggers are accepted again.
+  await eventually('a trigger to be accepted again', async () => {
+    const res = await trigger();
+    if (res.status === 200) guids.push(((await res.json()) as { guid: string }).guid);
+    return res.status === 200;
+  }, 60_000);
+
+  await writeFile(release, '');
+  await eventually(`session ${session}'s stop`, async () => eventsOf(session).some((e) => e.event === 'stop'), 180_000);
+  expect(eventsOf(session).find((e) => e.event === 'stop')).toMatchObject({ status: 'passed', counts: { passed: 1 } });
+  const all = [session];
+  for (const guid of guids) {
+    const s = await sessionOfGuid(db.pool, guid, 120_000);
+    all.push(s);
+    await eventually(`session ${s}'s stop`, async () => eventsOf(s).some((e) => e.event === 'stop'), 180_000);
+  }
+  // Once each: an event of a session reached the receiver under one xid (retries keep it).
+  const xids = new Map<string, Set<string>>();
+  for (const e of receiver.requests.map((r) => r.json as Payload).filter((p) => p && all.includes(p.session))) {
+    const key = `${e.session} ${e.event}`;
+    xids.set(key, new Set([...(xids.get(key) ?? []), e.xid]));
+  }
+  for (const [key, set] of xids) expect([key, set.size]).toEqual([key, 1]);
+  expect(xids.size).toBeGreaterThanOrEqual(all.length * 2); // at least received and stop of each
 }, 600_000);
