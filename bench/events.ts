@@ -23,7 +23,10 @@ import type { Cluster, ClusterRepo } from '../test/support/cluster';
 import { git } from '../test/support/gitRepo';
 import { eventually } from '../test/support/wait';
 import { script, sessionOfGuid, type Payload } from '../test/support/world';
+import { describeCpu, recordCpu } from './cpu';
 import type { Row } from './table';
+
+const sum = (cpu: Record<string, number>): number => Object.values(cpu).reduce((a, b) => a + b, 0);
 
 const run = promisify(execFile);
 
@@ -161,12 +164,28 @@ async function ingest(c: Cluster, client: Client, log: (line: string) => void): 
     }
   };
   // Targets: 0.9 × bare at 10 and 50 clients (issue 11), 0.8 × at 20 (issue 24's trigger path).
-  for (const [clients, target] of [[10, 0.9], [20, 0.8], [50, 0.9]] as const) {
-    log(`P1: ${TOTAL} triggers and ${TOTAL} bare calls at ${clients} clients`);
-    const b = await closedLoop(TOTAL, clients, bare);
-    const s = await closedLoop(TOTAL, clients, sluice);
-    await settle(c, repo);
-    compare(`${clients} clients`, s, b, target);
+  const cpu = recordCpu(c);
+  try {
+    for (const [clients, target] of [[10, 0.9], [20, 0.8], [50, 0.9]] as const) {
+      log(`P1: ${TOTAL} triggers and ${TOTAL} bare calls at ${clients} clients`);
+      const t0 = Date.now();
+      const b = await closedLoop(TOTAL, clients, bare);
+      const t1 = Date.now();
+      const s = await closedLoop(TOTAL, clients, sluice);
+      const t2 = Date.now();
+      await settle(c, repo);
+      compare(`${clients} clients`, s, b, target);
+      // Where the CPU went: during each loop, and Sluice's until every trigger had ended.
+      rows.push({
+        name: `P1 ingest, ${clients} clients: CPU while answering ${TOTAL}`,
+        value: sum(cpu.between(t1, t2)),
+        unit: 'CPU-s',
+        baseline: { name: 'bare signalWithStart', value: sum(cpu.between(t0, t1)) },
+        note: `Sluice ${describeCpu(cpu.between(t1, t2))}; to the last stop ${describeCpu(cpu.between(t1, Date.now()))}; bare ${describeCpu(cpu.between(t0, t1))}`,
+      });
+    }
+  } finally {
+    cpu.stop();
   }
   log(`P1: ${TOTAL} triggers and ${TOTAL} bare calls open-loop at 100/s`);
   const b = await openLoop(TOTAL, 100, bare);

@@ -11,7 +11,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config';
 import { buildPayload, epochSeconds, queuedSnapshot } from '../core/payload';
-import { loadSessionContext } from '../db/sessionContext';
+import { loadSessionContext, loadSessionContexts } from '../db/sessionContext';
+import type { SessionContext } from '../activities/types';
 import type { DeliverDeps } from './attempt';
 import { firstAttempt } from './firstAttempt';
 
@@ -27,14 +28,17 @@ export interface Announced {
  * rejects, and the lane still delivers.
  */
 export async function announceReceived(deps: DeliverDeps & { config: Config }, sessionId: number): Promise<Announced> {
-  const ctx = await loadSessionContext(deps.pool, deps.config, sessionId);
+  return announceTo(deps, await loadSessionContext(deps.pool, deps.config, sessionId));
+}
+
+async function announceTo(deps: DeliverDeps, ctx: SessionContext): Promise<Announced> {
   const now = new Date();
   const snap = queuedSnapshot({ ci_received_at: ctx.receivedAt, queue_first_seen_at: epochSeconds(now.getTime()) });
   const outcomes = await Promise.all(
     ctx.webhookIds.map((webhookId) =>
       firstAttempt(deps, {
         webhookId,
-        sessionId,
+        sessionId: ctx.sessionId,
         payload: buildPayload('received', ctx, snap, randomUUID(), now),
         maxAttempts: ctx.settings.webhookRetry.maximumAttempts,
         retry: ctx.settings.webhookRetry,
@@ -51,19 +55,24 @@ const ANNOUNCE_CONCURRENCY = 8;
  * `received` of each session (announceReceived), a few at a time; the sessions whose `received`
  * a receiver still needs (or whose context could not be read), for their lanes to send.
  */
-export async function announceAll(deps: DeliverDeps & { config: Config }, sessionIds: readonly number[]): Promise<number[]> {
-  const unsettled: number[] = [];
+export async function announceAll(given: DeliverDeps & { config: Config }, sessionIds: readonly number[]): Promise<number[]> {
+  // One read of each webhook for the whole batch (they are mostly one organization's).
+  const deps = { ...given, webhooks: given.webhooks ?? new Map() };
+  // Their contexts in one read; a session that cannot be read is left to its lane.
+  const contexts = await loadSessionContexts(deps.pool, deps.config, sessionIds).catch(() => []);
+  const byId = new Map(contexts.map((c) => [c.sessionId, c]));
+  const unsettled: number[] = sessionIds.filter((id) => !byId.has(id));
   let next = 0;
   const worker = async () => {
-    for (let i = next++; i < sessionIds.length; i = next++) {
-      const id = sessionIds[i]!;
-      const done = await announceReceived(deps, id).then(
+    for (let i = next++; i < contexts.length; i = next++) {
+      const ctx = contexts[i]!;
+      const done = await announceTo(deps, ctx).then(
         (a) => a.settled,
         () => false,
       );
-      if (!done) unsettled.push(id);
+      if (!done) unsettled.push(ctx.sessionId);
     }
   };
-  await Promise.all(Array.from({ length: Math.min(ANNOUNCE_CONCURRENCY, sessionIds.length) }, worker));
+  await Promise.all(Array.from({ length: Math.min(ANNOUNCE_CONCURRENCY, contexts.length) }, worker));
   return unsettled;
 }

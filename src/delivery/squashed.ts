@@ -25,7 +25,9 @@ const CONCURRENCY = 8;
  * Idempotent (the activity may be retried): sessions already ended are not touched again, and
  * an event already attempted is not sent twice (its claim says so; the log says how it went).
  */
-export async function endSquashedSessions(deps: DeliverDeps & { config: Config }, batch: SquashedBatch): Promise<OpenLanes[]> {
+export async function endSquashedSessions(given: DeliverDeps & { config: Config }, batch: SquashedBatch): Promise<OpenLanes[]> {
+  // One read of each webhook for the whole batch.
+  const deps = { ...given, webhooks: given.webhooks ?? new Map() };
   const reason = squashReason(batch.into);
   await recordSquashed(deps.pool, batch.sessionIds, reason);
   // Only those this squash ended: a session stopped meanwhile said its own `stop`.
