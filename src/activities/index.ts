@@ -13,7 +13,8 @@ import { createCleanupActivity } from './cleanup';
 import { createDeliverActivity } from './delivery';
 import { createLivenessActivities } from './liveness';
 import { endSquashedSessions } from '../delivery/squashed';
-import { announceAll } from '../delivery/received';
+import { recordIntakes } from '../db/intake';
+import { createReceivedSender } from './received';
 import { createPostActivities } from './post/activities';
 import { createSessionRecords } from './session/records';
 import type { ControlActivities, RunnerActivities } from './types';
@@ -33,6 +34,7 @@ export function createControlActivities(deps: ActivityDeps): ControlActivities {
     maxRetryAfterMs: deps.config.webhookRetry.maximumIntervalMs,
     allow: deps.config.webhookAllow,
   };
+  const sendReceived = createReceivedSender({ ...deliverDeps, config: deps.config });
   return {
     ...createSessionRecords(deps.pool, deps.config),
     ...createLivenessActivities(deps),
@@ -41,7 +43,12 @@ export function createControlActivities(deps: ActivityDeps): ControlActivities {
     cleanUp: createCleanupActivity(deps),
     deliverWebhook: createDeliverActivity(deliverDeps),
     endSquashed: (batch) => endSquashedSessions({ ...deliverDeps, config: deps.config }, batch),
-    announceReceived: (sessionIds) => announceAll({ ...deliverDeps, config: deps.config }, sessionIds),
+    recordIntakes: async (intakes) => {
+      const ids = await recordIntakes(deps.pool, intakes);
+      // `received` goes out beside the suite, not as its step (activities/received.ts).
+      sendReceived([...ids.values()]);
+      return [...ids];
+    },
     postCommitStatus: createCommitStatusActivity({
       pool: deps.pool,
       secretKey: deps.config.secretKey,

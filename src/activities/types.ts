@@ -349,10 +349,11 @@ export interface ControlActivities {
   recordFinish(input: FinishInput): Promise<void>;
   /** The repository settings the suite's queue obeys, read when it picks the next session. */
   suiteSettings(suiteId: number): Promise<{ ciSquash: boolean }>;
-  /** Writes accepted triggers' records (db/intake.ts), idempotently; each session's id by its intake key. */
+  /**
+   * Writes accepted triggers' records (db/intake.ts), idempotently; each session's id by its
+   * intake key. Starts sending their `received` beside the suite (activities/received.ts).
+   */
   recordIntakes(intakes: Intake[]): Promise<[string, number][]>;
-  /** `received` of sessions just queued, one attempt per receiver; the sessions a receiver did not get it from. */
-  announceReceived(sessionIds: number[]): Promise<number[]>;
   /** The running session's workflow is gone without telling its suite: its record ends in error (activities/liveness.ts). */
   sessionGone(sessionId: number, workflowId: string): Promise<boolean>;
   /** Whether any runner polls this build queue. */

@@ -8,3 +8,6 @@ export const FIRST_FAIL_SIGNAL = 'firstFail';
 
 /** Runner → session: every worker of the build is set up (the rendezvous); carries `{ timing }`, the setup's timing keys. */
 export const WORKERS_READY_SIGNAL = 'workersReady';
+
+/** Worker → suite: a queued session's `received` did not reach every receiver; carries `{ sessionId }`. */
+export const RETRY_RECEIVED_SIGNAL = 'retryReceived';

@@ -9,26 +9,32 @@
  * A repository or suite deleted since the trigger was accepted leaves nothing behind.
  */
 import type { Pool } from 'pg';
-import type { BranchUpdate, Intake, TriggerRecord } from '../core/intake';
+import type { BranchUpdate, Intake, SessionIntake, TriggerRecord } from '../core/intake';
 import { jsonbText } from './text';
 import { withTransaction, type Db } from './transaction';
 
-/** Writes `intakes` in order in one transaction; the id of each session, by its key (none for a suite gone). */
+/**
+ * Writes `intakes` in one transaction; the id of each session, by its key (none for a suite
+ * gone). Their sessions go in one statement, in order (a suite's batch of a burst is one round
+ * trip, not one per trigger: the suite records before it can take the next batch).
+ */
 export async function recordIntakes(pool: Pool, intakes: readonly Intake[]): Promise<Map<string, number>> {
   return withTransaction(pool, async (db) => {
     const ids = new Map<string, number>();
+    // In order: the sessions that come one after another go together.
+    let pending: { record: TriggerRecord; session: SessionIntake }[] = [];
+    const flush = async () => {
+      for (const [key, id] of await recordSessions(db, pending)) ids.set(key, id);
+      pending = [];
+    };
     for (const intake of intakes) {
+      if (intake.branchUpdates.length > 0 || (intake.record && intake.sessions.length === 0)) await flush();
       for (const update of intake.branchUpdates) await recordBranchUpdate(db, intake.repoId, update, intake.acceptedAt);
       if (!intake.record) continue;
-      if (intake.sessions.length === 0) {
-        await recordCiEvent(db, intake.record);
-        continue;
-      }
-      for (const s of intake.sessions) {
-        const id = await recordSession(db, intake.record, s);
-        if (id !== undefined) ids.set(s.key, id);
-      }
+      if (intake.sessions.length === 0) await recordCiEvent(db, intake.record);
+      for (const session of intake.sessions) pending.push({ record: intake.record, session });
     }
+    await flush();
     return ids;
   });
 }
@@ -60,28 +66,62 @@ async function recordCiEvent(db: Db, r: TriggerRecord): Promise<void> {
 }
 
 /**
- * The ci_event (unless there) and the session (unless there) in one statement: the usual case
- * is one round trip a trigger. The session's id, or undefined when its suite or repository is gone.
+ * The ci_events (unless there) and the sessions (unless there) of `rows`, in one statement; a
+ * row whose suite or repository is gone gets none. The sessions' ids follow the rows' order.
  */
-async function recordSession(db: Db, r: TriggerRecord, s: Intake['sessions'][number]): Promise<number | undefined> {
-  const { rows } = await db.query<{ id: number }>(
-    `WITH inserted AS (
-       INSERT INTO ci_events (guid, repo_id, provider, decision, reason, trigger, received_at) ${EVENT_VALUES}
-       ON CONFLICT (guid) DO NOTHING RETURNING id
+async function recordSessions(db: Db, rows: readonly { record: TriggerRecord; session: SessionIntake }[]): Promise<Map<string, number>> {
+  const ids = new Map<string, number>();
+  if (rows.length === 0) return ids;
+  const col = <T>(f: (r: (typeof rows)[number]) => T): T[] => rows.map(f);
+  const { rows: inserted } = await db.query<{ id: number; intake_key: string }>(
+    `WITH input AS (
+       SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::float8[],
+                            $8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[], $13::boolean[], $14::int[], $15::text[])
+         WITH ORDINALITY AS i(guid, repo_id, provider, decision, reason, trigger, accepted_ms,
+                              suite_id, profile_name, branch, ref, head, force, workers, intake_key, ord)
+     ), inserted AS (
+       INSERT INTO ci_events (guid, repo_id, provider, decision, reason, trigger, received_at)
+         SELECT DISTINCT ON (guid) guid, repo_id, provider, decision, reason, trigger, to_timestamp(accepted_ms / 1000.0)
+           FROM input WHERE EXISTS (SELECT 1 FROM repos r WHERE r.id = input.repo_id) ORDER BY guid, ord
+       ON CONFLICT (guid) DO NOTHING RETURNING id, guid
      ), event AS (
-       SELECT id FROM inserted UNION ALL SELECT id FROM ci_events WHERE guid = $1
+       SELECT id, guid FROM inserted UNION ALL SELECT e.id, e.guid FROM ci_events e WHERE e.guid IN (SELECT guid FROM input)
      )
      INSERT INTO sessions (ci_event_id, suite_id, status, profile_name, branch, ref, head, force, workers, intake_key, created_at)
-       SELECT (SELECT id FROM event LIMIT 1), $8, 'queued', $9, $10, $11, $12, $13, $14, $15, to_timestamp($7 / 1000.0)
-        WHERE EXISTS (SELECT 1 FROM suites WHERE id = $8 AND repo_id = $2) AND EXISTS (SELECT 1 FROM event)
+       SELECT (SELECT id FROM event WHERE event.guid = input.guid LIMIT 1), suite_id, 'queued', profile_name, branch, ref, head, force, workers,
+              intake_key, to_timestamp(accepted_ms / 1000.0)
+         FROM input
+        WHERE EXISTS (SELECT 1 FROM suites su WHERE su.id = input.suite_id AND su.repo_id = input.repo_id)
+          AND EXISTS (SELECT 1 FROM event WHERE event.guid = input.guid)
+        ORDER BY ord
      ON CONFLICT (intake_key) WHERE intake_key IS NOT NULL DO NOTHING
-     RETURNING id`,
-    [...eventParams(r), s.suiteId, s.profileName, s.branch, s.ref, s.head, s.force, s.workers, s.key],
+     RETURNING id, intake_key`,
+    [
+      col((r) => r.record.guid),
+      col((r) => r.record.repoId),
+      col((r) => r.record.provider),
+      col((r) => r.record.decision),
+      col((r) => r.record.reason),
+      col((r) => jsonbText(r.record.trigger)),
+      col((r) => r.record.acceptedAt),
+      col((r) => r.session.suiteId),
+      col((r) => r.session.profileName),
+      col((r) => r.session.branch),
+      col((r) => r.session.ref),
+      col((r) => r.session.head),
+      col((r) => r.session.force),
+      col((r) => r.session.workers),
+      col((r) => r.session.key),
+    ],
   );
-  if (rows[0]) return rows[0].id;
-  // Written before (a carrier retried after its COMMIT), or its suite is gone.
-  const found = await db.query<{ id: number }>('SELECT id FROM sessions WHERE intake_key = $1', [s.key]);
-  return found.rows[0]?.id;
+  for (const r of inserted) ids.set(r.intake_key, r.id);
+  // Written before (a carrier retried after its COMMIT), or their suite is gone.
+  const missing = rows.map((r) => r.session.key).filter((k) => !ids.has(k));
+  if (missing.length > 0) {
+    const found = await db.query<{ id: number; intake_key: string }>('SELECT id, intake_key FROM sessions WHERE intake_key = ANY($1::text[])', [missing]);
+    for (const r of found.rows) ids.set(r.intake_key, r.id);
+  }
+  return ids;
 }
 
 /** Removes a trigger's records (a rebuild whose session Temporal did not take): its sessions go with it. */

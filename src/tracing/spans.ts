@@ -57,3 +57,8 @@ export function activeTraceparent(): string | undefined {
   propagation.inject(context.active(), carrier);
   return carrier.traceparent;
 }
+
+/** `fn`, bound to the context active now: work started later (its turn in a queue) stays in this trace. */
+export function inActiveContext<A extends unknown[], T>(fn: (...args: A) => T): (...args: A) => T {
+  return on ? context.bind(context.active(), fn) : fn;
+}

@@ -6,7 +6,7 @@ import { defineSignal } from '@temporalio/workflow';
 import type { FirstFailure, WorkersReady } from '../activities/types';
 import type { BuildSetup } from '../core/buildSetup';
 import type { ResolvedProfile } from '../core/profiles';
-import { FIRST_FAIL_SIGNAL, WORKERS_READY_SIGNAL } from '../core/signalNames';
+import { FIRST_FAIL_SIGNAL, RETRY_RECEIVED_SIGNAL, WORKERS_READY_SIGNAL } from '../core/signalNames';
 import type { EnqueueRequest as BuildEnqueueRequest, Intake } from '../core/intake';
 import type { Counts, SessionStatus } from '../core/types';
 
@@ -72,11 +72,11 @@ export const enqueueSignal = defineSignal<[EnqueueRequest]>('enqueue');
 /** API → suite: sessions that arrived together join the queue, in this order (one call for many triggers). */
 export const enqueueManySignal = defineSignal<[EnqueueRequest[]]>('enqueueMany');
 /**
- * API → suite: a queued session whose `received` did not reach every receiver at once. The
+ * Worker → suite: a queued session whose `received` did not reach every receiver at once. The
  * suite starts its workflow now, so that its delivery lane retries on schedule rather than
  * when the session's turn comes.
  */
-export const retryReceivedSignal = defineSignal<[{ sessionId: number }]>('retryReceived');
+export const retryReceivedSignal = defineSignal<[{ sessionId: number }]>(RETRY_RECEIVED_SIGNAL);
 /** API → suite: stop a session that may still be waiting for its turn, with no workflow yet. */
 export const stopQueuedSignal = defineSignal<[{ sessionId: number; stoppedBy: string }]>('stopQueued');
 /** Suite → session: your turn; build now. */

@@ -7,8 +7,10 @@
  *
  * A trigger arrives with its records still to write (issue 26: the API answers without
  * PostgreSQL): the suite writes them (the ci_event and the session, one local activity for all
- * that arrived together, retried until PostgreSQL answers), queues the sessions by the ids they
- * got, and sends their `received` beside the queue (an activity it does not wait for).
+ * that arrived together, retried until PostgreSQL answers) and queues the sessions by the ids
+ * they got. That activity also starts their `received`, which the worker sends beside the suite
+ * (activities/received.ts); a session whose receiver did not get it is woken here
+ * (retryReceived).
  */
 import {
   condition,
@@ -16,7 +18,6 @@ import {
   getExternalWorkflowHandle,
   log,
   ParentClosePolicy,
-  proxyActivities,
   proxyLocalActivities,
   setHandler,
   startChild,
@@ -63,12 +64,6 @@ const liveness = proxyLocalActivities<Activities>({
   retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 3 },
 });
 
-/** `received` of sessions just queued: one attempt per receiver (the session's lane retries). */
-const announcing = proxyActivities<Activities>({
-  startToCloseTimeout: '2 minutes',
-  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 5 },
-});
-
 export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
   const ids = idsOf(workflowInfo().workflowId);
   const waiting: number[] = [...(input.waiting ?? [])];
@@ -80,7 +75,6 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
   const arrived: EnqueueRequest[] = [];
   const toWake: number[] = [];
   const toStop: { sessionId: number; stoppedBy: string }[] = [];
-  const announcements = new Set<Promise<void>>();
 
   setHandler(enqueueSignal, (req) => void arrived.push(req));
   setHandler(enqueueManySignal, (reqs) => void arrived.push(...reqs));
@@ -123,7 +117,6 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
       const recorded = new Map(intakes.length > 0 ? await intakeRecords.recordIntakes(intakes) : []);
       const seen = new Set<number>(waiting);
       if (running !== null) seen.add(running);
-      const fresh: number[] = [];
       for (const req of reqs) {
         // No id: its suite was removed after the trigger was accepted.
         const sessionId = req.sessionId ?? recorded.get(req.intake?.sessions[0]?.key ?? '');
@@ -132,9 +125,7 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
         queuedAt.set(sessionId, now());
         if (req.queuePosition === 'head') waiting.unshift(sessionId);
         else waiting.push(sessionId);
-        if (req.intake) fresh.push(sessionId);
       }
-      if (fresh.length > 0) announce(fresh);
     }
 
     if (toStop.length > 0) await Promise.all(toStop.splice(0).map(stopOne));
@@ -165,29 +156,8 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
     // Signals that arrive while continuing are not lost: Temporal refuses to close the run while
     // it has unhandled signals, and replays this loop with them first.
     if (historyIsLong(input.historyLimit) && arrived.length === 0 && toWake.length === 0 && toStop.length === 0) {
-      // A `received` still going out is not left behind (its failures wake sessions).
-      if (announcements.size > 0) {
-        await Promise.all(announcements);
-        continue;
-      }
       await continueAsNew<typeof suiteWorkflow>({ ...input, waiting, running, started: [...started], queuedAt: [...queuedAt] });
     }
-  }
-
-  /**
-   * Sends `received` of the sessions just queued, beside the queue: a receiver that did not get
-   * it at once has its session's workflow started now, whose delivery lane retries on schedule.
-   */
-  function announce(sessionIds: number[]): void {
-    const sent: Promise<void> = announcing.announceReceived(sessionIds).then(
-      (unsettled) => void toWake.push(...unsettled),
-      (err: unknown) => {
-        log.warn('`received` not sent; the sessions will send it', { sessions: sessionIds, error: failureMessage(err) });
-        toWake.push(...sessionIds);
-      },
-    );
-    announcements.add(sent);
-    void sent.finally(() => announcements.delete(sent));
   }
 
   /** The running session's workflow is gone without a word: its record ends in error (the activity), and the queue goes on. */

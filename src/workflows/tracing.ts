@@ -22,7 +22,6 @@ import {
 import type {
   Next,
   SignalInput,
-  ActivityInput,
   LocalActivityInput,
   StartChildWorkflowExecutionInput,
   WorkflowInboundCallsInterceptor,
@@ -99,13 +98,6 @@ class SessionInTriggerTrace implements WorkflowOutboundCallsInterceptor {
     if (trigger === undefined) return next(input);
     this.triggers.delete(sessionId!);
     return context.with(trigger, () => next(input));
-  }
-
-  /** `received` of sessions just queued goes out in the trace of the first of their triggers that was traced. */
-  scheduleActivity(input: ActivityInput, next: Next<WorkflowOutboundCallsInterceptor, 'scheduleActivity'>): Promise<unknown> {
-    if (input.activityType !== 'announceReceived' || !Array.isArray(input.args[0])) return next(input);
-    const trigger = (input.args[0] as number[]).map((id) => this.triggers.get(id)).find((c) => c !== undefined);
-    return trigger === undefined ? next(input) : context.with(trigger, () => next(input));
   }
 }
 

@@ -5,9 +5,7 @@
 import type { Pool } from 'pg';
 import type { Config } from '../../config';
 import type { FinishInput, PlanSessionsInput, SessionContext, StartRecord } from '../types';
-import type { Intake } from '../../core/intake';
 import type { Counts, Timing } from '../../core/types';
-import { recordIntakes } from '../../db/intake';
 import {
   ensurePlanSessions,
   markSessionRunning,
@@ -36,10 +34,6 @@ export function createSessionRecords(pool: Pool, config: Config) {
         if (id === undefined) throw new Error(`no session was made for profile ${p.name}`);
         return id;
       });
-    },
-
-    async recordIntakes(intakes: Intake[]): Promise<[string, number][]> {
-      return [...(await recordIntakes(pool, intakes))];
     },
 
     async suiteSettings(suiteId: number): Promise<{ ciSquash: boolean }> {
