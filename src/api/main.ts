@@ -7,10 +7,10 @@ import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor }
 import { loadConfig, type Config } from '../config';
 import { migrate } from '../db/migrate';
 import { installationGauges } from '../db/gauges';
-import { createPool } from '../db/pool';
+import { createPool, untilDatabaseAnswers } from '../db/pool';
 import { setInstallationSource } from '../metrics/registry';
 import { createBatcher, createEnqueuer, signalIntake, signalSuite } from '../temporal/enqueue';
-import { loadWorkflowIds } from '../temporal/ids';
+import { loadWorkflowIds, type WorkflowIds } from '../temporal/ids';
 import { startRoleMetrics } from '../temporal/metrics';
 import { prepareTemporal } from '../temporal/prepare';
 import { stopSession } from '../temporal/stop';
@@ -20,6 +20,7 @@ import { startTracing } from '../tracing/setup';
 import { activeTraceparent, annotateActiveSpan } from '../tracing/spans';
 import { tracedClient } from '../tracing/temporal';
 import { buildApp, type HealthReport } from './app';
+import { HttpError } from './http';
 import { pingPostgres } from './routes/health';
 import { triggerKnowledge } from './triggerKnowledge';
 
@@ -53,9 +54,22 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
   // Off (and nothing installed) unless an OTLP endpoint is set.
   const tracing = startTracing(config.tracing);
   const pool = createPool(config.databaseUrl);
-  // Migrations take an advisory lock, so api and workers may all start at once.
-  await migrate(pool);
-  const ids = await loadWorkflowIds(pool);
+  // PostgreSQL may be away when the API starts (issue 26): it comes up and answers what needs
+  // the database with 503 until it has migrated (migrations take an advisory lock, so api and
+  // workers may all start at once) and read the installation's workflow ids.
+  let ids: WorkflowIds | undefined;
+  const stopPreparingDatabase = new AbortController();
+  const databaseReady = untilDatabaseAnswers(
+    async () => {
+      await migrate(pool);
+      ids = await loadWorkflowIds(pool);
+    },
+    stopPreparingDatabase.signal,
+    (err) => options.log?.(`PostgreSQL not ready (${(err as Error).message}); trying again every 2 s`),
+  );
+  await Promise.race([databaseReady, new Promise((resolve) => setTimeout(resolve, DATABASE_WAIT_MS))]);
+  if (!ids) options.log?.('PostgreSQL does not answer: the API runs on, answering 503 where it needs it, until it does');
+  const workflowIds = lazyIds(() => ids);
   // /metrics reads queue lengths and connected runners from PostgreSQL at scrape time, here.
   const stopGauges = setInstallationSource(() => installationGauges(pool));
 
@@ -97,7 +111,8 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
       ),
     ]);
     const missing = [
-      ...(pg ? [] : ['postgresql']),
+      // Answering is not enough: until it has migrated and read the installation, the API cannot serve.
+      ...(pg && ids ? [] : ['postgresql']),
       ...(temporal ? [] : ['temporal']),
       ...(searchAttributesReady ? [] : ['temporal-search-attributes']),
     ];
@@ -105,12 +120,12 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
   }
 
   const enqueue = createEnqueuer(
-    (reqs) => withTimeout(connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => signalSuite(client, config, ids, reqs)), ENQUEUE_TIMEOUT_MS),
+    (reqs) => withTimeout(connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => signalSuite(client, config, workflowIds, reqs)), ENQUEUE_TIMEOUT_MS),
     { timeoutMs: ENQUEUE_TIMEOUT_MS },
   );
   const intake = createBatcher(
     (i: Intake) => i.repoId,
-    (batch) => withTimeout(connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => signalIntake(client, config, ids, batch)), ENQUEUE_TIMEOUT_MS),
+    (batch) => withTimeout(connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => signalIntake(client, config, workflowIds, batch)), ENQUEUE_TIMEOUT_MS),
     { timeoutMs: ENQUEUE_TIMEOUT_MS },
   );
   // Triggers are decided from it, PostgreSQL answering or not (issue 26).
@@ -124,13 +139,13 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
         : enqueue(tracing ? inTriggerTrace(req) : req),
     stop: (target, stoppedBy) =>
       withTimeout(
-        connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => stopSession(client, ids, target, stoppedBy)),
+        connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => stopSession(client, workflowIds, target, stoppedBy)),
         ENQUEUE_TIMEOUT_MS,
       ),
     health,
     intake,
     knowledge,
-    workflowIds: ids,
+    workflowIds,
     signalWorkflow: (workflowId, name, payload) =>
       withTimeout(connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => client.workflow.getHandle(workflowId).signal(name, payload)), ENQUEUE_TIMEOUT_MS),
     log: { level: 'info' },
@@ -141,6 +156,7 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
     url = await app.listen({ host: config.host, port: config.port });
   } catch (err) {
     stopPreparing.abort();
+    stopPreparingDatabase.abort();
     stopGauges();
     knowledge.close();
     await connection.close().catch(() => undefined);
@@ -153,6 +169,7 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
     ready,
     async close() {
       stopPreparing.abort();
+      stopPreparingDatabase.abort();
       stopGauges();
       knowledge.close();
       await app.close();
@@ -172,6 +189,27 @@ function inTriggerTrace(req: EnqueueRequest): EnqueueRequest {
   if (req.sessionId !== undefined) annotateActiveSpan(sessionAttributes(req.sessionId));
   const traceparent = activeTraceparent();
   return traceparent === undefined ? req : { ...req, traceparent };
+}
+
+/** How long start-up waits for PostgreSQL before the API comes up without it. */
+const DATABASE_WAIT_MS = 5_000;
+
+/** The installation's workflow ids once read; before, every use is a 503 (the database has not answered). */
+function lazyIds(current: () => WorkflowIds | undefined): WorkflowIds {
+  const need = (): WorkflowIds => {
+    const ids = current();
+    if (!ids) throw new HttpError(503, 'unavailable', 'the database has not answered since this API started; try again', undefined, { retryAfterSeconds: 5 });
+    return ids;
+  };
+  return {
+    get installation() {
+      return need().installation;
+    },
+    suite: (id) => need().suite(id),
+    session: (id) => need().session(id),
+    squashed: (ids) => need().squashed(ids),
+    intake: (id) => need().intake(id),
+  };
 }
 
 /** Rejects when `promise` has not settled within `ms` (gRPC retries can outlast a call deadline). */

@@ -52,3 +52,19 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
 }
 
 export type { Pool, PoolClient } from 'pg';
+
+/**
+ * Runs `step` (which needs PostgreSQL: a migration, a first read) until it succeeds, every 2 s,
+ * or until `signal` says stop; `onError` hears of the first failure and of every 15th after it
+ * (a role that starts while the database is away waits for it, issue 26).
+ */
+export async function untilDatabaseAnswers(step: () => Promise<void>, signal: AbortSignal, onError: (err: unknown) => void): Promise<void> {
+  for (let attempt = 0; !signal.aborted; attempt++) {
+    try {
+      return await step();
+    } catch (err) {
+      if (attempt % 15 === 0) onError(err);
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+    }
+  }
+}

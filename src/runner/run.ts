@@ -53,7 +53,15 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
   if (isolation.gaps.length > 0 && !options.trustedBuilds) console.warn(isolationWarning(isolation));
   const { runAs, sandbox } = isolation;
   // Its row says how it isolates builds: the web UI warns administrators while one does not.
-  await recordRunner(pool, { name, version: SLUICE_VERSION, sandboxed: sandbox !== undefined, buildUser: isolation.runAsName, gaps: isolation.gaps });
+  // PostgreSQL away at start (issue 26): the runner comes up, and its sweep records it later.
+  const record = () => recordRunner(pool, { name, version: SLUICE_VERSION, sandboxed: sandbox !== undefined, buildUser: isolation.runAsName, gaps: isolation.gaps });
+  let recorded = await record().then(
+    () => true,
+    (err: unknown) => {
+      console.warn(`sluice runner: PostgreSQL does not answer (${(err as Error).message}); running on, recorded once it does`);
+      return false;
+    },
+  );
   const reaper = await startReaper();
   const activities = createRunnerActivities({ config, pool, runner: name, processGroups: reaper, runAs, sandbox });
   const slots = options.slots ?? config.runnerSlots ?? DEFAULT_RUNNER_SLOTS;
@@ -90,7 +98,14 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
     await sweepServices(config.services!, installation, (ids) => endedSessions(pool, ids));
   };
   const stopSweeps = startSweeps(config, pgBuildRecords(pool, config.secretKey), [
-    ['recording that it is up', () => touchRunner(pool, name)],
+    [
+      'recording that it is up',
+      async () => {
+        if (recorded) return touchRunner(pool, name);
+        await record();
+        recorded = true;
+      },
+    ],
     ['sweeping old service databases', sweepLeftServices],
   ]);
 

@@ -4,7 +4,7 @@
 // PostgreSQL and Temporal agree on what is running (temporal/installationCheck.ts).
 import { loadConfig } from '../config';
 import { migrate } from '../db/migrate';
-import { createPool } from '../db/pool';
+import { createPool, untilDatabaseAnswers } from '../db/pool';
 import { loadWorkflowIds } from '../temporal/ids';
 import { reportInstallation } from '../temporal/installationCheck';
 import { startRoleMetrics } from '../temporal/metrics';
@@ -27,10 +27,15 @@ async function main(): Promise<void> {
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
 
-  // Its records need the schema (migrations take a lock: roles may start together).
+  // Its records need the schema (migrations take a lock: roles may start together); started
+  // while PostgreSQL is away, it waits for it.
   const pool = createPool(config.databaseUrl, 1);
   try {
-    await migrate(pool);
+    await untilDatabaseAnswers(
+      () => migrate(pool).then(() => undefined),
+      new AbortController().signal,
+      (err) => log(`waiting for PostgreSQL (${(err as Error).message})`),
+    );
     await prepareTemporal(config, { log });
     started.worker = await runWorker(config);
     log(`serving ${config.taskQueue}: workflows, records, deliveries, chat and e-mail`);

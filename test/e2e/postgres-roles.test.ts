@@ -1,0 +1,117 @@
+/**
+ * PostgreSQL away under the roles as separate processes (dist/: the API, a worker and a runner;
+ * issue 26), against a PostgreSQL server of this file's own: roles started while it is away come
+ * up and wait for it (the API answering 503 with Retry-After, /healthz naming `postgresql`), and
+ * take builds once it is there; stopped again mid-build with triggers arriving, the triggers are
+ * accepted, and once it is back every one ends with `stop`, the running build with its true
+ * result, and no role has exited.
+ */
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { callAdmin } from '../support/adminApi';
+import { createBareRepo } from '../support/gitRepo';
+import { startPrivatePostgres, type PrivatePostgres } from '../support/privatePostgres';
+import { buildDist, sluiceEnv, startRole, stopAllProcesses, waitForHealthy, type RoleProcess } from '../support/processes';
+import { startReceiver, type Receiver } from '../support/receiver';
+import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
+import { eventually } from '../support/wait';
+import { script, type Payload } from '../support/world';
+
+let pg: PrivatePostgres;
+let ssh: SshGitServer;
+let receiver: Receiver;
+let tmp: string;
+
+beforeAll(async () => {
+  [pg, ssh, receiver] = await Promise.all([startPrivatePostgres(), startSshGitServer({ authorizedKeys: [] }), startReceiver(), buildDist()]);
+  tmp = await mkdtemp(path.join(os.tmpdir(), 'sluice-pg-roles-'));
+}, 240_000);
+
+afterAll(async () => {
+  await stopAllProcesses();
+  await Promise.allSettled([ssh?.close(), receiver?.close()]);
+  await pg?.remove();
+  await rm(tmp, { recursive: true, force: true });
+});
+
+const eventsOf = (session: number) => receiver.requests.map((r) => r.json as Payload).filter((p) => p?.session === session);
+const stopped = (session: number) => eventsOf(session).some((e) => e.event === 'stop');
+
+it('roles started without PostgreSQL wait for it, and ride out its outage mid-build with triggers arriving', async () => {
+  await pg.stop();
+  const shared = path.join(tmp, 'shared');
+  // As root, a runner runs builds as its unprivileged build user: it must reach and write there.
+  await chmod(tmp, 0o711);
+  await mkdir(shared, { mode: 0o1777 });
+  await chmod(shared, 0o1777);
+  const env = await sluiceEnv({
+    databaseUrl: pg.url,
+    temporalAddress: process.env.SLUICE_TEST_TEMPORAL_ADDRESS!,
+    // The test talks to its build through files of its own: no sandbox's private /tmp.
+    env: { SLUICE_WEBHOOK_ALLOW: '127.0.0.0/8', SLUICE_SANDBOX: 'none' },
+  });
+  const roles: RoleProcess[] = [startRole('api', env), startRole('worker', env), startRole('runner', env)];
+  try {
+    const base = env.SLUICE_BASE_URL!;
+
+    // Up without it: /healthz names it, a trigger is refused with a time to try again.
+    const health = await eventually('/healthz to answer', async () => {
+      const res = await fetch(`${base}/healthz`).catch(() => null);
+      return res ? { status: res.status, body: (await res.json()) as { missing?: string[] } } : undefined;
+    }, 60_000);
+    expect(health).toMatchObject({ status: 503, body: { missing: expect.arrayContaining(['postgresql']) } });
+    const early = await fetch(`${base}/1/builds/any-key`, { method: 'POST' });
+    expect(early.status).toBe(503);
+    expect(early.headers.get('retry-after')).toBe('5');
+
+    await pg.start();
+    await waitForHealthy(base, 120_000);
+    const admin = <T = Record<string, unknown>>(method: string, p: string, body?: unknown) => callAdmin<T>(base, env.SLUICE_ADMIN_TOKEN!, method, p, body);
+    const running = path.join(shared, 'running');
+    const release = path.join(shared, 'release');
+    const bare = path.join(tmp, 'app.git');
+    await createBareRepo(bare, { 'test/wait_test.sh': script(`touch ${running}\nwhile [ ! -e ${release} ]; do sleep 0.1; done\necho released`) }, 'first');
+    const org = await admin<{ id: number }>('POST', '/api/v1/orgs', { name: 'acme', email: 'builds@acme.test' });
+    await admin('POST', `/api/v1/orgs/${org.id}/webhooks`, { url: receiver.url });
+    const repo = await admin<{ id: number; webhook_url: string; ssh_public_key: string }>('POST', `/api/v1/orgs/${org.id}/repos`, { name: 'app', scm: 'git', pull_url: ssh.url(bare) });
+    ssh.setAuthorizedKeys([repo.ssh_public_key]);
+    await admin('POST', `/api/v1/repos/${repo.id}/suites`, { branch: 'master', test_pattern: 'test/*_test.sh' });
+    const trigger = async () => {
+      const res = await fetch(repo.webhook_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ branch: 'master', force: true }) });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { guid: string }).guid;
+    };
+    const sessionOf = async (guid: string) =>
+      eventually(`the session of ${guid}`, async () => (await (await fetch(`${base}/ci_events/${guid}/guid`)).json() as { sessions?: { session: number }[] }).sessions?.[0]?.session, 120_000);
+
+    const first = await sessionOf(await trigger());
+    await eventually('the test to run', async () => (await readFile(running).catch(() => null)) !== null, 120_000);
+
+    await pg.stop();
+    const guids: string[] = [];
+    try {
+      for (let i = 0; i < 3; i++) guids.push(await trigger());
+      await writeFile(release, '');
+      // The build's end waits for the database: it cannot record it meanwhile.
+      await new Promise((resolve) => setTimeout(resolve, 3_000)); // the outage's length, as the issue's 15 s
+      expect(stopped(first)).toBe(false);
+    } finally {
+      await pg.start();
+    }
+
+    await eventually(`session ${first}'s stop`, async () => stopped(first), 120_000);
+    expect(eventsOf(first).find((e) => e.event === 'stop')).toMatchObject({ status: 'passed', counts: { passed: 1 } });
+    for (const guid of guids) {
+      const session = await sessionOf(guid);
+      await eventually(`session ${session}'s stop`, async () => stopped(session), 180_000);
+      const byEvent = new Map<string, Set<string>>();
+      for (const e of eventsOf(session)) byEvent.set(e.event, new Set([...(byEvent.get(e.event) ?? []), e.xid]));
+      for (const [event, xids] of byEvent) expect([session, event, xids.size]).toEqual([session, event, 1]);
+    }
+    for (const role of roles) expect([role.role, await Promise.race([role.exited.then(() => 'exited'), Promise.resolve('running')])]).toEqual([role.role, 'running']);
+  } catch (err) {
+    // What the roles printed says why: the assertion alone does not.
+    throw new Error(`${(err as Error).message}\n${roles.map((r) => `--- ${r.role}\n${r.output().slice(-4000)}`).join('\n')}`, { cause: err });
+  }
+}, 600_000);
