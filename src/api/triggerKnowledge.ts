@@ -87,8 +87,10 @@ export function triggerKnowledge(pool: Pool, opts: KnowledgeOptions = {}): Trigg
     loaded = true;
   }
 
-  // One read at a time; asked for meanwhile, one more after it.
+  // One read at a time; asked for meanwhile, one more after it. A read due sooner stands: a
+  // steady stream of notifications never puts the read off.
   let timer: NodeJS.Timeout | undefined;
+  let dueAt = Infinity;
   let reading = false;
   let again = false;
   const schedule = (ms: number) => {
@@ -97,8 +99,11 @@ export function triggerKnowledge(pool: Pool, opts: KnowledgeOptions = {}): Trigg
       again = true;
       return;
     }
+    if (Date.now() + ms >= dueAt) return;
     clearTimeout(timer);
+    dueAt = Date.now() + ms;
     timer = setTimeout(() => {
+      dueAt = Infinity;
       reading = true;
       reload().then(
         () => {
@@ -194,6 +199,7 @@ export function triggerKnowledge(pool: Pool, opts: KnowledgeOptions = {}): Trigg
     close() {
       closed = true;
       clearTimeout(timer);
+      dueAt = Infinity;
       stopListening();
     },
   };
