@@ -12,11 +12,11 @@ import path from 'node:path';
 import { callAdmin } from '../support/adminApi';
 import { createBareRepo } from '../support/gitRepo';
 import { startPrivatePostgres, type PrivatePostgres } from '../support/privatePostgres';
-import { buildDist, sluiceEnv, startRole, stopAllProcesses, waitForHealthy, type RoleProcess } from '../support/processes';
+import { buildDist, expectStillRunning, sluiceEnv, startRole, stopAllProcesses, waitForHealthy, withRoleOutput, type RoleProcess } from '../support/processes';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
 import { eventually } from '../support/wait';
-import { script, type Payload } from '../support/world';
+import { expectEachEventOnce, script, type Payload } from '../support/world';
 
 let pg: PrivatePostgres;
 let ssh: SshGitServer;
@@ -52,7 +52,7 @@ it('roles started without PostgreSQL wait for it, and ride out its outage mid-bu
     env: { SLUICE_WEBHOOK_ALLOW: '127.0.0.0/8', SLUICE_SANDBOX: 'none' },
   });
   const roles: RoleProcess[] = [startRole('api', env), startRole('worker', env), startRole('runner', env)];
-  try {
+  await withRoleOutput(roles, async () => {
     const base = env.SLUICE_BASE_URL!;
 
     // Up without it: /healthz names it, a trigger is refused with a time to try again.
@@ -105,13 +105,8 @@ it('roles started without PostgreSQL wait for it, and ride out its outage mid-bu
     for (const guid of guids) {
       const session = await sessionOf(guid);
       await eventually(`session ${session}'s stop`, async () => stopped(session), 180_000);
-      const byEvent = new Map<string, Set<string>>();
-      for (const e of eventsOf(session)) byEvent.set(e.event, new Set([...(byEvent.get(e.event) ?? []), e.xid]));
-      for (const [event, xids] of byEvent) expect([session, event, xids.size]).toEqual([session, event, 1]);
+      expectEachEventOnce(receiver, session);
     }
-    for (const role of roles) expect([role.role, await Promise.race([role.exited.then(() => 'exited'), Promise.resolve('running')])]).toEqual([role.role, 'running']);
-  } catch (err) {
-    // What the roles printed says why: the assertion alone does not.
-    throw new Error(`${(err as Error).message}\n${roles.map((r) => `--- ${r.role}\n${r.output().slice(-4000)}`).join('\n')}`, { cause: err });
-  }
+    await expectStillRunning(roles);
+  });
 }, 600_000);

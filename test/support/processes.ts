@@ -306,3 +306,17 @@ function tail(text: string): string {
   const lines = text.trimEnd().split('\n');
   return `--- its output (last ${Math.min(lines.length, 40)} lines) ---\n${lines.slice(-40).join('\n')}`;
 }
+
+/** Runs `body`; when it throws, the error carries the tail of what each role printed (the assertion alone rarely says why). */
+export async function withRoleOutput(roles: readonly RoleProcess[], body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n${roles.map((r) => `--- ${r.role}\n${r.output().slice(-4000)}`).join('\n')}`, { cause: err });
+  }
+}
+
+/** None of `roles` has exited. */
+export async function expectStillRunning(roles: readonly RoleProcess[]): Promise<void> {
+  for (const role of roles) expect([role.role, await Promise.race([role.exited.then(() => 'exited'), Promise.resolve('running')])]).toEqual([role.role, 'running']);
+}

@@ -143,3 +143,16 @@ export async function sessionEvents(receiver: Receiver, session: number, timeout
   await receiver.waitFor((reqs) => of(reqs).some((p) => p.event === 'stop'), timeoutMs);
   return of(receiver.requests);
 }
+
+/**
+ * Each event of `session` reached the receiver under one xid (a retry keeps its xid; the same
+ * event sent twice as two deliveries would not); how many distinct events it got.
+ */
+export function expectEachEventOnce(receiver: Receiver, session: number): number {
+  const byEvent = new Map<string, Set<string>>();
+  for (const e of receiver.requests.map((r) => r.json as Payload).filter((p) => p?.session === session)) {
+    byEvent.set(e.event, new Set([...(byEvent.get(e.event) ?? []), e.xid]));
+  }
+  for (const [event, xids] of byEvent) expect([session, event, xids.size]).toEqual([session, event, 1]);
+  return byEvent.size;
+}
