@@ -14,17 +14,34 @@ export interface QueuedFile {
   estimateMs: number | null;
 }
 
+/** How many of the suite's latest builds (of the profile, that ran tests) the estimates come from. */
+export const HISTORY_BUILDS = 10;
+/** How many of a file's latest durations its estimate is the middle of. */
+export const HISTORY_RUNS = 3;
+
 /**
- * The latest recorded duration of each of `paths` in earlier builds of the suite (and the same
- * profile, whose command may differ), for ordering the list longest first.
+ * Each of `paths`' estimate from earlier builds of the suite (and the same profile, whose
+ * command may differ), for ordering the list longest first and sizing batches: the middle of its
+ * last HISTORY_RUNS durations in the latest HISTORY_BUILDS builds. One duration swings with what
+ * else ran on the machine (on two cores, the same file took 4.3, 5.0, 7.8 and 6.6 s in four
+ * builds in a row); the middle of three is steadier, and one build whose runner was busy, or a
+ * file that hung until its time-out, no longer skews the next plan alone. Reading only the
+ * latest builds keeps the read the same size however long the suite's history grows.
  */
 export async function recordedDurations(db: Db, suiteId: number, profileName: string, paths: readonly string[]): Promise<Map<string, number>> {
   const { rows } = await db.query<{ path: string; duration_ms: number }>(
-    `SELECT DISTINCT ON (tr.path) tr.path, tr.duration_ms
-       FROM test_results tr JOIN sessions s ON s.id = tr.session_id
-      WHERE s.suite_id = $1 AND s.profile_name = $2 AND tr.path = ANY($3::text[])
-      ORDER BY tr.path, tr.session_id DESC`,
-    [suiteId, profileName, paths],
+    `WITH recent AS (
+       SELECT s.id FROM sessions s
+        WHERE s.suite_id = $1 AND s.profile_name = $2 AND EXISTS (SELECT 1 FROM test_results tr WHERE tr.session_id = s.id)
+        ORDER BY s.id DESC LIMIT $4
+     ), runs AS (
+       SELECT tr.path, tr.duration_ms, row_number() OVER (PARTITION BY tr.path ORDER BY tr.session_id DESC) AS n
+         FROM test_results tr
+        WHERE tr.session_id IN (SELECT id FROM recent) AND tr.path = ANY($3::text[])
+     )
+     SELECT path, round(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms))::int AS duration_ms
+       FROM runs WHERE n <= $5 GROUP BY path`,
+    [suiteId, profileName, paths, HISTORY_BUILDS, HISTORY_RUNS],
   );
   return new Map(rows.map((r) => [r.path, r.duration_ms]));
 }

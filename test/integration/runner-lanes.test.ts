@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runLane, LEASE_MS, type LaneDeps, type LaneJob } from '../../src/steps/tests/lane';
 import type { Counts } from '../../src/core/types';
-import { claimFiles, enqueueTests, queueCounts, recordFileResult, workLeftMs, type QueuedFile } from '../../src/db/testQueue';
+import { claimFiles, enqueueTests, HISTORY_BUILDS, queueCounts, recordedDurations, recordFileResult, workLeftMs, type QueuedFile } from '../../src/db/testQueue';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { insertPostSession } from '../support/postSession';
 import { eventually } from '../support/wait';
@@ -159,6 +159,39 @@ describe('lanes sharing a list', () => {
     // A batch past its estimate has nothing left, not less than nothing.
     await db.pool.query(`UPDATE test_queue SET claimed_at = now() - interval '1 minute' WHERE session_id = $1 AND state = 'claimed'`, [s.sessionId]);
     expect(await workLeftMs(db.pool, s.sessionId, 1_000)).toEqual({ pendingMs: 1_000, runningMs: 0 });
+  });
+});
+
+describe("a file's estimate from the suite's history", () => {
+  /** Another build of the suite `s` (a profile of its own when given) that ran `durations` (path → ms). */
+  async function pastBuild(s: { sessionId: number; suiteId: number }, durations: Record<string, number>, profile = 'default'): Promise<void> {
+    const { rows } = await db.pool.query<{ id: number }>(
+      `INSERT INTO sessions (ci_event_id, suite_id, branch, head, profile_name)
+       SELECT ci_event_id, suite_id, branch, head, $2 FROM sessions WHERE id = $1 RETURNING id`,
+      [s.sessionId, profile],
+    );
+    for (const [path, ms] of Object.entries(durations)) {
+      await db.pool.query(`INSERT INTO test_results (session_id, path, status, duration_ms) VALUES ($1, $2, 'passed', $3)`, [rows[0]!.id, path, ms]);
+    }
+  }
+
+  it("is the middle of the file's last three durations: one slow build does not move it", async () => {
+    const s = await insertPostSession(db.pool, secretKey);
+    for (const ms of [9_000, 1_000, 1_200, 5_000]) await pastBuild(s, { 'test/a_test.sh': ms, 'test/b_test.sh': ms / 10 });
+    await pastBuild(s, { 'test/b_test.sh': 700 }); // a build that did not run a
+    const known = await recordedDurations(db.pool, s.suiteId, 'default', ['test/a_test.sh', 'test/b_test.sh', 'test/new_test.sh']);
+    // a: 1,000, 1,200 and 5,000 (the 9,000 is older); b: 120, 500 and 700.
+    expect(Object.fromEntries(known)).toEqual({ 'test/a_test.sh': 1_200, 'test/b_test.sh': 500 });
+  });
+
+  it("comes from the profile's own builds, and from the suite's latest builds only", async () => {
+    const s = await insertPostSession(db.pool, secretKey);
+    await pastBuild(s, { 'test/old_test.sh': 4_000, 'test/a_test.sh': 100 });
+    for (let i = 0; i < HISTORY_BUILDS; i++) await pastBuild(s, { 'test/a_test.sh': 2_000 });
+    await pastBuild(s, { 'test/a_test.sh': 60_000, 'test/old_test.sh': 60_000 }, 'slow');
+    const known = await recordedDurations(db.pool, s.suiteId, 'default', ['test/a_test.sh', 'test/old_test.sh']);
+    // old_test.sh last ran before the latest builds: it counts as new (the median file), not as its old time.
+    expect(Object.fromEntries(known)).toEqual({ 'test/a_test.sh': 2_000 });
   });
 });
 
