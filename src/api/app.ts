@@ -30,6 +30,7 @@ import { registerCiEventRoutes } from './routes/ciEvents';
 import { registerHealthRoutes } from './routes/health';
 import { registerReportRoutes } from './routes/reports';
 import { registerTriggerRoutes } from './routes/triggers';
+import { holdWhileWriting } from './triggerKnowledge';
 import { registerWebRoutes } from './web/routes';
 import { tracingOn } from '../tracing/spans';
 
@@ -84,12 +85,15 @@ export function buildApp(given: ApiDeps): FastifyInstance {
   // Pages for people, not API: they stay out of the OpenAPI document.
   void app.register(async (web) => {
     web.addHook('onRoute', hideFromDocument);
+    holdWhileWriting(web, deps.knowledge);
     await registerWebRoutes(web, deps);
   });
 
   void app.register(
     async (admin) => {
       admin.addHook('onRequest', requireAdmin(deps.config.adminToken));
+      // After the door: a change made here is seen by the next trigger (api/triggerKnowledge.ts).
+      holdWhileWriting(admin, deps.knowledge);
       readJsonBodies(admin);
       registerOrgRoutes(admin, deps);
       registerRepoRoutes(admin, deps);

@@ -1,16 +1,22 @@
 /**
  * What the API knows of repositories, suites and branches, to accept triggers with or without
- * PostgreSQL (issue 26). While PostgreSQL answers, every trigger reads it (two small reads, no
- * write) and what it reads is remembered; when it does not, triggers are decided from memory:
- * the whole, read at start, again whenever any process changes it (LISTEN/NOTIFY, migration
- * 027), and every `reloadMs` in case a notification was missed. An API that never reached
- * PostgreSQL knows nothing and says so (KnowledgeUnavailable: the route answers 503 with
- * Retry-After).
+ * PostgreSQL (issue 26). The whole is kept in memory: read at start, again whenever any process
+ * changes it (LISTEN/NOTIFY, migration 027), and every `reloadMs` in case a notification was
+ * missed. Triggers are decided from memory while it is current (issue 24: no read per trigger):
+ * the LISTEN connection is up, no notification has come since the last read began, and no
+ * change this process makes is under way (`changing`, around every request that may write:
+ * a client that changes a branch and then triggers, through one API, always sees its change).
+ * Otherwise each trigger reads PostgreSQL (two small reads, no write) and remembers what it
+ * read, and when PostgreSQL does not answer, it is decided from memory as it is. A change made
+ * through another process is seen once its notification arrives (on one machine, about a
+ * millisecond after its commit). An API that never reached PostgreSQL knows nothing and says
+ * so (KnowledgeUnavailable: the route answers 503 with Retry-After).
  *
  * A trigger's own word on a branch (a delete hides it, a push shows it) is recorded later by
  * its carrier, so until the branch's row says so (its `hidden_at`), the API lays that word over
  * what it reads: a push right after a delete still shows the branch again.
  */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Pool } from 'pg';
 import type { BranchUpdate } from '../core/intake';
 import type { BranchState } from '../core/selection';
@@ -26,6 +32,8 @@ import {
 
 /** A change is read this long after its notification, so a burst of them costs one read. */
 const CHANGE_READ_DELAY_MS = 100;
+/** The longest a change of this process (one request) keeps triggers reading PostgreSQL. */
+const CHANGE_HOLD_MS = 60_000;
 
 export class KnowledgeUnavailable extends Error {
   constructor(cause: unknown) {
@@ -44,6 +52,13 @@ export interface TriggerKnowledge {
   readonly loaded: boolean;
   /** What memory holds of the repository a key hash names: what a trigger gets while PostgreSQL is away. */
   remembered(keyHash: Buffer): { target: TriggerTarget; branches: ReadonlyMap<string, BranchState> } | undefined;
+  /** Whether triggers are decided from memory alone now (it is as PostgreSQL holds it). */
+  readonly current: boolean;
+  /**
+   * This process is about to change what triggers are decided from (a request that may write):
+   * triggers read PostgreSQL until the returned `done` is called and memory is read again.
+   */
+  changing(): () => void;
   close(): void;
 }
 
@@ -69,6 +84,13 @@ export function triggerKnowledge(pool: Pool, opts: KnowledgeOptions = {}): Trigg
   const pending = new Map<number, Map<string, { hidden: boolean; at: number }>>();
   let loaded = false;
   let closed = false;
+  // Memory is current while the LISTEN connection is up, no change of this process is under
+  // way, and the last read began after every change heard of (`changes` counts them).
+  let listening = false;
+  let changes = 0;
+  let readUpTo = -1;
+  let underWay = 0;
+  const isCurrent = () => listening && underWay === 0 && readUpTo === changes;
 
   const read = <T>(query: () => Promise<T>): Promise<T> => {
     let timer: NodeJS.Timeout | undefined;
@@ -79,12 +101,14 @@ export function triggerKnowledge(pool: Pool, opts: KnowledgeOptions = {}): Trigg
   };
 
   async function reload(): Promise<void> {
+    const upTo = changes;
     const [targets, branches] = await read(() => Promise.all([listTriggerTargets(pool), listBranchStates(pool)]));
     byHash.clear();
     for (const t of targets) byHash.set(t.repo.key_hash.toString('hex'), t);
     branchRows.clear();
     for (const [repoId, rows] of branches) branchRows.set(repoId, rows);
     loaded = true;
+    readUpTo = upTo;
   }
 
   // One read at a time; asked for meanwhile, one more after it. A read due sooner stands: a
@@ -125,8 +149,19 @@ export function triggerKnowledge(pool: Pool, opts: KnowledgeOptions = {}): Trigg
 
   // Changes from any process: a notification asks for a read soon (a burst of them, one read);
   // on every (re)connection, a read of what changed while nobody listened.
+  const changed = (ms: number) => {
+    changes += 1;
+    schedule(ms);
+  };
   const stopListening = opts.databaseUrl
-    ? listenForTriggerKnowledge(opts.databaseUrl, { changed: () => schedule(CHANGE_READ_DELAY_MS), listening: () => schedule(0) })
+    ? listenForTriggerKnowledge(opts.databaseUrl, {
+        changed: () => changed(CHANGE_READ_DELAY_MS),
+        listening: () => {
+          listening = true;
+          changed(0);
+        },
+        lost: () => void (listening = false),
+      })
     : () => undefined;
 
   /** What a trigger should see of a row: the trigger's pending word over it, until the row shows it recorded. */
@@ -142,6 +177,24 @@ export function triggerKnowledge(pool: Pool, opts: KnowledgeOptions = {}): Trigg
     return { ...base, hidden: mine.hidden && !base.lockedVisible };
   }
 
+  /** The named branches' rows from PostgreSQL, remembered; from memory when it does not answer. */
+  async function readBranches(repoId: number, names: readonly string[]): Promise<Map<string, KnownBranch>> {
+    try {
+      const rows = await read(() => findBranchStates(pool, repoId, names));
+      const known = branchRows.get(repoId) ?? new Map<string, KnownBranch>();
+      for (const name of names) {
+        const row = rows.get(name);
+        if (row) known.set(name, row);
+        else known.delete(name);
+      }
+      branchRows.set(repoId, known);
+      return rows;
+    } catch (err) {
+      if (!loaded) throw new KnowledgeUnavailable(err);
+      return branchRows.get(repoId) ?? new Map();
+    }
+  }
+
   return {
     get loaded() {
       return loaded;
@@ -152,8 +205,30 @@ export function triggerKnowledge(pool: Pool, opts: KnowledgeOptions = {}): Trigg
       return target && { target, branches: branchRows.get(target.repo.id) ?? new Map() };
     },
 
+    get current() {
+      return isCurrent();
+    },
+
+    changing() {
+      underWay += 1;
+      changes += 1;
+      let done = false;
+      // A request whose answer never comes (a client gone mid-request) still ends its hold.
+      const expiry = setTimeout(() => finish(), CHANGE_HOLD_MS);
+      expiry.unref();
+      const finish = () => {
+        if (done) return;
+        done = true;
+        clearTimeout(expiry);
+        underWay -= 1;
+        changed(0);
+      };
+      return finish;
+    },
+
     async target(keyHash) {
       const key = keyHash.toString('hex');
+      if (isCurrent()) return byHash.get(key);
       let found: TriggerTarget | undefined;
       try {
         found = await read(() => findTriggerTarget(pool, keyHash));
@@ -167,20 +242,7 @@ export function triggerKnowledge(pool: Pool, opts: KnowledgeOptions = {}): Trigg
     },
 
     async branches(repoId, names) {
-      let rows: Map<string, KnownBranch>;
-      try {
-        rows = await read(() => findBranchStates(pool, repoId, names));
-        const known = branchRows.get(repoId) ?? new Map<string, KnownBranch>();
-        for (const name of names) {
-          const row = rows.get(name);
-          if (row) known.set(name, row);
-          else known.delete(name);
-        }
-        branchRows.set(repoId, known);
-      } catch (err) {
-        if (!loaded) throw new KnowledgeUnavailable(err);
-        rows = branchRows.get(repoId) ?? new Map();
-      }
+      const rows = isCurrent() ? (branchRows.get(repoId) ?? new Map<string, KnownBranch>()) : await readBranches(repoId, names);
       const out = new Map<string, BranchState>();
       for (const name of names) {
         const state = seen(repoId, name, rows.get(name));
@@ -203,4 +265,25 @@ export function triggerKnowledge(pool: Pool, opts: KnowledgeOptions = {}): Trigg
       stopListening();
     },
   };
+}
+
+const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Every request of `scope` that may write (not GET, HEAD or OPTIONS) holds the knowledge
+ * `changing` until it has answered: a trigger that follows a change made through this API is
+ * decided from what PostgreSQL holds after it. Added after the scope's authentication hook, so a
+ * request refused at the door holds nothing.
+ */
+export function holdWhileWriting(scope: FastifyInstance, knowledge: TriggerKnowledge): void {
+  const holds = new WeakMap<FastifyRequest, () => void>();
+  scope.addHook('onRequest', async (request) => {
+    if (!READS.has(request.method)) holds.set(request, knowledge.changing());
+  });
+  const release = async (request: FastifyRequest) => {
+    holds.get(request)?.();
+    holds.delete(request);
+  };
+  scope.addHook('onResponse', release);
+  scope.addHook('onRequestAbort', release);
 }

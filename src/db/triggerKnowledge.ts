@@ -96,9 +96,10 @@ const CHANNEL = 'sluice_trigger_knowledge';
 /**
  * LISTENs on its own connection for changes of what triggers are decided from, connecting again
  * (after 0.5 s, growing to 5 s) whenever the connection is lost: `listening` on each connection,
- * `changed` on each notification. Returns the way to stop.
+ * `changed` on each notification, `lost` when a connection that listened ends. Returns the way
+ * to stop.
  */
-export function listenForTriggerKnowledge(databaseUrl: string, on: { changed(): void; listening(): void }): () => void {
+export function listenForTriggerKnowledge(databaseUrl: string, on: { changed(): void; listening(): void; lost(): void }): () => void {
   let stopped = false;
   let current: Client | undefined;
   let wake: (() => void) | undefined;
@@ -112,17 +113,20 @@ export function listenForTriggerKnowledge(databaseUrl: string, on: { changed(): 
         // listens to would bring the process down.
         client.on('error', () => resolve());
       });
+      let listened = false;
       try {
         await client.connect();
         current = client;
         client.on('notification', () => on.changed());
         await client.query(`LISTEN ${CHANNEL}`);
         delayMs = 500;
+        listened = true;
         on.listening();
         await ended;
       } catch {
         // PostgreSQL away: try again
       } finally {
+        if (listened) on.lost();
         current = undefined;
         await client.end().catch(() => undefined);
       }
