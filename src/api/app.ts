@@ -10,7 +10,7 @@ import { pendingTriggers } from './pendingTriggers';
 import { requireAdmin } from './auth';
 import { HttpError, installErrorHandlers } from './http';
 import { observeHttp } from './httpMetrics';
-import { loggerOptions } from './logging';
+import { loggerOptions, logRequests } from './logging';
 import { traceRequests } from './requestSpans';
 import { hideFromDocument, registerOpenApi } from './openapi/register';
 import { registerBranchRoutes } from './routes/admin/branches';
@@ -61,7 +61,14 @@ function readJsonBodies(scope: FastifyInstance): void {
 export function buildApp(given: ApiDeps): FastifyInstance {
   const deps: ApiDeps = { ...given, pending: given.pending ?? pendingTriggers() };
   // Branch names may be 255 bytes (URL-encoded, more): Fastify's default cap on a path parameter is 100.
-  const app = Fastify({ logger: loggerOptions(deps.log), bodyLimit: BODY_LIMIT, routerOptions: { maxParamLength: 1024 } });
+  const app = Fastify({
+    logger: loggerOptions(deps.log),
+    // One line per request instead (api/logging.ts).
+    disableRequestLogging: true,
+    bodyLimit: BODY_LIMIT,
+    routerOptions: { maxParamLength: 1024 },
+  });
+  logRequests(app);
   // Before any route: each request's span wraps its handler (tracing on only).
   if (tracingOn()) traceRequests(app);
   // Before any register(): child scopes inherit the error handler.

@@ -2,6 +2,7 @@
 // Temporal is not part of the integration project: `enqueue` is the harness's recording
 // stand-in (test/support/apiApp.ts); the e2e project drives the real one.
 import { countRows, seedRepo, startApiHarness, type ApiHarness, type RequestOptions } from '../support/apiApp';
+import { eventually } from '../support/wait';
 import { reportPath } from '../support/reports';
 
 let h: ApiHarness;
@@ -362,5 +363,25 @@ describe('logs', () => {
     for (const k of KEYS) expect(logs).not.toContain(k);
     expect(logs).not.toContain(h.config.adminToken);
     expect(logs).toContain('trigger refused: it could not be handed to Temporal');
+  });
+
+  it('one line per request, once it has answered, with its status and time', async () => {
+    const before = h.logs.length;
+    await trigger({ path: `/1/builds/${key}?branch=one-line` });
+    const ours = () =>
+      h.logs
+        .slice(before)
+        .join('')
+        .split('\n')
+        .filter((l) => l.includes('branch=one-line'))
+        .map((l) => JSON.parse(l) as { msg: string; res?: { statusCode: number }; responseTime?: number });
+    // Written once the answer has gone out, which may be a moment after the client has it.
+    await eventually('the request to be logged', async () => ours().length > 0);
+    // A request that has answered, and another after it: still the one line.
+    await trigger({ path: `/1/builds/${key}?branch=after` });
+    await eventually('the next request to be logged', async () => h.logs.slice(before).join('').includes('branch=after'));
+    const lines = ours();
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ msg: 'request completed', res: { statusCode: expect.any(Number) }, responseTime: expect.any(Number) });
   });
 });
