@@ -92,6 +92,7 @@ export function buildApp(given: ApiDeps): FastifyInstance {
   // Pages for people, not API: they stay out of the OpenAPI document.
   void app.register(async (web) => {
     web.addHook('onRoute', hideFromDocument);
+    // A change made through a form is seen by the next trigger (api/triggerKnowledge.ts).
     holdWhileWriting(web, deps.knowledge);
     await registerWebRoutes(web, deps);
   });

@@ -272,8 +272,9 @@ const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /**
  * Every request of `scope` that may write (not GET, HEAD or OPTIONS) holds the knowledge
  * `changing` until it has answered: a trigger that follows a change made through this API is
- * decided from what PostgreSQL holds after it. Added after the scope's authentication hook, so a
- * request refused at the door holds nothing.
+ * decided from what PostgreSQL holds after it. In the admin scope it comes after the token check,
+ * so a request refused at the door holds nothing; the web pages check their sign-in per route,
+ * so a refused form post there holds too, which costs triggers no more than a read each.
  */
 export function holdWhileWriting(scope: FastifyInstance, knowledge: TriggerKnowledge): void {
   const holds = new WeakMap<FastifyRequest, () => void>();
