@@ -6,17 +6,17 @@
  * accepted, and once it is back every one ends with `stop`, the running build with its true
  * result, and no role has exited.
  */
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { callAdmin } from '../support/adminApi';
-import { createBareRepo } from '../support/gitRepo';
 import { startPrivatePostgres, type PrivatePostgres } from '../support/privatePostgres';
 import { buildDist, expectStillRunning, sluiceEnv, startRole, stopAllProcesses, waitForHealthy, withRoleOutput, type RoleProcess } from '../support/processes';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
+import { heldBuildRepo } from '../support/heldBuild';
 import { eventually } from '../support/wait';
-import { expectEachEventOnce, script, type Payload } from '../support/world';
+import { expectEachEventOnce, type Payload } from '../support/world';
 
 let pg: PrivatePostgres;
 let ssh: SshGitServer;
@@ -68,17 +68,9 @@ it('roles started without PostgreSQL wait for it, and ride out its outage mid-bu
     await pg.start();
     await waitForHealthy(base, 120_000);
     const admin = <T = Record<string, unknown>>(method: string, p: string, body?: unknown) => callAdmin<T>(base, env.SLUICE_ADMIN_TOKEN!, method, p, body);
-    const running = path.join(shared, 'running');
-    const release = path.join(shared, 'release');
-    const bare = path.join(tmp, 'app.git');
-    await createBareRepo(bare, { 'test/wait_test.sh': script(`touch ${running}\nwhile [ ! -e ${release} ]; do sleep 0.1; done\necho released`) }, 'first');
-    const org = await admin<{ id: number }>('POST', '/api/v1/orgs', { name: 'acme', email: 'builds@acme.test' });
-    await admin('POST', `/api/v1/orgs/${org.id}/webhooks`, { url: receiver.url });
-    const repo = await admin<{ id: number; webhook_url: string; ssh_public_key: string }>('POST', `/api/v1/orgs/${org.id}/repos`, { name: 'app', scm: 'git', pull_url: ssh.url(bare) });
-    ssh.setAuthorizedKeys([repo.ssh_public_key]);
-    await admin('POST', `/api/v1/repos/${repo.id}/suites`, { branch: 'master', test_pattern: 'test/*_test.sh' });
+    const held = await heldBuildRepo({ admin, ssh, receiverUrl: receiver.url, bare: path.join(tmp, 'app.git'), shared, org: 'acme', name: 'app' });
     const trigger = async () => {
-      const res = await fetch(repo.webhook_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ branch: 'master', force: true }) });
+      const res = await held.trigger();
       expect(res.status).toBe(200);
       return ((await res.json()) as { guid: string }).guid;
     };
@@ -86,13 +78,13 @@ it('roles started without PostgreSQL wait for it, and ride out its outage mid-bu
       eventually(`the session of ${guid}`, async () => (await (await fetch(`${base}/ci_events/${guid}/guid`)).json() as { sessions?: { session: number }[] }).sessions?.[0]?.session, 120_000);
 
     const first = await sessionOf(await trigger());
-    await eventually('the test to run', async () => (await readFile(running).catch(() => null)) !== null, 120_000);
+    await held.untilRunning();
 
     await pg.stop();
     const guids: string[] = [];
     try {
       for (let i = 0; i < 3; i++) guids.push(await trigger());
-      await writeFile(release, '');
+      await writeFile(held.release, '');
       // The build's end waits for the database: it cannot record it meanwhile.
       await new Promise((resolve) => setTimeout(resolve, 3_000)); // the outage's length, as the issue's 15 s
       expect(stopped(first)).toBe(false);

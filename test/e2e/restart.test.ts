@@ -15,6 +15,7 @@ import { createTestDatabase, type TestDatabase } from '../support/db';
 import { createBareRepo } from '../support/gitRepo';
 import { freePort } from '../../src/temporal/devServer';
 import { REPO_ROOT } from '../support/processes';
+import { heldBuildRepo } from '../support/heldBuild';
 import { eventually } from '../support/wait';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
@@ -189,26 +190,14 @@ it('npm start starts its Temporal dev server again when it dies mid-build: the b
   for (const child of started.splice(0)) await killTree(child);
   await eventually('earlier dev servers to be gone', async () => (await devServerPids()).length === 0, 15_000);
   const dev = await npmStart();
-  const release = path.join(tmp, 'shared', 'release');
-  const running = path.join(tmp, 'shared', 'running');
-  const bare = path.join(tmp, 'outage.git');
   // The test runs until this test lets it go, so Temporal dies while it runs.
-  await createBareRepo(bare, { 'test/wait_test.sh': script(`touch ${running}\nwhile [ ! -e ${release} ]; do sleep 0.1; done\necho released`) }, 'first');
-  const org = await admin<{ id: number }>('POST', '/api/v1/orgs', { name: 'outage', email: 'builds@acme.test' });
-  await admin('POST', `/api/v1/orgs/${org.id}/webhooks`, { url: receiver.url });
-  const repo = await admin<{ id: number; webhook_url: string; ssh_public_key: string }>('POST', `/api/v1/orgs/${org.id}/repos`, {
-    name: 'outage',
-    scm: 'git',
-    pull_url: ssh.url(bare),
-  });
-  ssh.setAuthorizedKeys([repo.ssh_public_key]);
-  await admin('POST', `/api/v1/repos/${repo.id}/suites`, { branch: 'master', test_pattern: 'test/*_test.sh' });
-  const trigger = () => fetch(repo.webhook_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ branch: 'master', force: true }) });
+  const held = await heldBuildRepo({ admin, ssh, receiverUrl: receiver.url, bare: path.join(tmp, 'outage.git'), shared: path.join(tmp, 'shared'), org: 'outage', name: 'outage' });
+  const { trigger } = held;
 
   const first = await trigger();
   expect(first.status).toBe(200);
   const session = await sessionOfGuid(db.pool, ((await first.json()) as { guid: string }).guid);
-  await eventually('the test to run', async () => (await readFile(running).catch(() => null)) !== null, 120_000);
+  await held.untilRunning();
 
   const [server] = await devServerPids();
   process.kill(server!, 'SIGKILL');
@@ -232,7 +221,7 @@ it('npm start starts its Temporal dev server again when it dies mid-build: the b
     return res.status === 200;
   }, 60_000);
 
-  await writeFile(release, '');
+  await writeFile(held.release, '');
   await eventually(`session ${session}'s stop`, async () => eventsOf(session).some((e) => e.event === 'stop'), 180_000);
   expect(eventsOf(session).find((e) => e.event === 'stop')).toMatchObject({ status: 'passed', counts: { passed: 1 } });
   const all = [session];

@@ -5,18 +5,18 @@
  * nothing lost), and no role exits; once it is back on the same data, the roles reconnect by
  * themselves, the running build ends with its true result and triggers are accepted again.
  */
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort, startDevServer, type DevServer } from '../../src/temporal/devServer';
 import { callAdmin } from '../support/adminApi';
 import { createTestDatabase, type TestDatabase } from '../support/db';
-import { createBareRepo } from '../support/gitRepo';
 import { buildDist, expectStillRunning, sluiceEnv, startRole, stopAllProcesses, waitForHealthy, withRoleOutput, type RoleProcess } from '../support/processes';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
+import { heldBuildRepo } from '../support/heldBuild';
 import { eventually } from '../support/wait';
-import { expectEachEventOnce, script, sessionOfGuid, type Payload } from '../support/world';
+import { expectEachEventOnce, sessionOfGuid, type Payload } from '../support/world';
 
 let db: TestDatabase;
 let ssh: SshGitServer;
@@ -62,21 +62,13 @@ it('the roles ride out an external Temporal stopped and started again: 503 meanw
     await waitForHealthy(env.SLUICE_BASE_URL!, 120_000);
     const admin = <T = Record<string, unknown>>(method: string, p: string, body?: unknown) => callAdmin<T>(env.SLUICE_BASE_URL!, env.SLUICE_ADMIN_TOKEN!, method, p, body);
 
-    const running = path.join(shared, 'running');
-    const release = path.join(shared, 'release');
-    const bare = path.join(tmp, 'app.git');
-    await createBareRepo(bare, { 'test/wait_test.sh': script(`touch ${running}\nwhile [ ! -e ${release} ]; do sleep 0.1; done\necho released`) }, 'first');
-    const org = await admin<{ id: number }>('POST', '/api/v1/orgs', { name: 'acme', email: 'builds@acme.test' });
-    await admin('POST', `/api/v1/orgs/${org.id}/webhooks`, { url: receiver.url });
-    const repo = await admin<{ id: number; webhook_url: string; ssh_public_key: string }>('POST', `/api/v1/orgs/${org.id}/repos`, { name: 'app', scm: 'git', pull_url: ssh.url(bare) });
-    ssh.setAuthorizedKeys([repo.ssh_public_key]);
-    await admin('POST', `/api/v1/repos/${repo.id}/suites`, { branch: 'master', test_pattern: 'test/*_test.sh' });
-    const trigger = () => fetch(repo.webhook_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ branch: 'master', force: true }) });
+    const held = await heldBuildRepo({ admin, ssh, receiverUrl: receiver.url, bare: path.join(tmp, 'app.git'), shared, org: 'acme', name: 'app' });
+    const { trigger } = held;
 
     const first = await trigger();
     expect(first.status).toBe(200);
     const session = await sessionOfGuid(db.pool, ((await first.json()) as { guid: string }).guid);
-    await eventually('the test to run', async () => (await readFile(running).catch(() => null)) !== null, 120_000);
+    await held.untilRunning();
 
     await firstServer.stop();
     temporal = undefined;
@@ -95,7 +87,7 @@ it('the roles ride out an external Temporal stopped and started again: 503 meanw
       return res.status === 200 ? ((await res.json()) as { guid: string }) : undefined;
     }, 60_000);
 
-    await writeFile(release, '');
+    await writeFile(held.release, '');
     await eventually(`session ${session}'s stop`, async () => eventsOf(session).some((e) => e.event === 'stop'), 180_000);
     expect(eventsOf(session).find((e) => e.event === 'stop')).toMatchObject({ status: 'passed', counts: { passed: 1 } });
     const later = await sessionOfGuid(db.pool, again.guid, 60_000);
