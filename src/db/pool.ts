@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, escapeIdentifier, Pool } from 'pg';
 
 // bigserial ids come back from pg as strings; ours stay far below 2^53, so read them as numbers.
@@ -64,7 +65,8 @@ export async function untilDatabaseAnswers(step: () => Promise<void>, signal: Ab
       return await step();
     } catch (err) {
       if (attempt % 15 === 0) onError(err);
-      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      // Stopping (the role shuts down) ends the wait at once, not 2 s later.
+      await sleep(2_000, undefined, { signal }).catch(() => undefined);
     }
   }
 }
