@@ -1,8 +1,17 @@
 // Three projects: `unit` (pure code, no services), `integration` (real PostgreSQL, SSH and HTTP
 // servers on loopback) and `e2e` (all of that plus a real Temporal dev server, started once by
 // globalSetup).
-const transform = { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] };
-const common = { testEnvironment: 'node', transform, moduleFileExtensions: ['ts', 'js', 'json'] };
+const swc = ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }];
+// openid-client and what it is built on are ES modules only: Node 20.19 requires them natively,
+// jest's own module loader does not, so they are compiled to CommonJS like our code.
+const ESM_ONLY = ['openid-client', 'oauth4webapi', 'jose'];
+const transform = { '^.+\\.ts$': swc, [`/node_modules/(${ESM_ONLY.join('|')})/.+\\.js$`]: swc };
+const common = {
+  testEnvironment: 'node',
+  transform,
+  transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`],
+  moduleFileExtensions: ['ts', 'js', 'json'],
+};
 
 /** @type {import('jest').Config} */
 module.exports = {
