@@ -98,7 +98,20 @@ export interface Config {
    * default 127.0.0.1); unset: no metrics listener (metrics/serve.ts).
    */
   metrics?: { host: string; port: number };
+  /** API: where people sign in (SLUICE_SIGN_IN_PROVIDERS); none: only the admin token signs in. */
+  signInProviders?: SignInProvider[];
+  /** API: how often a signed-in person's provider is asked again whether they are still theirs (SLUICE_SIGN_IN_REFRESH_SECONDS). */
+  signInRefreshMs?: number;
 }
+
+/**
+ * An identity provider people sign in with (docs/configuration.md "Signing in"): any OpenID
+ * Connect provider by its issuer (GitLab, Gitea, Keycloak, Google, Entra ID, Okta, ...), or
+ * GitHub's OAuth (GitHub Enterprise by its addresses).
+ */
+export type SignInProvider =
+  | { kind: 'oidc'; id: string; name: string; issuer: string; clientId: string; clientSecret: string; groupsClaim: string; scopes: string[] }
+  | { kind: 'github'; id: string; name: string; clientId: string; clientSecret: string; webUrl: string; apiUrl: string };
 
 /** Where a process sends its spans, and as which service (OTEL_* variables, docs/observability.md "Traces"). */
 export interface TracingSettings {
@@ -135,6 +148,59 @@ export interface ServiceAdmins {
 export type WebhookRetry = RetrySettings;
 
 const positiveInt = z.coerce.number().int().positive();
+
+const providerId = z.string().regex(/^[a-z0-9][a-z0-9-]{0,39}$/, 'lower-case letters, digits and "-"');
+const SignInProviders = z
+  .array(
+    z.discriminatedUnion('kind', [
+      z.strictObject({
+        kind: z.literal('oidc'),
+        id: providerId,
+        name: z.string().min(1).max(60),
+        issuer: z.url({ protocol: /^https?$/ }),
+        client_id: z.string().min(1),
+        client_secret: z.string().min(1),
+        // Where the provider puts group names: `groups` for Keycloak, GitLab, Okta, Entra ID.
+        groups_claim: z.string().min(1).default('groups'),
+        scopes: z.array(z.string().regex(/^[!-~]+$/)).default(['openid', 'email', 'profile']),
+      }),
+      z.strictObject({
+        kind: z.literal('github'),
+        id: providerId,
+        name: z.string().min(1).max(60).default('GitHub'),
+        client_id: z.string().min(1),
+        client_secret: z.string().min(1),
+        web_url: z.url({ protocol: /^https?$/ }).default('https://github.com'),
+        api_url: z.url({ protocol: /^https?$/ }).default('https://api.github.com'),
+      }),
+    ]),
+  )
+  .refine((list) => new Set(list.map((p) => p.id)).size === list.length, 'two providers have the same id');
+
+/** SLUICE_SIGN_IN_PROVIDERS: a JSON array; a problem is named by its place, never with the value (it holds secrets). */
+const signInProvidersEnv = z.string().transform((v, ctx) => {
+  let json: unknown;
+  try {
+    json = JSON.parse(v);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be a JSON array of providers' });
+    return z.NEVER;
+  }
+  const parsed = SignInProviders.safeParse(json);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', message: `${issue.path.join('.') || '(the list)'}: ${issue.message}` });
+    return z.NEVER;
+  }
+  return parsed.data.map(
+    (p): SignInProvider =>
+      p.kind === 'oidc'
+        ? { kind: 'oidc', id: p.id, name: p.name, issuer: p.issuer, clientId: p.client_id, clientSecret: p.client_secret, groupsClaim: p.groups_claim, scopes: p.scopes }
+        : { kind: 'github', id: p.id, name: p.name, clientId: p.client_id, clientSecret: p.client_secret, webUrl: p.web_url.replace(/\/+$/, ''), apiUrl: p.api_url.replace(/\/+$/, '') },
+  );
+});
+
+/** How often a signed-in person's provider is asked again, unless SLUICE_SIGN_IN_REFRESH_SECONDS says otherwise. */
+export const DEFAULT_SIGN_IN_REFRESH_MS = 15 * 60_000;
 
 /** Lanes (and checkouts, pushes) one runner runs at once, unless SLUICE_RUNNER_SLOTS says otherwise. */
 export const DEFAULT_RUNNER_SLOTS = 4;
@@ -227,6 +293,8 @@ const EnvSchema = z.object({
   OTEL_SDK_DISABLED: z.enum(['true', 'false']).optional(),
   SLUICE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   SLUICE_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  SLUICE_SIGN_IN_PROVIDERS: signInProvidersEnv.optional(),
+  SLUICE_SIGN_IN_REFRESH_SECONDS: positiveInt.optional(),
   SLUICE_WEBHOOK_ALLOW: z
     .string()
     .default('')
@@ -314,6 +382,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: Role = 'a
     services: { postgresql: e.SLUICE_SERVICE_POSTGRESQL_URL, mysql: e.SLUICE_SERVICE_MYSQL_URL, redis: e.SLUICE_SERVICE_REDIS_URL },
     tracing: tracingSettings(e, role),
     metrics: e.SLUICE_METRICS_PORT === undefined ? undefined : { host: e.SLUICE_METRICS_HOST, port: e.SLUICE_METRICS_PORT },
+    signInProviders: e.SLUICE_SIGN_IN_PROVIDERS ?? [],
+    signInRefreshMs: e.SLUICE_SIGN_IN_REFRESH_SECONDS === undefined ? DEFAULT_SIGN_IN_REFRESH_MS : e.SLUICE_SIGN_IN_REFRESH_SECONDS * 1000,
   };
 }
 

@@ -7,7 +7,10 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { ApiDeps } from './deps';
 import { pendingTriggers } from './pendingTriggers';
-import { requireAdmin } from './auth';
+import { recordChanges } from './access/audit';
+import { guardRoutes } from './access/guard';
+import { renewSessions, signInOptions } from './identity/providers';
+import { refusePage } from './web/pages';
 import { HttpError, installErrorHandlers } from './http';
 import { observeHttp } from './httpMetrics';
 import { loggerOptions, logRequests } from './logging';
@@ -21,6 +24,9 @@ import { registerOutputRoutes } from './routes/admin/output';
 import { registerRepoRoutes } from './routes/admin/repos';
 import { registerRunnerRoutes } from './routes/admin/runners';
 import { registerRunnerTokenRoutes } from './routes/admin/runnerTokens';
+import { registerAuditRoutes } from './routes/admin/audit';
+import { registerPeopleRoutes } from './routes/admin/people';
+import { registerTokenRoutes } from './routes/admin/tokens';
 import { registerRunnerApi } from './routes/runnerApi';
 import { registerSecretRoutes } from './routes/admin/secrets';
 import { registerSessionRoutes } from './routes/admin/sessions';
@@ -73,6 +79,12 @@ export function buildApp(given: ApiDeps): FastifyInstance {
   if (tracingOn()) traceRequests(app);
   // Before any register(): child scopes inherit the error handler.
   installErrorHandlers(app);
+  // Before any route: each is given its access rule, and each request is checked against it (api/access).
+  if (deps.config.adminToken.length < 16) throw new Error('the API needs SLUICE_ADMIN_TOKEN (at least 16 characters)');
+  const signInWith = signInOptions(deps.config);
+  const refresh = renewSessions(deps.pool, deps.config, signInWith, (err) => app.log.warn({ err }, 'an identity provider did not answer; the session goes on'));
+  guardRoutes(app, { pool: deps.pool, adminToken: deps.config.adminToken, refresh, refuseOnWeb: refusePage(deps.config.baseUrl) });
+  recordChanges(app, deps.pool);
   // Before any route: every answer is observed, by route pattern (api/httpMetrics.ts).
   observeHttp(app);
 
@@ -94,13 +106,12 @@ export function buildApp(given: ApiDeps): FastifyInstance {
     web.addHook('onRoute', hideFromDocument);
     // A change made through a form is seen by the next trigger (api/triggerKnowledge.ts).
     holdWhileWriting(web, deps.knowledge);
-    await registerWebRoutes(web, deps);
+    await registerWebRoutes(web, deps, signInWith);
   });
 
   void app.register(
     async (admin) => {
-      admin.addHook('onRequest', requireAdmin(deps.config.adminToken));
-      // After the door: a change made here is seen by the next trigger (api/triggerKnowledge.ts).
+      // A change made here is seen by the next trigger (api/triggerKnowledge.ts).
       holdWhileWriting(admin, deps.knowledge);
       readJsonBodies(admin);
       registerOrgRoutes(admin, deps);
@@ -114,6 +125,9 @@ export function buildApp(given: ApiDeps): FastifyInstance {
       registerOperatorRoutes(admin, deps);
       registerRunnerRoutes(admin, deps);
       registerRunnerTokenRoutes(admin, deps);
+      registerPeopleRoutes(admin, deps);
+      registerTokenRoutes(admin, deps);
+      registerAuditRoutes(admin, deps);
     },
     { prefix: '/api/v1' },
   );

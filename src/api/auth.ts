@@ -1,10 +1,10 @@
 /**
- * The management API's single credential: `Authorization: Bearer <SLUICE_ADMIN_TOKEN>`.
+ * Comparing credentials and reading `Authorization: Bearer` (who a request is: api/access).
  * Both sides are hashed before the constant-time comparison, so neither the token's content
  * nor its length shows in the response time.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 
 const sha256 = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
 
@@ -22,17 +22,4 @@ export function bearerToken(request: FastifyRequest): string | undefined {
 export function hasAdminToken(request: FastifyRequest, adminToken: string): boolean {
   const given = bearerToken(request);
   return adminToken.length > 0 && given !== undefined && sameSecret(given, adminToken);
-}
-
-export function requireAdmin(adminToken: string): (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined> {
-  // A worker's or runner's configuration has none (config.ts): never serve the API with it.
-  if (adminToken.length < 16) throw new Error('the management API needs SLUICE_ADMIN_TOKEN (at least 16 characters)');
-  return async (request, reply) => {
-    if (hasAdminToken(request, adminToken)) return undefined;
-    // Returning the reply tells Fastify the request is answered; no route handler runs.
-    return reply
-      .code(401)
-      .header('www-authenticate', 'Bearer realm="sluice"')
-      .send({ error: 'unauthorized', message: 'send Authorization: Bearer <admin token>' });
-  };
 }

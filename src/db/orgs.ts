@@ -15,8 +15,9 @@ export async function insertOrg(db: Db, org: { name: string; email: string }): P
   return rows[0]!;
 }
 
-export async function listOrgs(db: Db): Promise<OrgRow[]> {
-  return (await db.query<OrgRow>(`SELECT ${COLUMNS} FROM orgs ORDER BY id`)).rows;
+/** Every organization, or only these (what the asker may see; null: all). */
+export async function listOrgs(db: Db, only: number[] | null = null): Promise<OrgRow[]> {
+  return (await db.query<OrgRow>(`SELECT ${COLUMNS} FROM orgs WHERE $1::bigint[] IS NULL OR id = ANY($1) ORDER BY id`, [only])).rows;
 }
 
 /** By id (all digits) or by name; org names are never all digits, so the two cannot clash. */

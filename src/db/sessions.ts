@@ -402,6 +402,8 @@ export async function reportTokenOf(db: Db, sessionId: number): Promise<string |
 /** What the list of sessions may be narrowed to; absent fields do not narrow it. */
 export interface SessionFilter {
   orgId?: number;
+  /** Only these organizations' (what the asker may see); absent or null: all. */
+  orgIds?: number[] | null;
   repoId?: number;
   branch?: string;
   status?: string;
@@ -444,9 +446,10 @@ export async function listSessions(db: Db, f: SessionFilter): Promise<SessionLis
         AND ($3::text IS NULL OR s.branch = $3)
         AND ($4::text IS NULL OR s.status = $4)
         AND ($5::bigint IS NULL OR s.id < $5)
+        AND ($7::bigint[] IS NULL OR o.id = ANY($7))
       ORDER BY s.id DESC
       LIMIT $6`,
-    [f.orgId ?? null, f.repoId ?? null, f.branch ?? null, f.status ?? null, f.before ?? null, f.limit],
+    [f.orgId ?? null, f.repoId ?? null, f.branch ?? null, f.status ?? null, f.before ?? null, f.limit, f.orgIds ?? null],
   );
   return rows;
 }

@@ -26,6 +26,7 @@ export const TAGS = [
   { name: 'webhooks', description: 'Outgoing webhooks and their delivery log' },
   { name: 'sessions', description: 'Builds: list, show, follow, stop, rebuild' },
   { name: 'runners', description: 'Runners up now and the tokens keyless runners use' },
+  { name: 'people', description: 'Who is signed in, members and their roles, personal API tokens, the audit trail' },
   { name: 'operations', description: 'Health and this document' },
 ] as const;
 

@@ -2,6 +2,8 @@
  * The builds list (the home page) and a build's page: live while it runs (server-sent events,
  * assets/build.js), with Stop while it runs and Rebuild once it has ended.
  */
+import { stoppedBy } from '../access/principal';
+import { visibleOrgs } from '../../core/access';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasEnded, SESSION_STATUSES } from '../../core/types';
 import { listFailedOutputs, listPlanParts, listSessions } from '../../db/sessions';
@@ -173,7 +175,7 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
       if (!(err instanceof HttpError)) throw err;
       return page(reply, 'builds', { ...base, sessions: [], older: null, error: err.message }, err.statusCode);
     }
-    const rows = await listSessions(pool, { orgId, repoId, branch: q.data.branch, status: q.data.status, before: q.data.before, limit: q.data.limit });
+    const rows = await listSessions(pool, { orgId, orgIds: visibleOrgs(user), repoId, branch: q.data.branch, status: q.data.status, before: q.data.before, limit: q.data.limit });
     const sessions = rows.map((r) => {
       const view = sessionListView(r, config);
       return {
@@ -235,7 +237,7 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
     if (!user) return reply;
     const id = parseId(request.params.id, 'build');
     try {
-      await requestStop(deps, id, user.name);
+      await requestStop(deps, id, stoppedBy(user) ?? user.name);
     } catch (err) {
       if (!(err instanceof HttpError)) throw err;
       return buildPage(request, reply, user, id, err.message, err.statusCode);

@@ -5,6 +5,8 @@
  * all of them are two clicks from the builds list. Each can be deleted from here, after a
  * second click (no JavaScript): its builds under way are stopped first (api/remove.ts).
  */
+import { stoppedBy } from '../access/principal';
+import { visibleOrgs } from '../../core/access';
 import type { FastifyInstance } from 'fastify';
 import { listOrgs } from '../../db/orgs';
 import { listRepos } from '../../db/repos';
@@ -20,7 +22,7 @@ export function registerOrgPages(web: FastifyInstance, { deps, csrf, requireUser
   const { pool } = deps;
 
   const orgsPage = async (reply: Parameters<typeof page>[0], user: SignedIn, failed: FailedForm | null, status = 200, notice: string | null = null) => {
-    const orgs = await listOrgs(pool);
+    const orgs = await listOrgs(pool, visibleOrgs(user));
     const repos = await Promise.all(orgs.map((o) => listRepos(pool, o.id)));
     const list = orgs.map((o, i) => ({ ...o, repos: repos[i]!.map((r) => ({ id: r.id, name: r.name, scm: r.scm, pull_url: r.pull_url })) }));
     return page(reply, 'orgs', { title: 'Organizations', section: 'orgs', user, orgs: list, failed, notice }, status);
@@ -41,7 +43,7 @@ export function registerOrgPages(web: FastifyInstance, { deps, csrf, requireUser
     if (!user) return reply;
     const done = await tryAction(async () => {
       const org = await loadOrg(pool, request.params.org);
-      await removeOrg(deps, String(org.id), { stoppedBy: user.name });
+      await removeOrg(deps, String(org.id), { stoppedBy: stoppedBy(user) ?? user.name });
       return org;
     });
     if (!done.ok) return orgsPage(reply, user, { form: `delete-org:${request.params.org}`, error: done.error, values: {} }, done.status);
@@ -53,7 +55,7 @@ export function registerOrgPages(web: FastifyInstance, { deps, csrf, requireUser
     if (!user) return reply;
     const done = await tryAction(async () => {
       const repo = await loadRepo(pool, String(parseId(request.params.id, 'repository')));
-      await removeRepo(deps, repo, { stoppedBy: user.name });
+      await removeRepo(deps, repo, { stoppedBy: stoppedBy(user) ?? user.name });
       return repo;
     });
     if (!done.ok) return orgsPage(reply, user, { form: `delete-repo:${request.params.id}`, error: done.error, values: {} }, done.status);

@@ -33,6 +33,7 @@ export function registerOutputPages(web: FastifyInstance, { deps }: WebScope): v
       isOpen: () => reply.sse.isConnected && !closing,
     });
     reply.sse.sendHeaders(); // now: the page may wait a while for the first event
+    reply.raw.flushHeaders(); // writeHead alone sends nothing until the first write
     await reply.sse.send(asServerSentEvents(events));
     reply.sse.close();
   });

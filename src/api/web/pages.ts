@@ -61,7 +61,7 @@ export interface PageData {
   title: string;
   user: SignedIn | null;
   /** Which part of the site the page belongs to, for the navigation. */
-  section?: 'builds' | 'orgs' | 'runners';
+  section?: 'builds' | 'orgs' | 'runners' | 'tokens';
   [key: string]: unknown;
 }
 
@@ -76,6 +76,17 @@ export function page(reply: FastifyReply, template: string, data: PageData, stat
       "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     )
     .send(eta.render(`./${template}`, { csrf: reply.generateCsrf(), unisolated: data.user ? (reply.request.unisolatedRunners ?? []) : [], ...data }));
+}
+
+/**
+ * How the web pages refuse (api/access/guard.ts): a browser not signed in goes to the sign-in
+ * page, and comes back after; one signed in without the role is told why, with a 403.
+ */
+export function refusePage(baseUrl: string) {
+  return (request: FastifyRequest, reply: FastifyReply, status: 401 | 403, reason: string): FastifyReply => {
+    if (status === 401) return reply.code(303).header('location', `/sign-in?next=${encodeURIComponent(signInNext(request, baseUrl))}`).send();
+    return page(reply, 'forbidden', { title: 'Not allowed', user: request.principal, reason }, 403);
+  };
 }
 
 /** A page saying there is no such thing, with a 404. */

@@ -5,6 +5,7 @@
  * body and calls the same function as the JSON route (routes/admin/), so the rules and their
  * messages are the API's; a refused field is shown next to the form it came from.
  */
+import { stoppedBy } from '../access/principal';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { listBranches } from '../../db/branches';
@@ -303,7 +304,7 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
 
   // After a second click (the form sits in a <details>); builds under way are stopped by the user.
   repoPost<{ suite: string }>('/repos/:id/suites/:suite/delete', setupPage, (p) => `suite-delete:${p.suite}`, async (repo, _v, p, user) => {
-    await removeSuite(deps, repo, parseId(p.suite, 'suite'), { stoppedBy: user.name });
+    await removeSuite(deps, repo, parseId(p.suite, 'suite'), { stoppedBy: stoppedBy(user) ?? user.name });
     return setup(repo, 'suite-deleted', 'suites');
   });
 

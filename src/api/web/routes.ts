@@ -17,6 +17,8 @@ import { unisolatedRunners, type UnisolatedRunner } from '../../db/runners';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps';
 import { sameSecret } from '../auth';
+import type { SignInOption } from '../identity/providers';
+import { registerAuthPages } from './auth';
 import { registerBuildPages } from './builds';
 import { registerOrgPages } from './orgs';
 import { registerOutputPages } from './output';
@@ -25,6 +27,7 @@ import { registerRunnerPages } from './runners';
 import { registerWebhookPages } from './webhooks';
 import { page, safeNext, webScope } from './pages';
 import { cookieOptions, cookieSecret, signedIn, signIn, signOut } from './signIn';
+import { deleteWebSessionsOf } from '../../db/webSessions';
 
 /**
  * Scripts in assets/: build.js follows a build live, output.js its running processes' output,
@@ -39,7 +42,7 @@ const SignInForm = z.object({
   _csrf: z.string().optional(),
 });
 
-export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps): Promise<void> {
+export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps, options: Map<string, SignInOption>): Promise<void> {
   const { config } = deps;
   // Awaited: the routes below use what these plugins add (csrfProtection, cookies).
   await web.register(fastifyFormbody);
@@ -48,6 +51,7 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps): Pr
   await web.register(fastifyCsrf, { sessionPlugin: '@fastify/cookie', cookieKey: 'sluice_csrf', cookieOpts: { ...cookieOptions(config) } });
   const scope = webScope(web, deps);
   const { csrf } = scope;
+  const providers = [...options.values()].map(({ provider }) => ({ id: provider.id, name: provider.name }));
 
   // Administrators see on every page while a runner runs builds without isolation (issue 23).
   web.decorateRequest('unisolatedRunners', null);
@@ -58,22 +62,30 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps): Pr
 
   web.get<{ Querystring: { next?: string } }>('/sign-in', async (request, reply) => {
     if (signedIn(request)) return reply.code(303).header('location', safeNext(request.query.next)).send();
-    return page(reply, 'signIn', { title: 'Sign in', user: null, next: safeNext(request.query.next), name: '', error: null });
+    return page(reply, 'signIn', { title: 'Sign in', user: null, next: safeNext(request.query.next), name: '', error: null, providers, tokenTried: false });
   });
 
   web.post('/sign-in', csrf, async (request, reply) => {
     const parsed = SignInForm.safeParse(request.body ?? {});
     const body = (request.body ?? {}) as Record<string, unknown>;
     const again = (error: string, status: number) =>
-      page(reply, 'signIn', { title: 'Sign in', user: null, next: safeNext(String(body.next ?? '')), name: String(body.name ?? ''), error }, status);
+      page(reply, 'signIn', { title: 'Sign in', user: null, next: safeNext(String(body.next ?? '')), name: String(body.name ?? ''), error, providers, tokenTried: true }, status);
     if (!parsed.success) return again(parsed.error.issues[0]?.message ?? 'fill in both fields', 400);
     if (!sameSecret(parsed.data.token, config.adminToken)) return again('That is not the admin token.', 401);
-    signIn(reply, config, parsed.data.name);
+    await signIn(request, reply, config, deps.pool, { userId: null, name: parsed.data.name });
     return reply.code(303).header('location', safeNext(parsed.data.next)).send();
   });
 
-  web.post('/sign-out', csrf, async (_request, reply) => {
-    signOut(reply, config);
+  web.post('/sign-out', csrf, async (request, reply) => {
+    await signOut(request, reply, config, deps.pool);
+    return reply.code(303).header('location', '/sign-in').send();
+  });
+
+  // Every browser this person signed in with: a lost laptop, a shared machine.
+  web.post('/sign-out-everywhere', csrf, async (request, reply) => {
+    const userId = request.principal?.userId;
+    if (userId != null) await deleteWebSessionsOf(deps.pool, userId);
+    await signOut(request, reply, config, deps.pool);
     return reply.code(303).header('location', '/sign-in').send();
   });
 
@@ -84,6 +96,7 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps): Pr
     );
   }
 
+  registerAuthPages(web, scope, options);
   registerBuildPages(web, scope);
   registerOutputPages(web, scope);
   registerOrgPages(web, scope);

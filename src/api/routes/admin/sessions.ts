@@ -10,10 +10,12 @@
  * `POST /api/v1/sessions/:session/rebuild`: build its trigger again, at the commit it built,
  * forced: `201 {session, guid, url, status_uri}` of the new session (api/rebuild.ts).
  */
+import { visibleOrgs } from '../../../core/access';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../../deps';
-import { notFound, parseId, validate } from '../../http';
+import { HttpError, notFound, parseId, validate } from '../../http';
+import { stoppedBy } from '../../access/principal';
 import { loadArtifactViews, loadSessionView, sessionListView } from '../../views';
 import { SESSION_STATUSES } from '../../../core/types';
 import { rebuildSession } from '../../rebuild';
@@ -24,8 +26,9 @@ import { loadRepo } from './repos';
 import { described, documented, errors, SessionParams } from '../../openapi/shapes';
 
 const StopBody = z.strictObject({
-  // The handle or e-mail address of who stopped it (spec §2 `stopped_by`).
-  stopped_by: z.string().trim().min(1).max(200),
+  // The handle or e-mail address of who stopped it (spec §2 `stopped_by`): a person's own
+  // token stops as that person, whatever this says; the admin token must name someone.
+  stopped_by: z.string().trim().min(1).max(200).optional(),
 }).meta({ examples: [{ stopped_by: 'dev@example.com' }] });
 
 const Rebuilt = z.object({ session: z.number().int(), guid: z.uuid(), url: z.string().describe('the new session’s report'), status_uri: z.string() });
@@ -45,7 +48,7 @@ export function registerSessionRoutes(app: FastifyInstance, deps: ApiDeps): void
     const q = validate(SessionList, request.query, 'query');
     const orgId = q.org === undefined ? undefined : (await loadOrg(deps.pool, q.org)).id;
     const repoId = q.repo === undefined ? undefined : (await loadRepo(deps.pool, q.repo)).id;
-    const rows = await listSessions(deps.pool, { orgId, repoId, branch: q.branch, status: q.status, before: q.before, limit: q.limit });
+    const rows = await listSessions(deps.pool, { orgId, orgIds: visibleOrgs(request.principal!), repoId, branch: q.branch, status: q.status, before: q.before, limit: q.limit });
     return rows.map((r) => sessionListView(r, deps.config));
   });
 
@@ -68,7 +71,9 @@ export function registerSessionRoutes(app: FastifyInstance, deps: ApiDeps): void
   app.post<{ Params: { session: string } }>('/sessions/:session/stop', documented({ tag: 'sessions', summary: 'Stop a session, queued or building', description: '202: the stop is asked for; the session’s `stop` event says when it is done.', params: SessionParams, body: StopBody, response: { 202: described('the stop asked for'), ...errors(400, 404, 409, 503) } }), async (request, reply) => {
     const id = parseId(request.params.session, 'session');
     const { stopped_by } = validate(StopBody, request.body ?? {});
-    return reply.code(202).send(await requestStop(deps, id, stopped_by));
+    const who = stoppedBy(request.principal!) ?? stopped_by;
+    if (who === undefined) throw new HttpError(400, 'invalid request', 'say who stops it: the admin token is nobody', 'stopped_by');
+    return reply.code(202).send(await requestStop(deps, id, who));
   });
 
   app.post<{ Params: { session: string } }>('/sessions/:session/rebuild', documented({ tag: 'sessions', summary: 'Build a session’s trigger again', description: 'At the commit it built, forced.', params: SessionParams, response: { 201: Rebuilt, ...errors(404, 409, 503) } }), async (request, reply) => {

@@ -1,0 +1,102 @@
+/**
+ * The door of every route (issue 25): each route gets its rule from api/access/rules.ts when it
+ * is registered (none is an error at start, so no route goes out unguarded), and each request
+ * is checked against it before its body is read: who it acts as, the organization its resource
+ * belongs to, and whether their role is enough. Refused is 401 (who are you?) or 403 with the
+ * reason; the web pages send a browser that is not signed in to the sign-in page instead.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Pool } from 'pg';
+import { decide, type Principal } from '../../core/access';
+import { orgByRef, orgOfDelivery, orgOfRepo, orgOfSession, orgOfWebhook, type OrgOf } from '../../db/orgOf';
+import type { Db } from '../../db/transaction';
+import { HttpError, notFound } from '../http';
+import { bearerPrincipal, SESSION_COOKIE, sessionPrincipal, type RefreshSession } from './principal';
+import { ruleFor, type AccessRule, type OrgSource } from './rules';
+
+const ORG_OF: Record<OrgSource['kind'], (db: Db, ref: string) => Promise<OrgOf | undefined>> = {
+  org: orgByRef,
+  repo: orgOfRepo,
+  webhook: orgOfWebhook,
+  delivery: orgOfDelivery,
+  session: orgOfSession,
+};
+
+const NOUN: Record<OrgSource['kind'], string> = { org: 'organization', repo: 'repository', webhook: 'webhook', delivery: 'delivery', session: 'session' };
+
+export interface GuardOptions {
+  pool: Pool;
+  adminToken: string;
+  /** Asks a session's identity provider again when its time comes (api/signIn). */
+  refresh?: RefreshSession;
+  /** How the web pages answer a refusal: a redirect to sign in (401) or a page saying why (403). */
+  refuseOnWeb(request: FastifyRequest, reply: FastifyReply, status: 401 | 403, reason: string): FastifyReply;
+}
+
+/** The rule a route was registered with (every route has one). */
+export const ruleOf = (request: FastifyRequest): AccessRule | undefined => request.routeOptions.config?.access;
+
+/** Who the browser's session cookie says is signed in, or null. */
+async function browserPrincipal(request: FastifyRequest, options: GuardOptions): Promise<Principal | null> {
+  const raw = request.cookies?.[SESSION_COOKIE];
+  if (!raw) return null;
+  const unsigned = request.unsignCookie(raw);
+  if (!unsigned.valid || unsigned.value === null) return null;
+  return sessionPrincipal(options.pool, unsigned.value, options.refresh);
+}
+
+export function guardRoutes(app: FastifyInstance, options: GuardOptions): void {
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) {
+      const rule = ruleFor(method, route.url);
+      if (!rule) throw new Error(`${method} ${route.url} has no access rule: add one to src/api/access/rules.ts`);
+      route.config = { ...route.config, access: rule };
+    }
+  });
+  app.decorateRequest('principal', null);
+  app.decorateRequest('accessOrg', null);
+
+  // preParsing: after the web scope's cookies are read (onRequest), before any body is.
+  app.addHook('preParsing', async (request, reply, payload) => {
+    const rule = ruleOf(request);
+    if (!rule) return payload; // no route: the 404 handler answers
+    const bearer = rule.surface === 'api' ? await bearerPrincipal(options.pool, options.adminToken, request) : undefined;
+    if (bearer === null && rule.need !== 'public') return refuse(request, reply, rule, 401, 'that token is not valid (unknown, revoked or expired)');
+    request.principal = rule.surface === 'web' ? await browserPrincipal(request, options) : (bearer ?? null);
+    if (rule.need === 'public') return payload;
+    // Who before what: nobody learns which resources exist without signing in.
+    if (!request.principal) return refuse(request, reply, rule, 401, 'sign in first');
+    let org: OrgOf | undefined;
+    if (rule.of) {
+      const ref = (request.params as Record<string, string | undefined>)[rule.of.param] ?? '';
+      org = await ORG_OF[rule.of.kind](options.pool, ref);
+      // Before the role check: a resource that is not there is a 404 for everyone.
+      if (!org) throw notFound(NOUN[rule.of.kind]);
+    }
+    request.accessOrg = org ?? null;
+    const write = request.method !== 'GET' && request.method !== 'HEAD';
+    const decision = decide(request.principal, rule.need, org?.id ?? null, write, org ? `organization ${org.name}` : undefined);
+    if (decision.allowed) return payload;
+    return refuse(request, reply, rule, decision.status, decision.reason);
+  });
+
+  function refuse(request: FastifyRequest, reply: FastifyReply, rule: AccessRule, status: 401 | 403, reason: string): FastifyReply {
+    if (rule.surface === 'web') return options.refuseOnWeb(request, reply, status, reason);
+    if (status === 401) void reply.header('www-authenticate', 'Bearer realm="sluice"');
+    const message = status === 401 && !request.headers.authorization ? 'send Authorization: Bearer <admin token or your API token>' : reason;
+    throw new HttpError(status, status === 401 ? 'unauthorized' : 'forbidden', message);
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's rule (api/access/rules.ts), given at registration. */
+    access?: AccessRule;
+  }
+  interface FastifyRequest {
+    /** Who the request acts as (api/access/guard.ts); null on a public route nobody signed in to. */
+    principal: Principal | null;
+    /** The organization of the route's resource, when its rule names one. */
+    accessOrg: OrgOf | null;
+  }
+}

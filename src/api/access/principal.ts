@@ -1,0 +1,70 @@
+/**
+ * Who a request acts as (issue 25): the admin token or a person's API token in
+ * `Authorization: Bearer`, or a signed-in browser's session cookie. Only hashes are looked up:
+ * tokens and session ids are never stored.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import type { Pool } from 'pg';
+import type { Principal, Role } from '../../core/access';
+import { useApiToken } from '../../db/apiTokens';
+import { findUser, rolesOf, type UserRow } from '../../db/people';
+import { deleteWebSession, findWebSession, type WebSessionRow } from '../../db/webSessions';
+import { bearerToken, sameSecret } from '../auth';
+
+export const sha256 = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
+
+/** A personal API token: a prefix secret scanners can key on, then 256 random bits. */
+export const newApiToken = (): string => `sluice_pt_${randomBytes(32).toString('base64url')}`;
+const API_TOKEN = /^sluice_pt_[A-Za-z0-9_-]{43}$/;
+
+/** The cookie of a signed-in browser: a random id, its sha256 the key of its row. */
+export const SESSION_COOKIE = 'sluice_session';
+export const newSessionId = (): string => randomBytes(32).toString('base64url');
+
+/** The admin token's principal; signed in with it in a browser, `as` is the name typed then. */
+export function adminTokenPrincipal(as?: string): Principal {
+  return { kind: 'admin-token', name: as ?? 'admin token', userId: null, email: null, installationAdmin: true, roles: new Map() };
+}
+
+export function userPrincipal(user: UserRow, roles: Map<number, Role>, token?: Principal['token']): Principal {
+  return { kind: 'user', name: user.name, userId: user.id, email: user.email, installationAdmin: user.installation_admin, roles, token };
+}
+
+/** A person as spec §2's `stopped_by` names them: their e-mail address; undefined for the admin token. */
+export const stoppedBy = (p: Principal): string | undefined => p.email ?? (p.kind === 'admin-token' && p.name !== 'admin token' ? p.name : undefined);
+
+/**
+ * The principal of a request's Bearer token: undefined when it sends none, null when the token
+ * is no good (unknown, revoked, expired, or its owner removed).
+ */
+export async function bearerPrincipal(pool: Pool, adminToken: string, request: FastifyRequest): Promise<Principal | null | undefined> {
+  const given = bearerToken(request);
+  if (given === undefined) return undefined;
+  if (adminToken.length > 0 && sameSecret(given, adminToken)) return adminTokenPrincipal();
+  if (!API_TOKEN.test(given)) return null;
+  const token = await useApiToken(pool, sha256(given));
+  const user = token && (await findUser(pool, token.user_id));
+  if (!token || !user) return null;
+  return userPrincipal(user, await rolesOf(pool, user.id), { id: token.id, readOnly: token.read_only, orgId: token.org_id });
+}
+
+/**
+ * Asks the identity provider again whether a signed-in person is still theirs (api/signIn):
+ * true to go on, false to end the session. Absent: sessions are never asked again.
+ */
+export type RefreshSession = (session: WebSessionRow, idHash: Buffer) => Promise<boolean>;
+
+/** The principal of a browser's session id, or null: none, expired, ended, or its person removed. */
+export async function sessionPrincipal(pool: Pool, sessionId: string, refresh?: RefreshSession, now = new Date()): Promise<Principal | null> {
+  const idHash = sha256(sessionId);
+  const row = await findWebSession(pool, idHash);
+  if (!row) return null;
+  if (row.user_id === null) return adminTokenPrincipal(row.name);
+  if (row.refresh_at && row.refresh_at <= now && refresh && !(await refresh(row, idHash))) {
+    await deleteWebSession(pool, idHash);
+    return null;
+  }
+  const user = await findUser(pool, row.user_id);
+  return user ? userPrincipal(user, await rolesOf(pool, user.id)) : null;
+}

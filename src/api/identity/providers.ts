@@ -1,0 +1,46 @@
+/**
+ * The configured identity providers (SLUICE_SIGN_IN_PROVIDERS), each with its client, and how a
+ * signed-in browser's session is renewed: at its `refresh_at` the provider is asked again; a
+ * "no" ends the session, a provider that does not answer leaves it be until the next request.
+ */
+import type { Pool } from 'pg';
+import type { Config, SignInProvider } from '../../config';
+import { seal, unseal } from '../../crypto/sealed';
+import { refreshedWebSession } from '../../db/webSessions';
+import type { RefreshSession } from '../access/principal';
+import { githubClient } from './github';
+import { oidcClient } from './oidc';
+import type { SignInClient } from './types';
+
+export interface SignInOption {
+  provider: SignInProvider;
+  client: SignInClient;
+}
+
+export function signInOptions(config: Config): Map<string, SignInOption> {
+  return new Map(
+    (config.signInProviders ?? []).map((provider) => [provider.id, { provider, client: provider.kind === 'oidc' ? oidcClient(provider) : githubClient(provider) }]),
+  );
+}
+
+/** Where a provider sends the browser back to. */
+export const callbackUrl = (config: Config, providerId: string): string => `${config.baseUrl}/auth/${providerId}/callback`;
+
+export function renewSessions(pool: Pool, config: Config, options: Map<string, SignInOption>, log: (err: unknown) => void): RefreshSession {
+  const every = config.signInRefreshMs ?? 15 * 60_000;
+  return async (session, idHash) => {
+    const option = session.provider ? options.get(session.provider) : undefined;
+    // A provider no longer configured cannot vouch for anyone.
+    if (!option) return false;
+    if (!session.refresh_token) return true;
+    try {
+      const renewed = await option.client.renew(unseal(config.secretKey, session.refresh_token));
+      if (!renewed) return false;
+      await refreshedWebSession(pool, idHash, seal(config.secretKey, renewed.renewal), new Date(Date.now() + every));
+      return true;
+    } catch (err) {
+      log(err);
+      return true;
+    }
+  };
+}

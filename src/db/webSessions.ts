@@ -1,0 +1,60 @@
+/**
+ * SQL of signed-in browsers (migration 028): the cookie holds a random id, the table its sha256,
+ * who it is and when the provider is to be asked again.
+ */
+import type { Db } from './transaction';
+
+export interface WebSessionRow {
+  user_id: number | null;
+  name: string;
+  provider: string | null;
+  /** Sealed with the secret key. */
+  refresh_token: string | null;
+  refresh_at: Date | null;
+  expires_at: Date;
+}
+
+export async function insertWebSession(
+  db: Db,
+  s: { idHash: Buffer; userId: number | null; name: string; provider: string | null; refreshToken: string | null; refreshAt: Date | null; expiresAt: Date; ip: string },
+): Promise<void> {
+  await db.query(
+    'INSERT INTO web_sessions (id_hash, user_id, name, provider, refresh_token, refresh_at, expires_at, ip) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+    [s.idHash, s.userId, s.name, s.provider, s.refreshToken, s.refreshAt, s.expiresAt, s.ip],
+  );
+}
+
+/** The live session with this id hash; an expired one is deleted on the way. */
+export async function findWebSession(db: Db, idHash: Buffer): Promise<WebSessionRow | undefined> {
+  const { rows } = await db.query<WebSessionRow & { expired: boolean }>(
+    `SELECT user_id::int AS user_id, name, provider, refresh_token, refresh_at, expires_at, expires_at <= now() AS expired FROM web_sessions WHERE id_hash = $1`,
+    [idHash],
+  );
+  const row = rows[0];
+  if (row?.expired) {
+    await deleteWebSession(db, idHash);
+    return undefined;
+  }
+  return row;
+}
+
+/** After the provider said yes again: its new refresh token (if it gave one) and the next time to ask. */
+export async function refreshedWebSession(db: Db, idHash: Buffer, refreshToken: string | null, refreshAt: Date): Promise<void> {
+  await db.query('UPDATE web_sessions SET refresh_token = coalesce($2, refresh_token), refresh_at = $3 WHERE id_hash = $1', [idHash, refreshToken, refreshAt]);
+}
+
+export async function deleteWebSession(db: Db, idHash: Buffer): Promise<void> {
+  await db.query('DELETE FROM web_sessions WHERE id_hash = $1', [idHash]);
+}
+
+/** Sign-out everywhere: every browser of this user. */
+export async function deleteWebSessionsOf(db: Db, userId: number): Promise<number> {
+  const { rowCount } = await db.query('DELETE FROM web_sessions WHERE user_id = $1', [userId]);
+  return rowCount ?? 0;
+}
+
+/** The daily cleanup: sessions past their end. */
+export async function deleteExpiredWebSessions(db: Db): Promise<number> {
+  const { rowCount } = await db.query('DELETE FROM web_sessions WHERE expires_at <= now()');
+  return rowCount ?? 0;
+}
