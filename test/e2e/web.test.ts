@@ -61,9 +61,10 @@ describeWithBrowser('web.test.ts')('the web pages', () => {
     await expect(row(failed.session).textContent()).resolves.toContain(`${w.org.name}/${bad.name}`);
     await screenshots('builds');
 
-    // The cookie: httpOnly, SameSite=Strict (Secure only over HTTPS; this is loopback HTTP).
+    // The cookie: httpOnly, SameSite=Lax (coming back from an identity provider is a navigation
+    // from its site; forms have CSRF tokens), Secure only over HTTPS (this is loopback HTTP).
     const cookie = (await context.cookies()).find((c) => c.name === 'sluice_session')!;
-    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', secure: false });
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Lax', secure: false });
 
     // Filters (the e2e database is shared with the other test files: this World's organization
     // first): by status, then by repository; the report link opens the build's report.

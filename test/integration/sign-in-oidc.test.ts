@@ -4,6 +4,7 @@
 // provider group become members with their roles, a member removed mid-session is refused at
 // the next request, and a session ends when the provider disowns the person at its refresh.
 import type { Response } from '../support/apiApp';
+import { Jar, webForms } from '../support/webForms';
 import { startApiHarness, seedRepo, type ApiHarness } from '../support/apiApp';
 import { startOidcProvider, type OidcHarness } from '../support/oidcProvider';
 
@@ -13,6 +14,8 @@ const CALLBACK = `${BASE}/auth/corp/callback`;
 let idp: OidcHarness;
 let h: ApiHarness;
 let session: number;
+let get: ReturnType<typeof webForms>['get'];
+let post: ReturnType<typeof webForms>['post'];
 
 beforeAll(async () => {
   idp = await startOidcProvider({
@@ -35,51 +38,13 @@ beforeAll(async () => {
   const acme = await seedRepo(h, { org: 'acme', repo: 'web' });
   await h.request({ method: 'POST', url: new URL(acme.repo.webhook_url).pathname, payload: { branch: 'master', force: true } });
   session = h.enqueued.at(-1)!.sessionId;
+  ({ get, post } = webForms(h));
 });
 
 afterAll(async () => {
   await h?.close();
   await idp?.stop();
 });
-
-/** A browser's cookies, as `Set-Cookie` leaves them. */
-class Jar {
-  private cookies = new Map<string, string>();
-  take(res: Response): void {
-    const set = res.headers['set-cookie'] ?? [];
-    for (const line of set) {
-      const [pair, ...attrs] = line.split(';');
-      const [name, ...rest] = pair!.split('=');
-      const expired = attrs.some((a) => /^\s*expires=Thu, 01 Jan 1970/i.test(a) || /^\s*max-age=0/i.test(a));
-      if (expired) this.cookies.delete(name!.trim());
-      else this.cookies.set(name!.trim(), rest.join('='));
-    }
-  }
-  header(): string {
-    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-  }
-}
-
-async function get(jar: Jar, url: string): Promise<Response> {
-  const res = await h.request({ method: 'GET', url, headers: { cookie: jar.header() } });
-  jar.take(res);
-  return res;
-}
-
-/** Posts a form of the page at `from` (its CSRF token) to `to`. */
-async function post(jar: Jar, from: string, to: string, fields: Record<string, string> = {}): Promise<Response> {
-  const pageRes = await get(jar, from);
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(pageRes.body)?.[1];
-  if (!csrf) throw new Error(`no form on ${from}: ${pageRes.statusCode}`);
-  const res = await h.request({
-    method: 'POST',
-    url: to,
-    headers: { cookie: jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({ ...fields, _csrf: csrf }).toString(),
-  });
-  jar.take(res);
-  return res;
-}
 
 /** Signs `account` in through the provider, as a browser would: the answer, and the browser. */
 async function signIn(account: string, next = '/orgs'): Promise<{ res: Response; jar: Jar }> {

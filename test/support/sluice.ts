@@ -83,9 +83,13 @@ export async function startSluice(
      * sit beside this Sluice's: a test that lists everything needs its own.
      */
     databaseUrl?: string;
+    /** The API's port; default a free one (an identity provider registers the callback URL before Sluice starts). */
+    port?: number;
+    /** Identity providers people sign in with (SLUICE_SIGN_IN_PROVIDERS); none by default. */
+    signInProviders?: Config['signInProviders'];
   } = {},
 ): Promise<Sluice> {
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const tag = randomBytes(4).toString('hex');
   const workspaceDir = await mkdtemp(path.join(os.tmpdir(), 'sluice-ws-'));
   // Its own cache store and runner's local copies, beside the workspaces: files never share entries.
@@ -129,6 +133,7 @@ export async function startSluice(
     store: opts.store ?? { kind: 'dir', dir: path.join(cacheDir, 'store') },
     cacheLocal: { dir: path.join(cacheDir, 'local'), maxBytes: 1024 * 1024 * 1024 },
     hookTimeoutMs: opts.hookTimeoutMs,
+    signInProviders: opts.signInProviders,
   };
 
   // Each part is stopped again, newest first, by stop() or when a later one fails to start (a

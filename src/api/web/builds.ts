@@ -3,7 +3,7 @@
  * assets/build.js), with Stop while it runs and Rebuild once it has ended.
  */
 import { stoppedBy } from '../access/principal';
-import { visibleOrgs } from '../../core/access';
+import { decide, visibleOrgs } from '../../core/access';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasEnded, SESSION_STATUSES } from '../../core/types';
 import { listFailedOutputs, listPlanParts, listSessions } from '../../db/sessions';
@@ -200,7 +200,9 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
     const build = await loadBuild(pool, config, id);
     if (!build) return notFoundPage(reply, user, `build #${id}`);
     const live = liveView(build, Boolean(deps.stop), config, deps.workflowIds);
-    return page(reply, 'build', { title: `Build #${id}`, section: 'builds', user, session: build.view, live, timelineSvg: svgMarkup(live.timeline.picture), error }, status);
+    // Stop and Rebuild are a maintainer's: a viewer does not get the buttons (the door would refuse them).
+    const mayAct = decide(user, 'maintainer', request.accessOrg?.id ?? null, true).allowed;
+    return page(reply, 'build', { title: `Build #${id}`, section: 'builds', user, session: build.view, live, mayAct, timelineSvg: svgMarkup(live.timeline.picture), error }, status);
   };
 
   // The build as it changes, for the open page: read every LIVE_POLL_MS, sent when it differs,

@@ -19,6 +19,7 @@ import type { ApiDeps } from '../deps';
 import { sameSecret } from '../auth';
 import type { SignInOption } from '../identity/providers';
 import { registerAuthPages } from './auth';
+import { registerPeoplePages } from './people';
 import { registerBuildPages } from './builds';
 import { registerOrgPages } from './orgs';
 import { registerOutputPages } from './output';
@@ -53,10 +54,10 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps, opt
   const { csrf } = scope;
   const providers = [...options.values()].map(({ provider }) => ({ id: provider.id, name: provider.name }));
 
-  // Administrators see on every page while a runner runs builds without isolation (issue 23).
+  // Installation administrators see on every page while a runner runs builds without isolation (issue 23).
   web.decorateRequest('unisolatedRunners', null);
   web.addHook('preHandler', async (request) => {
-    if (request.method !== 'GET' || !signedIn(request)) return;
+    if (request.method !== 'GET' || !signedIn(request)?.installationAdmin) return;
     request.unisolatedRunners = await unisolatedRunners(deps.pool).catch(() => null);
   });
 
@@ -97,6 +98,7 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps, opt
   }
 
   registerAuthPages(web, scope, options);
+  registerPeoplePages(web, scope);
   registerBuildPages(web, scope);
   registerOutputPages(web, scope);
   registerOrgPages(web, scope);

@@ -59,8 +59,11 @@
     const reason = $('[data-reason]');
     reason.textContent = b.reason ?? '';
     reason.hidden = !b.reason;
-    $('[data-stop]').hidden = !b.canStop;
-    $('[data-rebuild]').hidden = !b.canRebuild;
+    // Absent for a viewer: only maintainers stop and rebuild.
+    const stop = $('[data-stop]');
+    const rebuild = $('[data-rebuild]');
+    if (stop) stop.hidden = !b.canStop;
+    if (rebuild) rebuild.hidden = !b.canRebuild;
     const workflow = $('[data-workflow]');
     workflow.hidden = !b.workflowUrl;
     if (b.workflowUrl) workflow.href = b.workflowUrl;
