@@ -1,7 +1,8 @@
 /**
  * The `cleanUp` activity of the daily retention cleanup (workflows/cleanup.ts): deletes what
  * the worker's settings say is old (SLUICE_RETENTION_DAYS for ended sessions with their results,
- * outputs and triggers; SLUICE_DELIVERY_RETENTION_DAYS for delivery attempts; 0 keeps them), one
+ * outputs and triggers; SLUICE_DELIVERY_RETENTION_DAYS for delivery attempts; 0 keeps them) and
+ * signed-in browsers' sessions past their end, one
  * bounded batch after another, heartbeating between batches. Settings are the worker's, read
  * when it runs, so changing them needs no change to the schedule.
  */
@@ -10,6 +11,7 @@ import { DEFAULT_CACHE_DIR, DEFAULT_DELIVERY_RETENTION_DAYS, DEFAULT_RETENTION_D
 import { drainArtifactDeletions } from '../db/artifacts';
 import { drainCacheDeletions } from '../db/cacheEntries';
 import { deleteOldCiEvents, deleteOldDeliveries, deleteOldSessions, RETENTION_BATCH } from '../db/retention';
+import { deleteExpiredWebSessions } from '../db/webSessions';
 import { openStore } from '../store';
 import { activityLog } from './attempt';
 import { currentContext } from './heartbeat';
@@ -41,6 +43,7 @@ export function createCleanupActivity(deps: { pool: Pool; config: Config }): () 
       artifactSessions: 0,
       artifactBlobs: 0,
       cacheRepos: 0,
+      webSessions: 0,
     };
     if (sessionDays > 0) {
       result.sessions = await inBatches((limit) => deleteOldSessions(deps.pool, sessionDays, limit));
@@ -59,6 +62,8 @@ export function createCleanupActivity(deps: { pool: Pool; config: Config }): () 
       result.artifactError = drained.error;
       activityLog().warn(`artifacts of deleted sessions not all deleted from the store (${store.description}); the rest waits for the next cleanup`, { error: drained.error });
     }
+    // Browsers' sessions past their end (they are refused anyway; this keeps the table small).
+    result.webSessions = await deleteExpiredWebSessions(deps.pool);
     // Deleted repositories' cache entries, whose rows went with them.
     const caches = await drainCacheDeletions(deps.pool, (prefix) => store.deletePrefix(prefix));
     result.cacheRepos = caches.repos;

@@ -394,4 +394,6 @@ export interface CleanupResult {
   /** Triggers no session referred to any more. */
   ciEvents: number;
   deliveries: number;
+  /** Signed-in browsers' sessions past their end. */
+  webSessions: number;
 }

@@ -17,9 +17,3 @@ export function sameSecret(given: string, expected: string): boolean {
 export function bearerToken(request: FastifyRequest): string | undefined {
   return /^Bearer[ ]+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
 }
-
-/** Whether the request carries `Authorization: Bearer <adminToken>`. */
-export function hasAdminToken(request: FastifyRequest, adminToken: string): boolean {
-  const given = bearerToken(request);
-  return adminToken.length > 0 && given !== undefined && sameSecret(given, adminToken);
-}

@@ -78,7 +78,7 @@ export function errorOf(status: number, text: string): ApiError {
   const error = typeof b.error === 'string' ? b.error : `HTTP ${status}`;
   const field = typeof b.field === 'string' ? b.field : undefined;
   let message = typeof b.message === 'string' ? b.message : text.trim().slice(0, QUOTED_BODY_CHARS) || `HTTP ${status}`;
-  if (status === 401) message = `the server refused the admin token (${message}); sign in again with \`sluice login\``;
+  if (status === 401) message = `the server refused the token (${message}); sign in again with \`sluice login\``;
   return new ApiError(status, error, message, field);
 }
 

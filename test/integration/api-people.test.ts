@@ -150,3 +150,19 @@ describe('the audit trail', () => {
     expect(all.some((e) => e.action === undefined || e.target === '/api/v1/me')).toBe(false);
   });
 });
+
+describe('reports', () => {
+  it('open with a Bearer token that may see the build, and stay shut to one that may not', async () => {
+    const trigger = await h.request({ method: 'POST', url: new URL(acme.repo.webhook_url).pathname, payload: { branch: 'master', force: true } });
+    expect(trigger.statusCode).toBe(200);
+    const session = h.enqueued.at(-1)!.sessionId;
+    const viewer = await addPerson(h.db.pool, h.config, { name: 'Rita', email: 'rita@acme.example', roles: { [acme.orgId]: 'viewer' } });
+    const outsider = await addPerson(h.db.pool, h.config, { name: 'Otto', email: 'otto@umbrella.example', roles: { [umbrella.orgId]: 'admin' } });
+    const report = (bearer?: string) => h.request({ method: 'GET', url: `/1/reports/${session}`, headers: { accept: 'application/json', ...(bearer ? { authorization: bearer } : {}) } });
+    expect((await report(viewer.bearer)).statusCode).toBe(200);
+    expect((await report(`Bearer ${h.config.adminToken}`)).statusCode).toBe(200);
+    // Not theirs, or nobody's: the same 404 as a session that does not exist.
+    expect((await report(outsider.bearer)).statusCode).toBe(404);
+    expect((await report()).statusCode).toBe(404);
+  });
+});

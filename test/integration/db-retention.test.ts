@@ -94,9 +94,16 @@ it('deletes ended sessions older than the limit with their results, outputs, cas
   const newSkip = await skippedTrigger(1);
   const oldAttempt = await delivery(40, old.session);
   const newAttempt = await delivery(5, recent.session);
+  // Signed-in browsers: one past its end, one not.
+  const user = (await db.pool.query<{ id: string }>(`INSERT INTO users (name, email) VALUES ('Dev', 'dev@example.com') RETURNING id`)).rows[0]!.id;
+  await db.pool.query(
+    `INSERT INTO web_sessions (id_hash, user_id, name, expires_at) VALUES ('\\x01', $1, 'Dev', now() - interval '1 minute'), ('\\x02', $1, 'Dev', now() + interval '1 hour')`,
+    [user],
+  );
 
   const result = await createCleanupActivity({ pool: db.pool, config: config(90, 30) })();
-  expect(result).toEqual({ sessionRetentionDays: 90, deliveryRetentionDays: 30, sessions: 4, ciEvents: 4, deliveries: 1, artifactSessions: 0, artifactBlobs: 0, cacheRepos: 0 });
+  expect(result).toEqual({ sessionRetentionDays: 90, deliveryRetentionDays: 30, sessions: 4, ciEvents: 4, deliveries: 1, artifactSessions: 0, artifactBlobs: 0, cacheRepos: 0, webSessions: 1 });
+  expect((await db.pool.query(`SELECT encode(id_hash, 'hex') AS id FROM web_sessions`)).rows).toEqual([{ id: '02' }]);
 
   for (const gone of [old, oldFailed, parent, shared]) {
     expect(await exists('sessions', gone.session)).toBe(false);
@@ -128,6 +135,7 @@ it('0 days keeps them for good; the defaults are 90 and 30 days', async () => {
     artifactSessions: 0,
     artifactBlobs: 0,
     cacheRepos: 0,
+    webSessions: 0,
   });
   expect(await exists('sessions', old.session)).toBe(true);
   expect(await exists('deliveries', attempt)).toBe(true);

@@ -85,7 +85,11 @@ export function registerOpenApi(app: FastifyInstance, baseUrl: string): void {
       tags: [...TAGS],
       components: {
         securitySchemes: {
-          adminToken: { type: 'http', scheme: 'bearer', description: 'SLUICE_ADMIN_TOKEN' },
+          adminToken: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'A personal API token (`sluice_pt_…`, made on the web pages’ API tokens page or `POST /api/v1/tokens`), acting as its owner within its scope; or SLUICE_ADMIN_TOKEN, which may do anything. Each operation needs a role in the organization of what it names (docs/security.md “People and roles”).',
+          },
           reportToken: { type: 'apiKey', in: 'query', name: 'token', description: 'the session’s report token, as its `url` carries it' },
         },
       },

@@ -18,7 +18,7 @@ export const ErrorBody = z
 /** Tags group the operations in the document and its page, in this order. */
 export const TAGS = [
   { name: 'triggers', description: 'The keyed incoming webhook and what became of a trigger (spec §4, §7)' },
-  { name: 'reports', description: 'A session’s report, opened by its token or the admin token' },
+  { name: 'reports', description: 'A session’s report, opened by its token or a Bearer token that may see its build' },
   { name: 'orgs', description: 'Organizations own repositories and webhooks' },
   { name: 'repos', description: 'Repositories, their keys, branches and commit statuses' },
   { name: 'suites', description: 'A suite is one repository + one branch, the unit that builds' },
@@ -34,10 +34,11 @@ type Tag = (typeof TAGS)[number]['name'];
 
 const NOT_FOUND = 'no such thing (or not yours to see)';
 /** The error answers a route can give, each `ErrorBody`. */
-export const errors = (...codes: (400 | 401 | 404 | 409 | 413 | 415 | 422 | 503)[]) => {
+export const errors = (...codes: (400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 503)[]) => {
   const says: Record<number, string> = {
     400: 'a field is malformed; `field` names it',
     401: 'no or wrong credential',
+    403: 'the credential’s role is not enough; `message` says why',
     404: NOT_FOUND,
     409: 'conflicts with what is there; `field` names what',
     413: 'the body is over 1 MiB',
@@ -49,7 +50,7 @@ export const errors = (...codes: (400 | 401 | 404 | 409 | 413 | 415 | 422 | 503)
 };
 
 /** The errors every admin route can give besides its own. */
-const ADMIN_ERRORS = errors(401);
+const ADMIN_ERRORS = errors(401, 403);
 
 /** Where `documented` keeps a request body's examples for the document (openapi/register.ts). */
 export const BODY_EXAMPLES = 'x-body-examples';

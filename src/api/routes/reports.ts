@@ -17,7 +17,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps';
-import { hasAdminToken, sameSecret } from '../auth';
+import { sameSecret } from '../auth';
+import { bearerPrincipal } from '../access/principal';
+import { decide } from '../../core/access';
+import { orgOfSession } from '../../db/orgOf';
 import { notFound, parseId, validate } from '../http';
 import { described, documented, errors, SessionParams } from '../openapi/shapes';
 import { renderReport } from '../reportPage';
@@ -34,7 +37,7 @@ const ReportQuery = z.object({
   page: z.coerce.number().int().min(1).max(MAX_REPORT_PAGE).default(1),
 });
 
-/** The report is opened by its own token (in the query) or the admin token. */
+/** The report is opened by its own token (in the query), or a Bearer token that may see its build. */
 const REPORT_SECURITY: Record<string, string[]>[] = [{ reportToken: [] }, { adminToken: [] }];
 
 const reportDoc = documented({
@@ -60,11 +63,14 @@ const artifactDoc = documented({
 });
 
 export function registerReportRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  /** Whether the request opens the session's report: its token, or the admin token. */
+  /** Whether the request opens the session's report: its token, or a Bearer token that may see its build (a viewer's, or the admin token). */
   const opens = async (request: FastifyRequest<{ Querystring: { token?: unknown } }>, id: number): Promise<boolean> => {
     const expected = await reportTokenOf(deps.pool, id);
     const { token } = request.query;
-    return hasAdminToken(request, deps.config.adminToken) || (typeof token === 'string' && expected !== undefined && sameSecret(token, expected));
+    if (typeof token === 'string' && expected !== undefined && sameSecret(token, expected)) return true;
+    const principal = await bearerPrincipal(deps.pool, deps.config.adminToken, request);
+    const org = principal ? await orgOfSession(deps.pool, String(id)) : undefined;
+    return org !== undefined && decide(principal!, 'viewer', org.id, false).allowed;
   };
 
   app.get<{ Params: { session: string }; Querystring: { token?: unknown } }>('/1/reports/:session', reportDoc, async (request, reply) => {

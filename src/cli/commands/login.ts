@@ -1,5 +1,6 @@
 /**
- * `sluice login`: checks the admin token against the API (a call that needs it) and keeps it
+ * `sluice login`: checks a token (a personal API token from the web pages' API tokens page, or
+ * the admin token) against the API (a call that needs it) and keeps it
  * with the URL in the config file (configFile.ts). The token comes from SLUICE_TOKEN, stdin or
  * a hidden prompt; never from the command line. `sluice logout` forgets it.
  */
@@ -28,13 +29,13 @@ export function registerLogin(program: Command): void {
   withCommonOptions(
     program
       .command('login')
-      .description('sign in: check the admin token and keep it (with the URL) in the config file, mode 0600')
+      .description('sign in: check your API token (or the admin token) and keep it (with the URL) in the config file, mode 0600')
       .addHelpText('after', '\nThe token is read from $SLUICE_TOKEN, else stdin (`sluice login --url URL < token-file`), else a prompt that does not echo.'),
   ).action(async (opts: Options) => {
     const file = configPath();
     const url = givenUrl(opts) ?? savedUrl(file);
     if (url === undefined) throw new CliError('which Sluice? give --url <url> (or set SLUICE_URL)', EXIT.usage);
-    const parsed = adminToken.safeParse(process.env.SLUICE_TOKEN || (await readSecret(`Admin token for ${url}: `)));
+    const parsed = adminToken.safeParse(process.env.SLUICE_TOKEN || (await readSecret(`API token for ${url}: `)));
     if (!parsed.success) throw new CliError(`the token ${parsed.error.issues[0]?.message ?? 'is not valid'}`, EXIT.usage);
     const token = parsed.data;
     let orgs: number;
