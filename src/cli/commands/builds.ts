@@ -177,7 +177,7 @@ export function registerBuildCommands(program: Command): void {
       .command('stop')
       .description('stop a build, queued or running')
       .argument('<session>', 'the session id', positiveId)
-      .option('--by <who>', 'who stops it, as its stop event says (default: your user name)'),
+      .option('--by <who>', 'who stops it, as its stop event says (default: your user name); a personal token always stops as its owner'),
   ).action(async (id: number, opts: Options<{ by?: string }>) => {
     const by = opts.by ?? userName();
     const { data, raw } = await connect(opts).call('POST', `/api/v1/sessions/${id}/stop`, Session, { stopped_by: by });
