@@ -1,18 +1,22 @@
 // Action endpoints take no body, and many HTTP clients send `content-type: application/json`
 // (or another type) on every request anyway: an empty body is no body, whatever its type.
 import { parseAllowList } from '../../src/delivery/ssrf';
-import { startApiHarness, type ApiHarness } from '../support/apiApp';
+import { seedRepo, startApiHarness, type ApiHarness } from '../support/apiApp';
 import { startReceiver, type Receiver } from '../support/receiver';
 
 let h: ApiHarness;
 let receiver: Receiver;
 let webhookId: number;
+let session: number;
 
 beforeAll(async () => {
   receiver = await startReceiver();
   h = await startApiHarness({ config: { webhookAllow: parseAllowList('127.0.0.0/8') } });
   await h.admin('POST', '/api/v1/orgs', { name: 'empty', email: 'ci@example.com' });
   webhookId = (await h.admin('POST', '/api/v1/orgs/empty/webhooks', { url: receiver.url })).json().id;
+  const { repo } = await seedRepo(h, { org: 'builds' });
+  expect((await h.request({ method: 'POST', url: new URL(repo.webhook_url).pathname, payload: { branch: 'master' } })).statusCode).toBe(200);
+  session = h.enqueued.at(-1)!.sessionId;
 });
 
 afterAll(async () => {
@@ -41,8 +45,8 @@ describe.each(['application/json', 'application/json; charset=utf-8', 'text/plai
 
   it('reaches rebuild and stop, which say what is really wrong', async () => {
     expect((await post('/api/v1/sessions/999999/rebuild', type)).statusCode).toBe(404);
-    // Stop needs to know who stops: the missing field is named, not the body.
-    const stop = await post('/api/v1/sessions/999999/stop', type);
+    // Stop needs to know who stops (the admin token is nobody): the missing field is named, not the body.
+    const stop = await post(`/api/v1/sessions/${session}/stop`, type);
     expect(stop.statusCode).toBe(400);
     expect(stop.json()).toMatchObject({ error: 'invalid request', field: 'stopped_by' });
   });

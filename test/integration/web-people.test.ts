@@ -60,6 +60,11 @@ it('shows a viewer the members without the forms, and refuses their posts with t
   expect(page.statusCode).toBe(200);
   expect(page.body).toContain('data-member="ann@acme.example"');
   expect(page.body).not.toContain('action="/orgs/acme/members"');
+  // Nor the admin's controls on the organizations page.
+  const orgs = await forms.get(jar, '/orgs');
+  expect(orgs.body).toContain('data-org="acme"');
+  for (const control of ['New organization', 'Delete organization acme', 'New repository in acme', 'href="/orgs/acme/audit"']) expect(orgs.body).not.toContain(control);
+  expect((await forms.get(new Jar(admin.cookie), '/orgs')).body).toContain('Delete organization acme');
   const refused = await forms.post(jar, '/orgs/acme/members', '/orgs/acme/members', { email: 'x@acme.example', role: 'admin' });
   expect(refused.statusCode).toBe(403);
   expect(refused.body).toContain('this needs the admin role in organization acme; yours is viewer');

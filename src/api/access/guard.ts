@@ -60,10 +60,14 @@ export function guardRoutes(app: FastifyInstance, options: GuardOptions): void {
   app.addHook('preParsing', async (request, reply, payload) => {
     const rule = ruleOf(request);
     if (!rule) return payload; // no route: the 404 handler answers
-    const bearer = rule.surface === 'api' ? await bearerPrincipal(options.pool, options.adminToken, request) : undefined;
-    if (bearer === null && rule.need !== 'public') return refuse(request, reply, rule, 401, 'that token is not valid (unknown, revoked or expired)');
-    request.principal = rule.surface === 'web' ? await browserPrincipal(request, options) : (bearer ?? null);
+    if (rule.surface === 'web') request.principal = await browserPrincipal(request, options);
+    // Public API routes (triggers above all) check their own credentials: no lookup on their way.
     if (rule.need === 'public') return payload;
+    if (rule.surface === 'api') {
+      const bearer = await bearerPrincipal(options.pool, options.adminToken, request);
+      if (bearer === null) return refuse(request, reply, rule, 401, 'that token is not valid (unknown, revoked or expired)');
+      request.principal = bearer ?? null;
+    }
     // Who before what: nobody learns which resources exist without signing in.
     if (!request.principal) return refuse(request, reply, rule, 401, 'sign in first');
     let org: OrgOf | undefined;

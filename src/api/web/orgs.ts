@@ -6,7 +6,7 @@
  * second click (no JavaScript): its builds under way are stopped first (api/remove.ts).
  */
 import { stoppedBy } from '../access/principal';
-import { visibleOrgs } from '../../core/access';
+import { decide, visibleOrgs } from '../../core/access';
 import type { FastifyInstance } from 'fastify';
 import { listOrgs } from '../../db/orgs';
 import { listRepos } from '../../db/repos';
@@ -24,7 +24,12 @@ export function registerOrgPages(web: FastifyInstance, { deps, csrf, requireUser
   const orgsPage = async (reply: Parameters<typeof page>[0], user: SignedIn, failed: FailedForm | null, status = 200, notice: string | null = null) => {
     const orgs = await listOrgs(pool, visibleOrgs(user));
     const repos = await Promise.all(orgs.map((o) => listRepos(pool, o.id)));
-    const list = orgs.map((o, i) => ({ ...o, repos: repos[i]!.map((r) => ({ id: r.id, name: r.name, scm: r.scm, pull_url: r.pull_url })) }));
+    const list = orgs.map((o, i) => ({
+      ...o,
+      // Its admin's controls (new repository, deletes, web hooks, audit trail) for those who may use them.
+      admin: decide(user, 'admin', o.id, true).allowed,
+      repos: repos[i]!.map((r) => ({ id: r.id, name: r.name, scm: r.scm, pull_url: r.pull_url })),
+    }));
     return page(reply, 'orgs', { title: 'Organizations', section: 'orgs', user, orgs: list, failed, notice }, status);
   };
 
