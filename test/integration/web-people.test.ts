@@ -60,6 +60,10 @@ it('shows a viewer the members without the forms, and refuses their posts with t
   expect(page.statusCode).toBe(200);
   expect(page.body).toContain('data-member="ann@acme.example"');
   expect(page.body).not.toContain('action="/orgs/acme/members"');
+  // Something that is not there is a page saying so, for anyone signed in.
+  const missing = await forms.get(jar, '/builds/999999');
+  expect(missing.statusCode).toBe(404);
+  expect(missing.body).toContain('There is no build #999999.');
   // Nor the admin's controls on the organizations page.
   const orgs = await forms.get(jar, '/orgs');
   expect(orgs.body).toContain('data-org="acme"');

@@ -23,14 +23,22 @@ const ORG_OF: Record<OrgSource['kind'], (db: Db, ref: string) => Promise<OrgOf |
 };
 
 const NOUN: Record<OrgSource['kind'], string> = { org: 'organization', repo: 'repository', webhook: 'webhook', delivery: 'delivery', session: 'session' };
+/** What a page says there is none of: `build #12`, `repository 3`. */
+const PAGE_NOUN: Record<OrgSource['kind'], (ref: string) => string> = {
+  org: (ref) => `organization ${ref}`,
+  repo: (ref) => `repository ${ref}`,
+  webhook: (ref) => `web hook #${ref}`,
+  delivery: (ref) => `delivery #${ref}`,
+  session: (ref) => `build #${ref}`,
+};
 
 export interface GuardOptions {
   pool: Pool;
   adminToken: string;
-  /** Asks a session's identity provider again when its time comes (api/signIn). */
+  /** Asks a session's identity provider again when its time comes (api/identity). */
   refresh?: RefreshSession;
-  /** How the web pages answer a refusal: a redirect to sign in (401) or a page saying why (403). */
-  refuseOnWeb(request: FastifyRequest, reply: FastifyReply, status: 401 | 403, reason: string): FastifyReply;
+  /** How the web pages answer a refusal: a redirect to sign in (401), a page saying why (403), or that there is no such thing (404). */
+  refuseOnWeb(request: FastifyRequest, reply: FastifyReply, status: 401 | 403 | 404, reason: string): FastifyReply;
 }
 
 /** The rule a route was registered with (every route has one). */
@@ -75,7 +83,7 @@ export function guardRoutes(app: FastifyInstance, options: GuardOptions): void {
       const ref = (request.params as Record<string, string | undefined>)[rule.of.param] ?? '';
       org = await ORG_OF[rule.of.kind](options.pool, ref);
       // Before the role check: a resource that is not there is a 404 for everyone.
-      if (!org) throw notFound(NOUN[rule.of.kind]);
+      if (!org) return rule.surface === 'web' ? options.refuseOnWeb(request, reply, 404, PAGE_NOUN[rule.of.kind](ref)) : refuse(request, reply, rule, 404, `no such ${NOUN[rule.of.kind]}`);
     }
     request.accessOrg = org ?? null;
     const write = request.method !== 'GET' && request.method !== 'HEAD';
@@ -84,8 +92,9 @@ export function guardRoutes(app: FastifyInstance, options: GuardOptions): void {
     return refuse(request, reply, rule, decision.status, decision.reason);
   });
 
-  function refuse(request: FastifyRequest, reply: FastifyReply, rule: AccessRule, status: 401 | 403, reason: string): FastifyReply {
+  function refuse(request: FastifyRequest, reply: FastifyReply, rule: AccessRule, status: 401 | 403 | 404, reason: string): FastifyReply {
     if (rule.surface === 'web') return options.refuseOnWeb(request, reply, status, reason);
+    if (status === 404) throw notFound(reason.replace(/^no such /, ''));
     if (status === 401) void reply.header('www-authenticate', 'Bearer realm="sluice"');
     const message = status === 401 && !request.headers.authorization ? 'send Authorization: Bearer <admin token or your API token>' : reason;
     throw new HttpError(status, status === 401 ? 'unauthorized' : 'forbidden', message);

@@ -50,7 +50,7 @@ export async function bearerPrincipal(pool: Pool, adminToken: string, request: F
 }
 
 /**
- * Asks the identity provider again whether a signed-in person is still theirs (api/signIn):
+ * Asks the identity provider again whether a signed-in person is still theirs (api/identity):
  * true to go on, false to end the session. Absent: sessions are never asked again.
  */
 export type RefreshSession = (session: WebSessionRow, idHash: Buffer) => Promise<boolean>;

@@ -80,11 +80,13 @@ export function page(reply: FastifyReply, template: string, data: PageData, stat
 
 /**
  * How the web pages refuse (api/access/guard.ts): a browser not signed in goes to the sign-in
- * page, and comes back after; one signed in without the role is told why, with a 403.
+ * page, and comes back after; one signed in without the role is told why, with a 403; a page of
+ * something that is not there is a 404 page.
  */
 export function refusePage(baseUrl: string) {
-  return (request: FastifyRequest, reply: FastifyReply, status: 401 | 403, reason: string): FastifyReply => {
+  return (request: FastifyRequest, reply: FastifyReply, status: 401 | 403 | 404, reason: string): FastifyReply => {
     if (status === 401) return reply.code(303).header('location', `/sign-in?next=${encodeURIComponent(signInNext(request, baseUrl))}`).send();
+    if (status === 404) return page(reply, 'notFound', { title: 'Not found', user: request.principal, what: reason }, 404);
     return page(reply, 'forbidden', { title: 'Not allowed', user: request.principal, reason }, 403);
   };
 }
