@@ -7,7 +7,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { ApiDeps } from './deps';
 import { pendingTriggers } from './pendingTriggers';
-import { recordChanges } from './access/audit';
+import { auditChanges } from './access/audit';
 import { guardRoutes } from './access/guard';
 import { renewSessions, signInOptions } from './identity/providers';
 import { refusePage } from './web/pages';
@@ -83,8 +83,7 @@ export function buildApp(given: ApiDeps): FastifyInstance {
   if (deps.config.adminToken.length < 16) throw new Error('the API needs SLUICE_ADMIN_TOKEN (at least 16 characters)');
   const signInWith = signInOptions(deps.config);
   const refresh = renewSessions(deps.pool, deps.config, signInWith, (err) => app.log.warn({ err }, 'an identity provider did not answer; the session goes on'));
-  guardRoutes(app, { pool: deps.pool, adminToken: deps.config.adminToken, refresh, refuseOnWeb: refusePage(deps.config.baseUrl) });
-  recordChanges(app, deps.pool);
+  guardRoutes(app, { pool: deps.pool, adminToken: deps.config.adminToken, refresh, refuseOnWeb: refusePage(deps.config.baseUrl), audit: auditChanges(deps.pool) });
   // Before any route: every answer is observed, by route pattern (api/httpMetrics.ts).
   observeHttp(app);
 

@@ -4,7 +4,7 @@
  * it changed and the fields it sent. Values of secrets, passwords and keys are never kept: only
  * that they were set.
  */
-import type { FastifyInstance } from 'fastify';
+import type { onResponseHookHandler } from 'fastify';
 import type { Pool } from 'pg';
 import { insertAudit } from '../../db/audit';
 import { ruleOf } from './guard';
@@ -25,8 +25,9 @@ export function auditDetails(body: unknown): Record<string, unknown> {
   return out;
 }
 
-export function recordChanges(app: FastifyInstance, pool: Pool): void {
-  app.addHook('onResponse', async (request, reply) => {
+/** The onResponse hook of the routes whose rule names a change (access/guard.ts attaches it). */
+export function auditChanges(pool: Pool): onResponseHookHandler {
+  return async (request, reply) => {
     const rule = ruleOf(request);
     const principal = request.principal;
     // A form that failed is shown again with a 4xx; a redirect (303) is a form that worked.
@@ -46,5 +47,5 @@ export function recordChanges(app: FastifyInstance, pool: Pool): void {
     } catch (err) {
       request.log.error({ err, action: rule.audit }, 'the audit trail did not take this change');
     }
-  });
+  };
 }

@@ -1,11 +1,11 @@
 /**
  * The door of every route (issue 25): each route gets its rule from api/access/rules.ts when it
  * is registered (none is an error at start, so no route goes out unguarded), and each request
- * is checked against it before its body is read: who it acts as, the organization its resource
+ * that needs it is checked against it before its body is read: who it acts as, the organization its resource
  * belongs to, and whether their role is enough. Refused is 401 (who are you?) or 403 with the
  * reason; the web pages send a browser that is not signed in to the sign-in page instead.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandler, preParsingHookHandler } from 'fastify';
 import type { Pool } from 'pg';
 import { decide, type Principal } from '../../core/access';
 import { orgByRef, orgOfDelivery, orgOfRepo, orgOfSession, orgOfWebhook, type OrgOf } from '../../db/orgOf';
@@ -39,7 +39,12 @@ export interface GuardOptions {
   refresh?: RefreshSession;
   /** How the web pages answer a refusal: a redirect to sign in (401), a page saying why (403), or that there is no such thing (404). */
   refuseOnWeb(request: FastifyRequest, reply: FastifyReply, status: 401 | 403 | 404, reason: string): FastifyReply;
+  /** Records a change once answered, on the routes whose rule names one (access/audit.ts). */
+  audit: onResponseHookHandler;
 }
+
+/** A route's hooks of one kind, as a list. */
+const hooks = <T>(given: T | T[] | undefined): T[] => (given === undefined ? [] : Array.isArray(given) ? given : [given]);
 
 /** The rule a route was registered with (every route has one). */
 export const ruleOf = (request: FastifyRequest): AccessRule | undefined => request.routeOptions.config?.access;
@@ -54,22 +59,10 @@ async function browserPrincipal(request: FastifyRequest, options: GuardOptions):
 }
 
 export function guardRoutes(app: FastifyInstance, options: GuardOptions): void {
-  app.addHook('onRoute', (route) => {
-    for (const method of [route.method].flat()) {
-      const rule = ruleFor(method, route.url);
-      if (!rule) throw new Error(`${method} ${route.url} has no access rule: add one to src/api/access/rules.ts`);
-      route.config = { ...route.config, access: rule };
-    }
-  });
-  app.decorateRequest('principal', null);
-  app.decorateRequest('accessOrg', null);
-
   // preParsing: after the web scope's cookies are read (onRequest), before any body is.
-  app.addHook('preParsing', async (request, reply, payload) => {
-    const rule = ruleOf(request);
-    if (!rule) return payload; // no route: the 404 handler answers
+  const check = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    const rule = ruleOf(request)!;
     if (rule.surface === 'web') request.principal = await browserPrincipal(request, options);
-    // Public API routes (triggers above all) check their own credentials: no lookup on their way.
     if (rule.need === 'public') return payload;
     if (rule.surface === 'api') {
       const bearer = await bearerPrincipal(options.pool, options.adminToken, request);
@@ -90,7 +83,25 @@ export function guardRoutes(app: FastifyInstance, options: GuardOptions): void {
     const decision = decide(request.principal, rule.need, org?.id ?? null, write, org ? `organization ${org.name}` : undefined);
     if (decision.allowed) return payload;
     return refuse(request, reply, rule, decision.status, decision.reason);
+  };
+
+  const guard = check as preParsingHookHandler;
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) {
+      const rule = ruleFor(method, route.url);
+      if (!rule) throw new Error(`${method} ${route.url} has no access rule: add one to src/api/access/rules.ts`);
+      route.config = { ...route.config, access: rule };
+      // Hooks of the routes that need them only: public API routes (triggers above all) check their
+      // own credentials and change nothing here, so they pay for no lookup on their way.
+      // (A GET's HEAD route may come with the GET's hooks already.)
+      const pre = hooks(route.preParsing);
+      if ((rule.need !== 'public' || rule.surface === 'web') && !pre.includes(guard)) route.preParsing = [...pre, guard];
+      const post = hooks(route.onResponse);
+      if (rule.audit && !post.includes(options.audit)) route.onResponse = [...post, options.audit];
+    }
   });
+  app.decorateRequest('principal', null);
+  app.decorateRequest('accessOrg', null);
 
   function refuse(request: FastifyRequest, reply: FastifyReply, rule: AccessRule, status: 401 | 403 | 404, reason: string): FastifyReply {
     if (rule.surface === 'web') return options.refuseOnWeb(request, reply, status, reason);
