@@ -149,6 +149,11 @@ export type WebhookRetry = RetrySettings;
 
 const positiveInt = z.coerce.number().int().positive();
 
+/** An identity provider's address: HTTPS, or plain HTTP on this machine only (its secrets and tokens cross it). */
+const secureUrl = z.url({ protocol: /^https?$/ }).refine((v) => {
+  const u = new URL(v);
+  return u.protocol === 'https:' || ['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname);
+}, 'must be https (plain http only on loopback)');
 const providerId = z.string().regex(/^[a-z0-9][a-z0-9-]{0,39}$/, 'lower-case letters, digits and "-"');
 const SignInProviders = z
   .array(
@@ -157,7 +162,7 @@ const SignInProviders = z
         kind: z.literal('oidc'),
         id: providerId,
         name: z.string().min(1).max(60),
-        issuer: z.url({ protocol: /^https?$/ }),
+        issuer: secureUrl,
         client_id: z.string().min(1),
         client_secret: z.string().min(1),
         // Where the provider puts group names: `groups` for Keycloak, GitLab, Okta, Entra ID.
@@ -170,8 +175,8 @@ const SignInProviders = z
         name: z.string().min(1).max(60).default('GitHub'),
         client_id: z.string().min(1),
         client_secret: z.string().min(1),
-        web_url: z.url({ protocol: /^https?$/ }).default('https://github.com'),
-        api_url: z.url({ protocol: /^https?$/ }).default('https://api.github.com'),
+        web_url: secureUrl.default('https://github.com'),
+        api_url: secureUrl.default('https://api.github.com'),
       }),
     ]),
   )

@@ -272,13 +272,13 @@ const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /**
  * Every request of `scope` that may write (not GET, HEAD or OPTIONS) holds the knowledge
  * `changing` until it has answered: a trigger that follows a change made through this API is
- * decided from what PostgreSQL holds after it. In the admin scope it comes after the token check,
- * so a request refused at the door holds nothing; the web pages check their sign-in per route,
- * so a refused form post there holds too, which costs triggers no more than a read each.
+ * decided from what PostgreSQL holds after it. Taken just before the handler (preHandler), after
+ * the door (api/access/guard.ts), so a request refused there holds nothing: nobody without a
+ * credential can send triggers back to PostgreSQL.
  */
 export function holdWhileWriting(scope: FastifyInstance, knowledge: TriggerKnowledge): void {
   const holds = new WeakMap<FastifyRequest, () => void>();
-  scope.addHook('onRequest', async (request) => {
+  scope.addHook('preHandler', async (request) => {
     if (!READS.has(request.method)) holds.set(request, knowledge.changing());
   });
   const release = async (request: FastifyRequest) => {

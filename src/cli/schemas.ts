@@ -18,7 +18,8 @@ export const Repo = z.looseObject({
   scm: z.string(),
   pull_url: z.string(),
   default_branch: z.string(),
-  key: z.string(),
+  // Null for a viewer's token: the trigger key is a maintainer's.
+  key: nullableString,
   pull_request_only: z.boolean(),
   ci_squash: z.boolean(),
 });

@@ -22,6 +22,8 @@ export interface TokenScope {
   readOnly: boolean;
   /** That organization only; null: wherever its owner may. */
   orgId: number | null;
+  /** When it stops working; a token made with it lives no longer. */
+  expiresAt: Date | null;
 }
 
 /** Who a request acts as. */
@@ -39,7 +41,21 @@ export interface Principal {
   token?: TokenScope;
 }
 
-export type Decision = { allowed: true } | { allowed: false; status: 401 | 403; reason: string };
+/** How the audit trail and invitations name a principal: `Name <address>`, or the admin token (with the name typed at its sign-in). */
+export function nameOf(p: Principal): string {
+  if (p.email) return `${p.name} <${p.email}>`;
+  return p.name === 'admin token' ? p.name : `${p.name} (admin token)`;
+}
+
+/** A person as spec §2's `stopped_by` names them: their address; the name typed at an admin-token sign-in; undefined for the bare admin token. */
+export const stoppedBy = (p: Principal): string | undefined => p.email ?? (p.kind === 'admin-token' && p.name !== 'admin token' ? p.name : undefined);
+
+/**
+ * Refused: 401 (who are you?), 403 with the reason (a member whose role is not enough, a token
+ * narrower than the route), or 404 for someone outside the organization, who learns no more
+ * about it than about one that does not exist.
+ */
+export type Decision = { allowed: true } | { allowed: false; status: 401 | 403 | 404; reason: string };
 
 const rank = (role: Role): number => ROLES.indexOf(role);
 
@@ -57,12 +73,12 @@ export function decide(principal: Principal | null, need: Need, orgId: number | 
   if (token?.readOnly && write) return { allowed: false, status: 403, reason: 'this token is read-only' };
   if (token && token.orgId !== null) {
     if (need === 'installation') return { allowed: false, status: 403, reason: 'this token is limited to one organization; this needs an installation administrator’s' };
-    if (orgId !== null && orgId !== token.orgId) return { allowed: false, status: 403, reason: `this token is limited to another organization than ${orgName}` };
+    if (orgId !== null && orgId !== token.orgId) return { allowed: false, status: 403, reason: 'this token is limited to another organization' };
   }
   if (need === 'signed-in' || principal.installationAdmin) return { allowed: true };
   if (need === 'installation') return { allowed: false, status: 403, reason: 'only an installation administrator may do this' };
   const role = orgId === null ? undefined : principal.roles.get(orgId);
-  if (!role) return { allowed: false, status: 403, reason: `you are not a member of ${orgName}` };
+  if (!role) return { allowed: false, status: 404, reason: `not a member of ${orgName}` };
   if (!atLeast(role, need)) return { allowed: false, status: 403, reason: `this needs the ${need} role in ${orgName}; yours is ${role}` };
   return { allowed: true };
 }

@@ -9,6 +9,7 @@ export interface UserRow {
   id: number;
   name: string;
   email: string;
+  email_verified: boolean;
   installation_admin: boolean;
   created_at: Date;
   last_sign_in_at: Date | null;
@@ -44,7 +45,7 @@ export interface MembershipRuleRow {
   created_at: Date;
 }
 
-const USER = 'u.id::int AS id, u.name, u.email, u.installation_admin, u.created_at, u.last_sign_in_at';
+const USER = 'u.id::int AS id, u.name, u.email, u.email_verified, u.installation_admin, u.created_at, u.last_sign_in_at';
 
 export async function findUser(db: Db, id: number): Promise<UserRow | undefined> {
   const { rows } = await db.query<UserRow>(`SELECT ${USER} FROM users u WHERE u.id = $1`, [id]);
@@ -65,26 +66,27 @@ export async function userByIdentity(db: Db, provider: string, subject: string):
   return rows[0];
 }
 
-export async function userByEmail(db: Db, email: string): Promise<UserRow | undefined> {
-  const { rows } = await db.query<UserRow>(`SELECT ${USER} FROM users u WHERE lower(u.email) = lower($1)`, [email]);
+/** The person whose verified address this is (an unverified one is nobody's). */
+export async function userByVerifiedEmail(db: Db, email: string): Promise<UserRow | undefined> {
+  const { rows } = await db.query<UserRow>(`SELECT ${USER} FROM users u WHERE u.email_verified AND lower(u.email) = lower($1)`, [email]);
   return rows[0];
 }
 
-/** Whether anyone may administer the installation yet (if not, the next person to sign in will). */
-export async function hasInstallationAdmin(db: Db): Promise<boolean> {
-  const { rows } = await db.query<{ any: boolean }>('SELECT EXISTS (SELECT 1 FROM users WHERE installation_admin) AS any');
-  return rows[0]!.any;
+/**
+ * Whether nobody has signed in yet: the next person becomes the first installation
+ * administrator. The table is locked until the transaction ends, so two first sign-ins at once
+ * cannot both be first.
+ */
+export async function noUsersYet(db: Db): Promise<boolean> {
+  await db.query('LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE');
+  const { rows } = await db.query<{ none: boolean }>('SELECT NOT EXISTS (SELECT 1 FROM users) AS none');
+  return rows[0]!.none;
 }
 
-/** A new user; the first one ever (no installation administrator yet) becomes an installation administrator. */
-export async function insertUser(db: Db, u: { name: string; email: string }): Promise<UserRow> {
-  // Locked so two first sign-ins at once cannot both become the first.
-  await db.query('LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE');
+export async function insertUser(db: Db, u: { name: string; email: string; emailVerified: boolean; installationAdmin: boolean }): Promise<UserRow> {
   const { rows } = await db.query<UserRow>(
-    `INSERT INTO users AS u (name, email, installation_admin, last_sign_in_at)
-     VALUES ($1, $2, NOT EXISTS (SELECT 1 FROM users WHERE installation_admin), now())
-     RETURNING ${USER}`,
-    [u.name, u.email],
+    `INSERT INTO users AS u (name, email, email_verified, installation_admin, last_sign_in_at) VALUES ($1, $2, $3, $4, now()) RETURNING ${USER}`,
+    [u.name, u.email, u.emailVerified, u.installationAdmin],
   );
   return rows[0]!;
 }
@@ -94,23 +96,39 @@ export async function linkIdentity(db: Db, provider: string, subject: string, us
 }
 
 /** A sign-in: the name and address the provider gives now replace the old ones. */
-export async function touchUser(db: Db, id: number, u: { name: string; email: string }): Promise<UserRow> {
+export async function touchUser(db: Db, id: number, u: { name: string; email: string; emailVerified: boolean }): Promise<UserRow> {
   const { rows } = await db.query<UserRow>(
-    `UPDATE users u SET name = $2, email = $3, last_sign_in_at = now() WHERE u.id = $1 RETURNING ${USER}`,
-    [id, u.name, u.email],
+    `UPDATE users u SET name = $2, email = $3, email_verified = $4, last_sign_in_at = now() WHERE u.id = $1 RETURNING ${USER}`,
+    [id, u.name, u.email, u.emailVerified],
   );
   return rows[0]!;
 }
 
-export async function setInstallationAdmin(db: Db, id: number, admin: boolean): Promise<UserRow | undefined> {
-  const { rows } = await db.query<UserRow>(`UPDATE users u SET installation_admin = $2 WHERE u.id = $1 RETURNING ${USER}`, [id, admin]);
-  return rows[0];
+/**
+ * Makes someone an installation administrator or not; `last` when that would leave none (the
+ * next stranger to sign in would become one), undefined when there is no such user.
+ */
+export async function setInstallationAdmin(db: Db, id: number, admin: boolean): Promise<UserRow | 'last' | undefined> {
+  const { rows } = await db.query<UserRow>(
+    `UPDATE users u SET installation_admin = $2 WHERE u.id = $1
+        AND ($2 OR EXISTS (SELECT 1 FROM users o WHERE o.installation_admin AND o.id <> $1)) RETURNING ${USER}`,
+    [id, admin],
+  );
+  if (rows[0]) return rows[0];
+  return (await findUser(db, id)) ? 'last' : undefined;
 }
 
-/** Removes a person: their memberships, tokens and signed-in browsers go with them (foreign keys). */
-export async function deleteUser(db: Db, id: number): Promise<boolean> {
-  const { rowCount } = await db.query('DELETE FROM users WHERE id = $1', [id]);
-  return (rowCount ?? 0) > 0;
+/**
+ * Removes a person: their memberships, tokens and signed-in browsers go with them (foreign
+ * keys). `last` for the last installation administrator, who stays.
+ */
+export async function deleteUser(db: Db, id: number): Promise<boolean | 'last'> {
+  const { rowCount } = await db.query(
+    `DELETE FROM users u WHERE u.id = $1 AND (NOT u.installation_admin OR EXISTS (SELECT 1 FROM users o WHERE o.installation_admin AND o.id <> $1))`,
+    [id],
+  );
+  if ((rowCount ?? 0) > 0) return true;
+  return (await findUser(db, id)) ? 'last' : false;
 }
 
 /** A user's role in each organization they are a member of. */
@@ -137,13 +155,17 @@ export async function findMember(db: Db, orgId: number, userId: number): Promise
   return rows[0];
 }
 
-/** Makes someone a member, or changes their role; an admin's choice outlasts a rule's. */
-export async function setMember(db: Db, orgId: number, userId: number, role: Role, source: 'invitation' | 'rule'): Promise<void> {
+/**
+ * Makes someone a member, or changes their role: `invitation` is an admin's choice, a provider
+ * id is that provider's rule. An admin's choice outlasts a rule's.
+ */
+export async function setMember(db: Db, orgId: number, userId: number, role: Role, by: 'invitation' | { ruleOf: string }): Promise<void> {
+  const rule = by === 'invitation' ? null : by.ruleOf;
   await db.query(
-    `INSERT INTO memberships (org_id, user_id, role, source) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (org_id, user_id) DO UPDATE SET role = EXCLUDED.role, source = EXCLUDED.source
+    `INSERT INTO memberships (org_id, user_id, role, source, rule_provider) VALUES ($1, $2, $3, CASE WHEN $4::text IS NULL THEN 'invitation' ELSE 'rule' END, $4)
+     ON CONFLICT (org_id, user_id) DO UPDATE SET role = EXCLUDED.role, source = EXCLUDED.source, rule_provider = EXCLUDED.rule_provider
       WHERE memberships.source = 'rule' OR EXCLUDED.source = 'invitation'`,
-    [orgId, userId, role, source],
+    [orgId, userId, role, rule],
   );
 }
 
@@ -152,9 +174,13 @@ export async function removeMember(db: Db, orgId: number, userId: number): Promi
   return (rowCount ?? 0) > 0;
 }
 
-/** Rule-made memberships of a user in organizations no rule gives them any more. */
-export async function dropRuleMemberships(db: Db, userId: number, keepOrgIds: number[]): Promise<void> {
-  await db.query(`DELETE FROM memberships WHERE user_id = $1 AND source = 'rule' AND NOT (org_id = ANY($2::bigint[]))`, [userId, keepOrgIds]);
+/** A provider's rule-made memberships of a user in organizations its rules no longer give them (another provider's stay). */
+export async function dropRuleMemberships(db: Db, userId: number, provider: string, keepOrgIds: number[]): Promise<void> {
+  await db.query(`DELETE FROM memberships WHERE user_id = $1 AND source = 'rule' AND rule_provider = $2 AND NOT (org_id = ANY($3::bigint[]))`, [
+    userId,
+    provider,
+    keepOrgIds,
+  ]);
 }
 
 const INVITATION = 'id::int AS id, org_id::int AS org_id, email, role, invited_by, created_at';

@@ -38,6 +38,20 @@ export async function findWebSession(db: Db, idHash: Buffer): Promise<WebSession
   return row;
 }
 
+/**
+ * Claims a session's turn to ask its provider again: one request of the many a page makes at
+ * once (providers that rotate refresh tokens refuse the second use of one), and none for
+ * `graceMs` after (a provider that does not answer is not asked on every request). The sealed
+ * refresh token to use, or undefined when another request has the turn.
+ */
+export async function claimRefresh(db: Db, idHash: Buffer, graceMs: number): Promise<{ refresh_token: string | null } | undefined> {
+  const { rows } = await db.query<{ refresh_token: string | null }>(
+    `UPDATE web_sessions SET refresh_at = now() + $2 * interval '1 millisecond' WHERE id_hash = $1 AND refresh_at <= now() RETURNING refresh_token`,
+    [idHash, graceMs],
+  );
+  return rows[0];
+}
+
 /** After the provider said yes again: its new refresh token (if it gave one) and the next time to ask. */
 export async function refreshedWebSession(db: Db, idHash: Buffer, refreshToken: string | null, refreshAt: Date): Promise<void> {
   await db.query('UPDATE web_sessions SET refresh_token = coalesce($2, refresh_token), refresh_at = $3 WHERE id_hash = $1', [idHash, refreshToken, refreshAt]);

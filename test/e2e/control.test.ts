@@ -120,7 +120,9 @@ describe('stop', () => {
 
   it('answers 404 for an unknown session and 400 without stopped_by', async () => {
     expect((await stop(999_999)).status).toBe(404);
-    const res = await fetch(`${w.sluice.url}/api/v1/sessions/1/stop`, {
+    // A session that is there (this file's tests built some): the admin token must say who stops it.
+    const { rows } = await w.sluice.pool.query<{ id: number }>('SELECT max(id)::int AS id FROM sessions');
+    const res = await fetch(`${w.sluice.url}/api/v1/sessions/${rows[0]!.id}/stop`, {
       method: 'POST',
       headers: { authorization: `Bearer ${w.sluice.config.adminToken}`, 'content-type': 'application/json' },
       body: '{}',

@@ -64,15 +64,22 @@ describe('personal API tokens', () => {
     expect(scoped.org).toEqual({ id: umbrella.orgId, name: 'umbrella' });
     const other = await as(`Bearer ${scoped.token}`, 'GET', `/api/v1/repos/${acme.repo.id}`);
     expect(other.statusCode).toBe(403);
-    expect(other.json().message).toBe('this token is limited to another organization than organization acme');
+    expect(other.json().message).toBe('this token is limited to another organization');
     expect((await as(`Bearer ${scoped.token}`, 'GET', '/api/v1/orgs')).json().map((o: { name: string }) => o.name)).toEqual(['umbrella']);
-    // A token made with it is no wider.
-    expect((await as(`Bearer ${scoped.token}`, 'POST', '/api/v1/tokens', { name: 'child' })).json().org).toEqual({ id: umbrella.orgId, name: 'umbrella' });
+    // It may not make tokens (they could be wider), nor revoke its owner's.
+    expect((await as(`Bearer ${scoped.token}`, 'POST', '/api/v1/tokens', { name: 'child' })).json()).toMatchObject({ error: 'forbidden', message: 'a token limited to one organization cannot make or revoke tokens' });
+    expect((await as(`Bearer ${scoped.token}`, 'DELETE', `/api/v1/tokens/${scoped.id}`)).statusCode).toBe(403);
     // Its owner is a viewer of umbrella: the token is no more than that.
     expect((await as(`Bearer ${scoped.token}`, 'GET', `/api/v1/repos/${umbrella.repo.id}/secrets`)).statusCode).toBe(403);
     // Scoped to an organization its owner is not in: refused when made.
     const stranger = await addPerson(h.db.pool, h.config, { name: 'Sam', email: 'sam@umbrella.example', roles: { [umbrella.orgId]: 'viewer' } });
     expect((await as(stranger.bearer, 'POST', '/api/v1/tokens', { name: 'x', org: 'acme' })).json()).toMatchObject({ field: 'org' });
+  });
+
+  it('make tokens that live no longer than the token that made them', async () => {
+    const short = (await as(dev.bearer, 'POST', '/api/v1/tokens', { name: 'two days', expires_in_days: 2 })).json();
+    const child = (await as(`Bearer ${short.token}`, 'POST', '/api/v1/tokens', { name: 'child of two days', expires_in_days: 300 })).json();
+    expect(child.expires_at).toBe(short.expires_at);
   });
 
   it('stop working once revoked or expired, or once their owner is removed', async () => {
@@ -92,6 +99,16 @@ describe('personal API tokens', () => {
     expect((await as(dev.bearer, 'DELETE', `/api/v1/tokens/${(await as(other.bearer, 'GET', '/api/v1/tokens')).json()[0].id}`)).statusCode).toBe(404);
 
     expect((await h.admin('DELETE', `/api/v1/users/${other.user.id}`)).statusCode).toBe(204);
+    // The last installation administrator stays: without one, the next stranger to sign in would become one.
+    const root = await addPerson(h.db.pool, h.config, { name: 'Root', email: 'root@example.com', installationAdmin: true });
+    expect((await h.admin('DELETE', `/api/v1/users/${root.user.id}`)).json()).toMatchObject({ error: 'conflict', field: 'user' });
+    expect((await h.admin('PATCH', `/api/v1/users/${root.user.id}`, { installation_admin: false })).statusCode).toBe(409);
+    expect((await h.admin('PATCH', `/api/v1/users/${dev.user.id}`, { installation_admin: true })).json()).toMatchObject({ installation_admin: true });
+    expect((await h.admin('PATCH', `/api/v1/users/${root.user.id}`, { installation_admin: false })).json()).toMatchObject({ installation_admin: false });
+    expect((await h.admin('PATCH', `/api/v1/users/${dev.user.id}`, { installation_admin: false })).statusCode).toBe(409);
+    // As it was: Root administers the installation, Dana her organizations.
+    await h.admin('PATCH', `/api/v1/users/${root.user.id}`, { installation_admin: true });
+    expect((await h.admin('PATCH', `/api/v1/users/${dev.user.id}`, { installation_admin: false })).statusCode).toBe(200);
     expect((await as(other.bearer, 'GET', '/api/v1/me')).statusCode).toBe(401);
     // The admin token is nobody: it owns no tokens.
     expect((await h.admin('POST', '/api/v1/tokens', { name: 'x' })).statusCode).toBe(403);
@@ -101,11 +118,15 @@ describe('personal API tokens', () => {
 describe('members', () => {
   it('are invited by address (at once when known), given roles and removed, by an organization admin only', async () => {
     const viewer = await addPerson(h.db.pool, h.config, { name: 'Vic', email: 'vic@acme.example', roles: { [acme.orgId]: 'viewer' } });
+    // Someone whose provider never verified their address: an invitation of it is not theirs.
+    const claimed = await addPerson(h.db.pool, h.config, { name: 'Claims', email: 'cto@acme.example', emailVerified: false });
+    expect((await as(dev.bearer, 'POST', '/api/v1/orgs/acme/invitations', { email: 'cto@acme.example', role: 'admin' })).json()).toMatchObject({ invitation: { email: 'cto@acme.example' } });
+    expect((await as(claimed.bearer, 'GET', `/api/v1/repos/${acme.repo.id}`)).statusCode).toBe(404);
     // Known already: a member at once.
     const known = await as(dev.bearer, 'POST', '/api/v1/orgs/acme/invitations', { email: 'VIC@acme.example', role: 'maintainer' });
     expect(known.json()).toMatchObject({ member: { name: 'Vic', role: 'maintainer' } });
     const unknown = await as(dev.bearer, 'POST', '/api/v1/orgs/acme/invitations', { email: 'new@acme.example', role: 'viewer' });
-    expect(unknown.json()).toMatchObject({ invitation: { email: 'new@acme.example', role: 'viewer', invited_by: 'dana@acme.example' } });
+    expect(unknown.json()).toMatchObject({ invitation: { email: 'new@acme.example', role: 'viewer', invited_by: 'Dana Dev <dana@acme.example>' } });
     expect((await as(dev.bearer, 'POST', '/api/v1/orgs/acme/invitations', { email: 'not an address', role: 'viewer' })).json()).toMatchObject({ field: 'email' });
     expect((await as(dev.bearer, 'PUT', `/api/v1/orgs/acme/members/${viewer.user.id}`, { role: 'owner' })).json()).toMatchObject({ field: 'role' });
 
@@ -116,8 +137,14 @@ describe('members', () => {
 
     expect((await as(dev.bearer, 'PUT', `/api/v1/orgs/acme/members/${viewer.user.id}`, { role: 'viewer' })).json()).toMatchObject({ role: 'viewer' });
     expect((await as(dev.bearer, 'DELETE', `/api/v1/orgs/acme/members/${viewer.user.id}`)).statusCode).toBe(204);
-    expect((await as(viewer.bearer, 'GET', `/api/v1/repos/${acme.repo.id}`)).statusCode).toBe(403);
+    // No longer a member: told no more about acme than about an organization that does not exist.
+    expect((await as(viewer.bearer, 'GET', `/api/v1/repos/${acme.repo.id}`)).json()).toEqual({ error: 'not found', message: 'no such repository' });
     expect((await as(dev.bearer, 'GET', '/api/v1/orgs/acme/members')).json().map((m: { email: string }) => m.email)).toEqual(['dana@acme.example']);
+    // A viewer sees the repository, not its trigger key (a maintainer's).
+    const watcher = await addPerson(h.db.pool, h.config, { name: 'Wes', email: 'wes@acme.example', roles: { [acme.orgId]: 'viewer' } });
+    expect((await as(watcher.bearer, 'GET', `/api/v1/repos/${acme.repo.id}`)).json()).toMatchObject({ name: 'web', key: null, webhook_url: null });
+    expect((await as(watcher.bearer, 'GET', '/api/v1/orgs/acme/repos')).json()[0]).toMatchObject({ key: null, webhook_url: null });
+    expect((await as(dev.bearer, 'GET', `/api/v1/repos/${acme.repo.id}`)).json().key).toBe(acme.repo.key);
   });
 });
 
@@ -132,6 +159,14 @@ describe('the audit trail', () => {
     expect(stops.at(-1)).toEqual({ session, by: 'dana@acme.example' });
     // The admin token must say who.
     expect((await h.admin('POST', `/api/v1/sessions/${session}/stop`)).json()).toMatchObject({ field: 'stopped_by' });
+    // A delete stops builds under way as the person too, whatever the query says.
+    const doomed = await seedRepo(h, { org: 'doomed' });
+    await as(dev.bearer, 'PUT', `/api/v1/orgs/doomed/members/${dev.user.id}`, { role: 'admin' }).then((r) => expect(r.statusCode).toBe(404));
+    await h.admin('PUT', `/api/v1/orgs/doomed/members/${dev.user.id}`, { role: 'admin' });
+    expect((await h.request({ method: 'POST', url: new URL(doomed.repo.webhook_url).pathname, payload: { branch: 'master', force: true } })).statusCode).toBe(200);
+    const doomedSession = h.enqueued.at(-1)!.sessionId;
+    expect((await as(dev.bearer, 'DELETE', `/api/v1/repos/${doomed.repo.id}?stopped_by=mallory&force=true`)).statusCode).toBeLessThan(300);
+    expect(stops.find((s) => s.session === doomedSession)).toEqual({ session: doomedSession, by: 'dana@acme.example' });
     expect((await h.admin('POST', `/api/v1/repos/${umbrella.repo.id}/suites`, { branch: 'dev', test_pattern: 'tests/*.sh' })).statusCode).toBe(201);
 
     const entries = (await as(dev.bearer, 'GET', '/api/v1/audit?limit=500')).json() as { actor: string; action: string; target: string; details: Record<string, unknown>; ip: string; org: { name: string } | null }[];
@@ -140,8 +175,9 @@ describe('the audit trail', () => {
     expect(JSON.stringify(entries)).not.toContain('npm_s3cr3t_value');
     expect(entries.find((e) => e.action === 'session.stop')).toMatchObject({ actor: 'Dana Dev <dana@acme.example>', target: `/api/v1/sessions/${session}/stop` });
     expect(entries.some((e) => e.action === 'member.remove')).toBe(true);
-    // Dana administers acme, not umbrella: its entries are not hers to read.
-    expect(entries.every((e) => e.org?.name === 'acme')).toBe(true);
+    // Dana administers acme (and doomed, gone), not umbrella: its entries are not hers to read.
+    expect(entries.every((e) => e.org?.name === 'acme' || e.org?.name === 'doomed' || e.org?.name === null)).toBe(true);
+    expect(entries.some((e) => e.org?.name === 'umbrella')).toBe(false);
     const all = (await h.admin('GET', '/api/v1/audit?limit=500')).json() as typeof entries;
     expect(all.find((e) => e.action === 'suite.create')).toMatchObject({ actor: 'admin token', org: { name: 'umbrella' } });
     expect(all.find((e) => e.action === 'user.remove')).toMatchObject({ actor: 'admin token', org: null });

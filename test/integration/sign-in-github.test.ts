@@ -18,6 +18,15 @@ beforeAll(async () => {
     clientSecret: 'gh-secret',
     users: [
       { id: 583231, login: 'octocat', name: 'The Octocat', emails: [{ email: 'octo@acme.example', primary: true, verified: true }], orgs: ['acme'], teams: ['acme/ci'] },
+      // In 150 teams, the one a rule names last (and in another case): found on the second page.
+      {
+        id: 77,
+        login: 'busy',
+        name: 'Busy Bee',
+        emails: [{ email: 'busy@acme.example', primary: true, verified: true }],
+        orgs: ['acme'],
+        teams: [...Array.from({ length: 149 }, (_, i) => `acme/team-${i}`), 'ACME/CI'],
+      },
       { id: 9, login: 'nomail', name: null, emails: [{ email: 'nomail@acme.example', primary: true, verified: false }], orgs: [], teams: [] },
     ],
   });
@@ -58,6 +67,14 @@ it('signs in a member of a team a rule names, as GitHub documents the flow', asy
   expect(members).toEqual([expect.objectContaining({ name: 'The Octocat', email: 'octo@acme.example', role: 'maintainer', source: 'rule' })]);
   const { rows } = await h.db.pool.query('SELECT provider, subject FROM user_identities');
   expect(rows).toEqual([{ provider: 'github', subject: '583231' }]);
+  expect(gh.problems).toEqual([]);
+});
+
+it('reads every page of a person’s teams, and matches names whatever their case', async () => {
+  const { status } = await signIn('busy');
+  expect(status).toBe(303);
+  const members = (await h.admin('GET', '/api/v1/orgs/acme/members')).json() as { email: string; role: string }[];
+  expect(members.find((m) => m.email === 'busy@acme.example')).toMatchObject({ role: 'maintainer' });
   expect(gh.problems).toEqual([]);
 });
 

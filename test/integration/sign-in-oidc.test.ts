@@ -25,6 +25,8 @@ beforeAll(async () => {
       bob: { email: 'bob@acme.example', email_verified: true, name: 'Bob Viewer', groups: [] },
       carol: { email: 'carol@acme.example', email_verified: true, name: 'Carol Maintainer', groups: ['ci-maintainers'] },
       mallory: { email: 'mallory@elsewhere.example', email_verified: true, name: 'Mallory', groups: [] },
+      // Claims an invited address its provider never verified.
+      claimer: { email: 'zed@acme.example', email_verified: false, name: 'Not Zed', groups: [] },
     },
   });
   h = await startApiHarness({
@@ -77,6 +79,15 @@ it('refuses someone nobody invited, saying which address to invite', async () =>
   expect(res.headers['set-cookie']?.some((c) => c.startsWith('sluice_session='))).toBeFalsy();
 });
 
+it('gives an invitation only to someone whose provider verified the address', async () => {
+  expect((await h.admin('POST', '/api/v1/orgs/acme/invitations', { email: 'zed@acme.example', role: 'admin' })).statusCode).toBe(201);
+  const { res } = await signIn('claimer');
+  expect(res.statusCode).toBe(403);
+  expect(res.body).toContain('zed@acme.example is not a member of any organization here');
+  expect((await h.admin('GET', '/api/v1/orgs/acme/invitations')).json()).toEqual([expect.objectContaining({ email: 'zed@acme.example' })]);
+  expect((await h.admin('DELETE', `/api/v1/orgs/acme/invitations/${(await h.admin('GET', '/api/v1/orgs/acme/invitations')).json()[0].id}`)).statusCode).toBe(204);
+});
+
 it('makes an invited address a member with its role, who may see builds but not stop them', async () => {
   const invited = await h.admin('POST', '/api/v1/orgs/acme/invitations', { email: 'Bob@acme.example', role: 'viewer' });
   expect(invited.statusCode).toBe(201);
@@ -106,8 +117,9 @@ it('makes members from a provider group, and a member removed mid-session is ref
   const carol = members.find((m) => m.name === 'Carol Maintainer')!;
   expect((await h.admin('DELETE', `/api/v1/orgs/acme/members/${carol.user}`)).statusCode).toBe(204);
   const after = await get(jar, `/builds/${session}`);
-  expect(after.statusCode).toBe(403);
-  expect(after.body).toContain('you are not a member of organization acme');
+  // Outside the organization now: its builds are not there for her.
+  expect(after.statusCode).toBe(404);
+  expect(after.body).toContain(`There is no build #${session}.`);
   // Her group makes her one again at her next sign-in.
   const again = await signIn('carol', `/builds/${session}`);
   expect((await get(again.jar, `/builds/${session}`)).statusCode).toBe(200);

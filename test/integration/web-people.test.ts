@@ -53,6 +53,15 @@ it('lets an organization admin invite, change roles, remove and add a membership
   expect(audit.body).toContain('Ann Admin &lt;ann@acme.example&gt;');
 });
 
+it('shows what a provider says of a person as text, never as markup', async () => {
+  const orgId = (await h.admin('GET', '/api/v1/orgs/acme')).json().id;
+  await addPerson(h.db.pool, h.config, { name: '<b>Eve</b>', email: '"><button formaction="/orgs/acme/delete">x</button>@evil.example', roles: { [orgId]: 'viewer' } });
+  const page = await forms.get(new Jar(admin.cookie), '/orgs/acme/members');
+  expect(page.body).not.toContain('<b>Eve</b>');
+  expect(page.body).not.toContain('<button formaction');
+  expect(page.body).toContain('&lt;b&gt;Eve&lt;/b&gt;');
+});
+
 it('shows a viewer the members without the forms, and refuses their posts with the reason', async () => {
   const again = await addPerson(h.db.pool, h.config, { name: 'Val', email: 'val@acme.example', roles: { [(await h.admin('GET', '/api/v1/orgs/acme')).json().id]: 'viewer' } });
   const jar = new Jar(again.cookie);

@@ -100,15 +100,20 @@ export async function startFakeGitHub(opts: { clientId: string; clientSecret: st
         const login = tokens.get(/^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '');
         if (!login) return json(res, 401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest' });
         const u = user(login);
+        // Lists come a page at a time: `per_page` (default 30, at most 100) and `page`.
+        const perPage = Number(url.searchParams.get('per_page') ?? 30);
+        expect(`${url.pathname}: per_page at most 100`, perPage >= 1 && perPage <= 100);
+        const page = Number(url.searchParams.get('page') ?? 1);
+        const paged = <T>(items: T[]) => items.slice((page - 1) * perPage, page * perPage);
         switch (url.pathname.slice('/api/v3'.length)) {
           case '/user':
             return json(res, 200, { id: u.id, login: u.login, name: u.name, email: null, type: 'User' });
           case '/user/emails':
-            return json(res, 200, u.emails.map((e) => ({ ...e, visibility: e.primary ? 'private' : null })));
+            return json(res, 200, paged(u.emails.map((e) => ({ ...e, visibility: e.primary ? 'private' : null }))));
           case '/user/orgs':
-            return json(res, 200, u.orgs.map((login) => ({ login, id: login.length })));
+            return json(res, 200, paged(u.orgs.map((login) => ({ login, id: login.length }))));
           case '/user/teams':
-            return json(res, 200, u.teams.map((t) => ({ slug: t.split('/')[1], name: t, organization: { login: t.split('/')[0] } })));
+            return json(res, 200, paged(u.teams.map((t) => ({ slug: t.split('/')[1], name: t, organization: { login: t.split('/')[0] } }))));
         }
       }
       json(res, 404, { message: 'Not Found' });

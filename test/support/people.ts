@@ -7,10 +7,11 @@ import { sign } from '@fastify/cookie';
 import type { Pool } from 'pg';
 import type { Role } from '../../src/core/access';
 import type { Config } from '../../src/config';
-import { newApiToken, newSessionId, SESSION_COOKIE, sha256 } from '../../src/api/access/principal';
+import { newApiToken, newSessionId, SESSION_COOKIE } from '../../src/api/access/principal';
+import { sha256 } from '../../src/api/auth';
 import { cookieSecret, SIGN_IN_TTL_MS } from '../../src/api/web/signIn';
 import { insertApiToken } from '../../src/db/apiTokens';
-import { setInstallationAdmin, setMember, type UserRow } from '../../src/db/people';
+import { insertUser, setMember, type UserRow } from '../../src/db/people';
 import { insertWebSession } from '../../src/db/webSessions';
 
 export interface Person {
@@ -28,14 +29,9 @@ export const signedCookie = (config: Config, value: string): string => `${SESSIO
 export async function addPerson(
   pool: Pool,
   config: Config,
-  p: { name: string; email: string; roles?: Record<number, Role>; installationAdmin?: boolean; token?: { readOnly?: boolean; orgId?: number | null } },
+  p: { name: string; email: string; emailVerified?: boolean; roles?: Record<number, Role>; installationAdmin?: boolean; token?: { readOnly?: boolean; orgId?: number | null } },
 ): Promise<Person> {
-  const { rows } = await pool.query<UserRow>(
-    'INSERT INTO users (name, email) VALUES ($1, $2) RETURNING id::int AS id, name, email, installation_admin, created_at, last_sign_in_at',
-    [p.name, p.email],
-  );
-  let user = rows[0]!;
-  if (p.installationAdmin) user = (await setInstallationAdmin(pool, user.id, true))!;
+  const user = await insertUser(pool, { name: p.name, email: p.email, emailVerified: p.emailVerified ?? true, installationAdmin: p.installationAdmin ?? false });
   for (const [orgId, role] of Object.entries(p.roles ?? {})) await setMember(pool, Number(orgId), user.id, role, 'invitation');
   const token = newApiToken();
   await insertApiToken(pool, {
@@ -44,7 +40,7 @@ export async function addPerson(
     hash: sha256(token),
     readOnly: p.token?.readOnly ?? false,
     orgId: p.token?.orgId ?? null,
-    expiresAt: new Date(Date.now() + 86_400_000),
+    expiresAt: new Date(Date.now() + 366 * 86_400_000),
   });
   const session = newSessionId();
   await insertWebSession(pool, {

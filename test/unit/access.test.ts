@@ -29,7 +29,8 @@ it.each([
 it('says why it refuses, and asks who is there first', () => {
   expect(decide(null, 'viewer', ACME, false)).toEqual({ allowed: false, status: 401, reason: 'sign in first' });
   expect(decide(null, 'public', null, true)).toEqual({ allowed: true });
-  expect(decide(person([[OTHER, 'admin']]), 'viewer', ACME, false, 'organization acme')).toEqual({ allowed: false, status: 403, reason: 'you are not a member of organization acme' });
+  // Outside the organization: told no more than for one that does not exist.
+  expect(decide(person([[OTHER, 'admin']]), 'viewer', ACME, false, 'organization acme')).toMatchObject({ allowed: false, status: 404 });
   expect(decide(person([[ACME, 'viewer']]), 'admin', ACME, true, 'organization acme')).toEqual({
     allowed: false,
     status: 403,
@@ -41,11 +42,11 @@ it('lets an installation administrator do anything, within a token’s scope', (
   const root = person([], { installationAdmin: true });
   expect(decide(root, 'installation', null, true).allowed).toBe(true);
   expect(decide(root, 'admin', ACME, true).allowed).toBe(true);
-  const scoped = { ...root, token: { id: 1, readOnly: false, orgId: OTHER } };
+  const scoped = { ...root, token: { id: 1, readOnly: false, orgId: OTHER, expiresAt: null } };
   expect(decide(scoped, 'installation', null, false).allowed).toBe(false);
   expect(decide(scoped, 'viewer', ACME, false).allowed).toBe(false);
   expect(decide(scoped, 'admin', OTHER, true).allowed).toBe(true);
-  const readOnly = { ...root, token: { id: 2, readOnly: true, orgId: null } };
+  const readOnly = { ...root, token: { id: 2, readOnly: true, orgId: null, expiresAt: null } };
   expect(decide(readOnly, 'viewer', ACME, false).allowed).toBe(true);
   expect(decide(readOnly, 'viewer', ACME, true)).toMatchObject({ allowed: false, status: 403, reason: 'this token is read-only' });
 });
@@ -58,7 +59,7 @@ it('lists the organizations a person may see or administer', () => {
   expect(orgsWhere(dev, 'viewer')).toEqual([ACME, OTHER]);
   expect(orgsWhere(dev, 'admin')).toEqual([ACME]);
   expect(orgsWhere(person([], { installationAdmin: true }), 'admin')).toBeNull();
-  expect(orgsWhere({ ...dev, token: { id: 1, readOnly: true, orgId: OTHER } }, 'viewer')).toEqual([OTHER]);
-  expect(orgsWhere({ ...dev, token: { id: 1, readOnly: true, orgId: OTHER } }, 'admin')).toEqual([]);
+  expect(orgsWhere({ ...dev, token: { id: 1, readOnly: true, orgId: OTHER, expiresAt: null } }, 'viewer')).toEqual([OTHER]);
+  expect(orgsWhere({ ...dev, token: { id: 1, readOnly: true, orgId: OTHER, expiresAt: null } }, 'admin')).toEqual([]);
   expect(strongest(['viewer', 'admin', 'maintainer'])).toBe('admin');
 });

@@ -6,21 +6,33 @@
  */
 import type { onResponseHookHandler } from 'fastify';
 import type { Pool } from 'pg';
+import { nameOf } from '../../core/access';
 import { insertAudit } from '../../db/audit';
 import { ruleOf } from './guard';
 
-/** Field names whose values are credentials: recorded as set, never as they are. */
-const SECRET_FIELD = /secret|password|token|key|value|private/i;
+/** Field names whose values are credentials (or, `env`, may hold them): recorded as set, never as they are. */
+const SECRET_FIELD = /secret|password|token|key|value|private|^env$/i;
+/** `user:password@` in a URL (a chat URL, a push URL). */
+const URL_CREDENTIALS = /\/\/[^/@\s]+@/g;
 
-/** What a request body changed, as the trail keeps it: secrets blanked, long text cut. */
+/** What a request body changed, as the trail keeps it: secrets blanked at any depth, credentials cut from URLs, long text cut. */
 export function auditDetails(body: unknown): Record<string, unknown> {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return {};
+  const kept = redact(body);
+  return kept !== null && typeof kept === 'object' && !Array.isArray(kept) ? (kept as Record<string, unknown>) : {};
+}
+
+function redact(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') {
+    const text = value.replace(URL_CREDENTIALS, '//(set)@');
+    return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+  }
+  if (value === null || typeof value !== 'object') return value;
+  if (depth > 5) return '(…)';
+  if (Array.isArray(value)) return value.slice(0, 50).map((v) => redact(v, depth + 1));
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(body as Record<string, unknown>)) {
+  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
     if (key === '_csrf') continue;
-    if (SECRET_FIELD.test(key)) out[key] = '(set)';
-    else if (typeof value === 'string') out[key] = value.length > 200 ? `${value.slice(0, 200)}…` : value;
-    else out[key] = value;
+    out[key] = SECRET_FIELD.test(key) ? '(set)' : redact(v, depth + 1);
   }
   return out;
 }
@@ -32,10 +44,9 @@ export function auditChanges(pool: Pool): onResponseHookHandler {
     const principal = request.principal;
     // A form that failed is shown again with a 4xx; a redirect (303) is a form that worked.
     if (!rule?.audit || !principal || reply.statusCode >= 400) return;
-    const actor = principal.email ? `${principal.name} <${principal.email}>` : principal.name === 'admin token' ? principal.name : `${principal.name} (admin token)`;
     try {
       await insertAudit(pool, {
-        actor,
+        actor: nameOf(principal),
         userId: principal.userId,
         tokenId: principal.token?.id ?? null,
         ip: request.ip,

@@ -76,26 +76,31 @@ export function guardRoutes(app: FastifyInstance, options: GuardOptions): void {
       const ref = (request.params as Record<string, string | undefined>)[rule.of.param] ?? '';
       org = await ORG_OF[rule.of.kind](options.pool, ref);
       // Before the role check: a resource that is not there is a 404 for everyone.
-      if (!org) return rule.surface === 'web' ? options.refuseOnWeb(request, reply, 404, PAGE_NOUN[rule.of.kind](ref)) : refuse(request, reply, rule, 404, `no such ${NOUN[rule.of.kind]}`);
+      if (!org) return notThere(request, reply, rule, rule.of, ref);
     }
     request.accessOrg = org ?? null;
     const write = request.method !== 'GET' && request.method !== 'HEAD';
     const decision = decide(request.principal, rule.need, org?.id ?? null, write, org ? `organization ${org.name}` : undefined);
     if (decision.allowed) return payload;
-    return refuse(request, reply, rule, decision.status, decision.reason);
+    // Outside the organization: the same 404 as for something that does not exist.
+    if (decision.status === 404 && rule.of) return notThere(request, reply, rule, rule.of, (request.params as Record<string, string>)[rule.of.param]!);
+    return refuse(request, reply, rule, decision.status === 404 ? 403 : decision.status, decision.reason);
   };
 
   const guard = check as preParsingHookHandler;
   app.addHook('onRoute', (route) => {
-    for (const method of [route.method].flat()) {
+    const methods = [route.method].flat();
+    for (const method of methods) {
       const rule = ruleFor(method, route.url);
       if (!rule) throw new Error(`${method} ${route.url} has no access rule: add one to src/api/access/rules.ts`);
+      // One route, one config: its methods must share a rule.
+      if (rule !== ruleFor(methods[0]!, route.url)) throw new Error(`${route.url}: its methods have different access rules; register them apart`);
       route.config = { ...route.config, access: rule };
-      // Hooks of the routes that need them only: public API routes (triggers above all) check their
-      // own credentials and change nothing here, so they pay for no lookup on their way.
+      // Hooks of the routes that need them only: public routes (triggers above all, the pages'
+      // scripts) check their own credentials or none, so they pay for no lookup on their way.
       // (A GET's HEAD route may come with the GET's hooks already.)
       const pre = hooks(route.preParsing);
-      if ((rule.need !== 'public' || rule.surface === 'web') && !pre.includes(guard)) route.preParsing = [...pre, guard];
+      if ((rule.need !== 'public' || rule.knowsWho) && !pre.includes(guard)) route.preParsing = [...pre, guard];
       const post = hooks(route.onResponse);
       if (rule.audit && !post.includes(options.audit)) route.onResponse = [...post, options.audit];
     }
@@ -103,9 +108,13 @@ export function guardRoutes(app: FastifyInstance, options: GuardOptions): void {
   app.decorateRequest('principal', null);
   app.decorateRequest('accessOrg', null);
 
-  function refuse(request: FastifyRequest, reply: FastifyReply, rule: AccessRule, status: 401 | 403 | 404, reason: string): FastifyReply {
+  function notThere(request: FastifyRequest, reply: FastifyReply, rule: AccessRule, of: OrgSource, ref: string): FastifyReply {
+    if (rule.surface === 'web') return options.refuseOnWeb(request, reply, 404, PAGE_NOUN[of.kind](ref));
+    throw notFound(NOUN[of.kind]);
+  }
+
+  function refuse(request: FastifyRequest, reply: FastifyReply, rule: AccessRule, status: 401 | 403, reason: string): FastifyReply {
     if (rule.surface === 'web') return options.refuseOnWeb(request, reply, status, reason);
-    if (status === 404) throw notFound(reason.replace(/^no such /, ''));
     if (status === 401) void reply.header('www-authenticate', 'Bearer realm="sluice"');
     const message = status === 401 && !request.headers.authorization ? 'send Authorization: Bearer <admin token or your API token>' : reason;
     throw new HttpError(status, status === 401 ? 'unauthorized' : 'forbidden', message);

@@ -3,16 +3,14 @@
  * `Authorization: Bearer`, or a signed-in browser's session cookie. Only hashes are looked up:
  * tokens and session ids are never stored.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { Pool } from 'pg';
 import type { Principal, Role } from '../../core/access';
 import { useApiToken } from '../../db/apiTokens';
 import { findUser, rolesOf, type UserRow } from '../../db/people';
-import { deleteWebSession, findWebSession, type WebSessionRow } from '../../db/webSessions';
-import { bearerToken, sameSecret } from '../auth';
-
-export const sha256 = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
+import { claimRefresh, deleteWebSession, findWebSession, type WebSessionRow } from '../../db/webSessions';
+import { bearerToken, sameSecret, sha256 } from '../auth';
 
 /** A personal API token: a prefix secret scanners can key on, then 256 random bits. */
 export const newApiToken = (): string => `sluice_pt_${randomBytes(32).toString('base64url')}`;
@@ -31,9 +29,6 @@ export function userPrincipal(user: UserRow, roles: Map<number, Role>, token?: P
   return { kind: 'user', name: user.name, userId: user.id, email: user.email, installationAdmin: user.installation_admin, roles, token };
 }
 
-/** A person as spec §2's `stopped_by` names them: their e-mail address; undefined for the admin token. */
-export const stoppedBy = (p: Principal): string | undefined => p.email ?? (p.kind === 'admin-token' && p.name !== 'admin token' ? p.name : undefined);
-
 /**
  * The principal of a request's Bearer token: undefined when it sends none, null when the token
  * is no good (unknown, revoked, expired, or its owner removed).
@@ -46,7 +41,7 @@ export async function bearerPrincipal(pool: Pool, adminToken: string, request: F
   const token = await useApiToken(pool, sha256(given));
   const user = token && (await findUser(pool, token.user_id));
   if (!token || !user) return null;
-  return userPrincipal(user, await rolesOf(pool, user.id), { id: token.id, readOnly: token.read_only, orgId: token.org_id });
+  return userPrincipal(user, await rolesOf(pool, user.id), { id: token.id, readOnly: token.read_only, orgId: token.org_id, expiresAt: token.expires_at });
 }
 
 /**
@@ -55,15 +50,21 @@ export async function bearerPrincipal(pool: Pool, adminToken: string, request: F
  */
 export type RefreshSession = (session: WebSessionRow, idHash: Buffer) => Promise<boolean>;
 
+/** How long a session's turn to ask its provider lasts: until then no other request asks again. */
+const REFRESH_GRACE_MS = 60_000;
+
 /** The principal of a browser's session id, or null: none, expired, ended, or its person removed. */
 export async function sessionPrincipal(pool: Pool, sessionId: string, refresh?: RefreshSession, now = new Date()): Promise<Principal | null> {
   const idHash = sha256(sessionId);
   const row = await findWebSession(pool, idHash);
   if (!row) return null;
   if (row.user_id === null) return adminTokenPrincipal(row.name);
-  if (row.refresh_at && row.refresh_at <= now && refresh && !(await refresh(row, idHash))) {
-    await deleteWebSession(pool, idHash);
-    return null;
+  if (row.refresh_at && row.refresh_at <= now && refresh) {
+    const claimed = await claimRefresh(pool, idHash, REFRESH_GRACE_MS);
+    if (claimed && !(await refresh({ ...row, refresh_token: claimed.refresh_token }, idHash))) {
+      await deleteWebSession(pool, idHash);
+      return null;
+    }
   }
   const user = await findUser(pool, row.user_id);
   return user ? userPrincipal(user, await rolesOf(pool, user.id)) : null;

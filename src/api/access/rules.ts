@@ -24,6 +24,8 @@ export interface AccessRule {
   audit?: string;
   /** A public route: why no one is asked who they are. */
   why?: string;
+  /** A public page that differs for someone signed in (the sign-in page): who it is is looked up. */
+  knowsWho?: boolean;
   /** The web pages (cookies, a redirect to sign in) or the JSON API (a Bearer token). */
   surface: 'api' | 'web';
 }
@@ -126,7 +128,7 @@ const webRepo = on('repo', 'id');
 const build = on('session', 'id');
 
 const WEB: Record<string, Rule> = {
-  'GET /sign-in': open('the sign-in page'),
+  'GET /sign-in': { ...open('the sign-in page'), knowsWho: true },
   'POST /sign-in': open('signing in with the admin token'),
   'GET /auth/:provider': open('signing in through an identity provider'),
   'GET /auth/:provider/callback': open('the identity provider’s answer'),

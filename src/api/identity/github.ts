@@ -15,6 +15,8 @@ type GitHubProvider = Extract<SignInProvider, { kind: 'github' }>;
 export const GITHUB_SCOPES = 'read:user user:email read:org';
 
 const TIMEOUT_MS = 10_000;
+/** Pages of organizations or teams read at most: 1,000 of each. */
+const MAX_PAGES = 10;
 
 export function githubClient(p: GitHubProvider): SignInClient {
   const api = async <T>(path: string, token: string): Promise<{ status: number; body: T }> => {
@@ -28,6 +30,16 @@ export function githubClient(p: GitHubProvider): SignInClient {
     const res = await api<T>(path, token);
     if (res.status !== 200) throw new SignInError(`${p.name} did not answer ${path} (${res.status})`);
     return res.body;
+  };
+  /** Every page of a list (100 a page, GitHub's most; at most MAX_PAGES of them). */
+  const all = async <T>(path: string, token: string): Promise<T[]> => {
+    const items: T[] = [];
+    for (let page = 1; page <= MAX_PAGES; page++) {
+      const batch = await need<T[]>(`${path}?per_page=100&page=${page}`, token);
+      items.push(...batch);
+      if (batch.length < 100) break;
+    }
+    return items;
   };
 
   return {
@@ -64,9 +76,9 @@ export function githubClient(p: GitHubProvider): SignInClient {
       if (!res.ok || !token.access_token) throw new SignInError(`${p.name} did not sign you in: ${token.error_description ?? token.error ?? `HTTP ${res.status}`}`);
       const access = token.access_token;
       const user = await need<{ id: number; login: string; name: string | null }>('/user', access);
-      const emails = await need<{ email: string; primary: boolean; verified: boolean }[]>('/user/emails', access);
-      const orgs = await need<{ login: string }[]>('/user/orgs', access);
-      const teams = await need<{ slug: string; organization: { login: string } }[]>('/user/teams', access);
+      const emails = await all<{ email: string; primary: boolean; verified: boolean }>('/user/emails', access);
+      const orgs = await all<{ login: string }>('/user/orgs', access);
+      const teams = await all<{ slug: string; organization: { login: string } }>('/user/teams', access);
       const primary = emails.find((e) => e.primary && e.verified) ?? emails.find((e) => e.verified);
       return {
         subject: String(user.id),

@@ -4,7 +4,7 @@
  * "no" ends the session, a provider that does not answer leaves it be until the next request.
  */
 import type { Pool } from 'pg';
-import type { Config, SignInProvider } from '../../config';
+import { DEFAULT_SIGN_IN_REFRESH_MS, type Config, type SignInProvider } from '../../config';
 import { seal, unseal } from '../../crypto/sealed';
 import { refreshedWebSession } from '../../db/webSessions';
 import type { RefreshSession } from '../access/principal';
@@ -23,11 +23,14 @@ export function signInOptions(config: Config): Map<string, SignInOption> {
   );
 }
 
+/** How long a signed-in person goes before their provider is asked again. */
+export const refreshEvery = (config: Config): number => config.signInRefreshMs ?? DEFAULT_SIGN_IN_REFRESH_MS;
+
 /** Where a provider sends the browser back to. */
 export const callbackUrl = (config: Config, providerId: string): string => `${config.baseUrl}/auth/${providerId}/callback`;
 
 export function renewSessions(pool: Pool, config: Config, options: Map<string, SignInOption>, log: (err: unknown) => void): RefreshSession {
-  const every = config.signInRefreshMs ?? 15 * 60_000;
+  const every = refreshEvery(config);
   return async (session, idHash) => {
     const option = session.provider ? options.get(session.provider) : undefined;
     // A provider no longer configured cannot vouch for anyone.

@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { seal } from '../../crypto/sealed';
 import { admit } from '../identity/admit';
-import { callbackUrl, type SignInOption } from '../identity/providers';
+import { callbackUrl, refreshEvery, type SignInOption } from '../identity/providers';
 import { SignInError, type Pending } from '../identity/types';
 import { page, safeNext, type WebScope } from './pages';
 import { cookieOptions, signIn } from './signIn';
@@ -67,7 +67,7 @@ export function registerAuthPages(web: FastifyInstance, { deps }: WebScope, opti
         name: user.name,
         provider: option.provider.id,
         refreshToken: who.renewal ? seal(config.secretKey, who.renewal) : undefined,
-        refreshAt: new Date(Date.now() + (config.signInRefreshMs ?? 15 * 60_000)),
+        refreshAt: new Date(Date.now() + refreshEvery(config)),
       });
       return reply.code(303).header('location', safeNext(carried.next)).send();
     } catch (err) {

@@ -2,7 +2,7 @@
  * The builds list (the home page) and a build's page: live while it runs (server-sent events,
  * assets/build.js), with Stop while it runs and Rebuild once it has ended.
  */
-import { stoppedBy } from '../access/principal';
+import { stoppedBy } from '../../core/access';
 import { decide, visibleOrgs } from '../../core/access';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasEnded, SESSION_STATUSES } from '../../core/types';

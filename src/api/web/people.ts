@@ -6,14 +6,13 @@
  * API's functions (routes/admin/people.ts, tokens.ts); the door (api/access) already checked the role.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ROLES, atLeast, visibleOrgs } from '../../core/access';
+import { decide, nameOf, ROLES, visibleOrgs } from '../../core/access';
 import { listOrgs } from '../../db/orgs';
 import { listApiTokens } from '../../db/apiTokens';
 import { listAudit } from '../../db/audit';
-import { deleteInvitation, deleteMembershipRule, listInvitations, listMembers, listMembershipRules, removeMember } from '../../db/people';
-import { parseId } from '../http';
+import { listInvitations, listMembers, listMembershipRules } from '../../db/people';
 import { AuditQuery, auditView } from '../routes/admin/audit';
-import { addMembershipRule, invite, setMemberRole } from '../routes/admin/people';
+import { addMembershipRule, invite, removeMemberOf, removeMembershipRule, setMemberRole, takeBackInvitation } from '../routes/admin/people';
 import { apiTokenView, createApiToken, DEFAULT_TOKEN_DAYS, MAX_TOKEN_DAYS, revokeOwnToken } from '../routes/admin/tokens';
 import { checked, formFields, formatTime, given, page, tryAction, type FailedForm, type WebScope } from './pages';
 import type { SignedIn } from './signIn';
@@ -24,7 +23,7 @@ export function registerPeoplePages(web: FastifyInstance, { deps, csrf, requireU
 
   const membersPage = async (request: FastifyRequest, reply: FastifyReply, user: SignedIn, failed: FailedForm | null = null, status = 200) => {
     const org = request.accessOrg!;
-    const isAdmin = user.installationAdmin || atLeast(user.roles.get(org.id) ?? 'viewer', 'admin');
+    const isAdmin = decide(user, 'admin', org.id, true).allowed;
     const [members, invitations, rules] = await Promise.all([
       listMembers(pool, org.id),
       isAdmin ? listInvitations(pool, org.id) : [],
@@ -49,12 +48,12 @@ export function registerPeoplePages(web: FastifyInstance, { deps, csrf, requireU
     const user = requireUser(request, reply);
     return user ? membersPage(request, reply, user) : reply;
   });
-  web.post<{ Params: { org: string } }>('/orgs/:org/members', csrf, memberForm(() => 'invite', (request, user, v) => invite(pool, request.accessOrg!.id, { email: given(v.email) ?? '', role: v.role }, user.email ?? user.name)));
+  web.post<{ Params: { org: string } }>('/orgs/:org/members', csrf, memberForm(() => 'invite', (request, user, v) => invite(pool, request.accessOrg!.id, { email: given(v.email) ?? '', role: v.role }, nameOf(user))));
   web.post<{ Params: { org: string; user: string } }>('/orgs/:org/members/:user', csrf, memberForm((p) => `member:${p.user}`, (request, _user, v) => setMemberRole(pool, request.accessOrg!.id, request.params.user, { role: v.role })));
-  web.post<{ Params: { org: string; user: string } }>('/orgs/:org/members/:user/remove', csrf, memberForm((p) => `member:${p.user}`, (request) => removeMember(pool, request.accessOrg!.id, parseId(request.params.user, 'user'))));
-  web.post<{ Params: { org: string; id: string } }>('/orgs/:org/invitations/:id/delete', csrf, memberForm((p) => `invitation:${p.id}`, (request) => deleteInvitation(pool, request.accessOrg!.id, parseId(request.params.id, 'invitation'))));
+  web.post<{ Params: { org: string; user: string } }>('/orgs/:org/members/:user/remove', csrf, memberForm((p) => `member:${p.user}`, (request) => removeMemberOf(pool, request.accessOrg!.id, request.params.user)));
+  web.post<{ Params: { org: string; id: string } }>('/orgs/:org/invitations/:id/delete', csrf, memberForm((p) => `invitation:${p.id}`, (request) => takeBackInvitation(pool, request.accessOrg!.id, request.params.id)));
   web.post<{ Params: { org: string } }>('/orgs/:org/membership-rules', csrf, memberForm(() => 'rule', (request, _user, v) => addMembershipRule(pool, request.accessOrg!.id, { provider: v.provider, claim: v.claim, value: given(v.value) ?? '', role: v.role })));
-  web.post<{ Params: { org: string; id: string } }>('/orgs/:org/membership-rules/:id/delete', csrf, memberForm((p) => `rule:${p.id}`, (request) => deleteMembershipRule(pool, request.accessOrg!.id, parseId(request.params.id, 'rule'))));
+  web.post<{ Params: { org: string; id: string } }>('/orgs/:org/membership-rules/:id/delete', csrf, memberForm((p) => `rule:${p.id}`, (request) => removeMembershipRule(pool, request.accessOrg!.id, request.params.id)));
 
   web.get<{ Params: { org: string }; Querystring: Record<string, string> }>('/orgs/:org/audit', async (request, reply) => {
     const user = requireUser(request, reply);

@@ -5,7 +5,7 @@
  * body and calls the same function as the JSON route (routes/admin/), so the rules and their
  * messages are the API's; a refused field is shown next to the form it came from.
  */
-import { stoppedBy } from '../access/principal';
+import { stoppedBy } from '../../core/access';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { listBranches } from '../../db/branches';

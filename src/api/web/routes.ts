@@ -1,9 +1,10 @@
 /**
  * The web pages (issue 12), server-rendered with Eta templates (views/, escaped by default):
- * sign-in with the admin token and sign-out here; the builds (builds.ts), organizations (orgs.ts),
- * a repository's CI Setup and Branches (repos.ts) and an organization's Web Hooks (webhooks.ts)
- * in modules of their own. Forms are protected against cross-site
- * requests by a token (@fastify/csrf-protection) besides the SameSite=Strict cookie. Pages act
+ * sign-in with the admin token and sign-out here, through an identity provider in auth.ts; the
+ * builds (builds.ts), organizations (orgs.ts), people (people.ts), a repository's CI Setup and
+ * Branches (repos.ts) and an organization's Web Hooks (webhooks.ts) in modules of their own.
+ * Who may see each page is the door's (api/access). Forms are protected against cross-site
+ * requests by a token (@fastify/csrf-protection) besides the SameSite=Lax cookie. Pages act
  * through the same functions as the JSON API (routes/admin/), never SQL or rules of their own.
  */
 import { readFile } from 'node:fs/promises';
@@ -27,7 +28,7 @@ import { registerRepoPages } from './repos';
 import { registerRunnerPages } from './runners';
 import { registerWebhookPages } from './webhooks';
 import { page, safeNext, webScope } from './pages';
-import { cookieOptions, cookieSecret, signedIn, signIn, signOut } from './signIn';
+import { cookieOptions, cookieSecret, CSRF_COOKIE, signedIn, signIn, signOut } from './signIn';
 import { deleteWebSessionsOf } from '../../db/webSessions';
 
 /**
@@ -49,7 +50,7 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps, opt
   await web.register(fastifyFormbody);
   await web.register(fastifySse, { heartbeatInterval: 15_000 });
   await web.register(fastifyCookie, { secret: cookieSecret(config) });
-  await web.register(fastifyCsrf, { sessionPlugin: '@fastify/cookie', cookieKey: 'sluice_csrf', cookieOpts: { ...cookieOptions(config) } });
+  await web.register(fastifyCsrf, { sessionPlugin: '@fastify/cookie', cookieKey: CSRF_COOKIE, cookieOpts: { ...cookieOptions(config) } });
   const scope = webScope(web, deps);
   const { csrf } = scope;
   const providers = [...options.values()].map(({ provider }) => ({ id: provider.id, name: provider.name }));

@@ -11,7 +11,8 @@ import type { Pool } from 'pg';
 import type { Config } from '../../config';
 import type { Principal } from '../../core/access';
 import { deleteWebSession, insertWebSession } from '../../db/webSessions';
-import { newSessionId, SESSION_COOKIE, sha256 } from '../access/principal';
+import { newSessionId, SESSION_COOKIE } from '../access/principal';
+import { sha256 } from '../auth';
 
 /** How long a sign-in lasts. */
 export const SIGN_IN_TTL_MS = 12 * 60 * 60 * 1000;
@@ -43,8 +44,16 @@ export interface NewWebSession {
   refreshAt?: Date;
 }
 
-/** Starts a browser's session and gives it the cookie. */
+/** The cookie of the CSRF tokens' secret (@fastify/csrf-protection). */
+export const CSRF_COOKIE = 'sluice_csrf';
+
+/**
+ * Starts a browser's session and gives it the cookie. Whatever session and CSRF secret the
+ * browser had before are dropped: nothing planted before the sign-in outlives it.
+ */
 export async function signIn(request: FastifyRequest, reply: FastifyReply, config: Config, pool: Pool, s: NewWebSession, now = Date.now()): Promise<void> {
+  await signOut(request, reply, config, pool);
+  void reply.clearCookie(CSRF_COOKIE, cookieOptions(config));
   const id = newSessionId();
   await insertWebSession(pool, {
     idHash: sha256(id),

@@ -53,6 +53,7 @@ interface TriggerOptions {
 /** Posts a trigger to the repository's keyed URL, as a hook would; what became of it. */
 async function trigger(client: ApiClient, repo: string, o: TriggerOptions) {
   const { key } = (await client.call('GET', repoPath(repo), Repo)).data;
+  if (key === null) throw new CliError(`your token may not see ${repo}'s trigger key: triggering needs a maintainer's`);
   const body = {
     branch: o.branch,
     head: o.head,

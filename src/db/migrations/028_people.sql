@@ -3,16 +3,19 @@
 -- of their own for scripts; every change is recorded with who made it.
 
 -- A person, as their identity provider names them. `installation_admin`: everything, in every
--- organization (the first person to sign in becomes one: nobody else could make them so).
+-- organization (the very first person to sign in becomes one: nobody else could make them so).
+-- Only an address a provider verified is theirs: it alone takes invitations and links another
+-- provider's sign-in to them, and no two people hold the same verified address.
 CREATE TABLE users (
   id                  bigserial PRIMARY KEY,
   name                text NOT NULL,
   email               text NOT NULL,
+  email_verified      boolean NOT NULL DEFAULT false,
   installation_admin  boolean NOT NULL DEFAULT false,
   created_at          timestamptz NOT NULL DEFAULT now(),
   last_sign_in_at     timestamptz
 );
-CREATE UNIQUE INDEX users_email_idx ON users (lower(email));
+CREATE UNIQUE INDEX users_verified_email_idx ON users (lower(email)) WHERE email_verified;
 
 -- Who a person is at each provider: `provider` is the id in SLUICE_SIGN_IN_PROVIDERS, `subject`
 -- the provider's own id of them (OIDC `sub`, GitHub's numeric user id), never the e-mail.
@@ -25,13 +28,14 @@ CREATE TABLE user_identities (
 CREATE INDEX user_identities_user_idx ON user_identities (user_id);
 
 -- A member of an organization. `source`: `invitation` (an admin chose them; kept until removed)
--- or `rule` (a provider claim made them one; looked at again at every sign-in).
+-- or `rule` (a claim of `rule_provider` made them one; looked at again at each sign-in there).
 CREATE TABLE memberships (
-  org_id      bigint NOT NULL REFERENCES orgs (id) ON DELETE CASCADE,
-  user_id     bigint NOT NULL REFERENCES users (id) ON DELETE CASCADE,
-  role        text NOT NULL CHECK (role IN ('admin', 'maintainer', 'viewer')),
-  source      text NOT NULL DEFAULT 'invitation' CHECK (source IN ('invitation', 'rule')),
-  created_at  timestamptz NOT NULL DEFAULT now(),
+  org_id         bigint NOT NULL REFERENCES orgs (id) ON DELETE CASCADE,
+  user_id        bigint NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+  role           text NOT NULL CHECK (role IN ('admin', 'maintainer', 'viewer')),
+  source         text NOT NULL DEFAULT 'invitation' CHECK (source IN ('invitation', 'rule')),
+  rule_provider  text,
+  created_at     timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (org_id, user_id)
 );
 CREATE INDEX memberships_user_idx ON memberships (user_id);

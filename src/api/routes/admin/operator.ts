@@ -7,7 +7,8 @@
  * once. `POST /api/v1/repos/:repo/rotate-ssh-key`: a new SSH key pair. Both answer with the
  * repository as GET shows it (the new `webhook_url`, `ssh_public_key`).
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { stoppedBy } from '../../../core/access';
 import { z } from 'zod';
 import { keyHash, newRepoKey, seal } from '../../../crypto/sealed';
 import type { RepoRow } from '../../../db/repos';
@@ -26,7 +27,8 @@ const removeDoc = (tag: 'orgs' | 'repos' | 'suites', summary: string, params: z.
   documented({ tag, summary, description: REMOVE_NOTE, params, querystring: RemoveQuery, response: { 204: NoBody, ...errors(400, 404, 409, 503) } });
 
 const RemoveQuery = z.object({
-  // Who stops the builds under way (their `stopped_by`); the admin token names nobody.
+  // Who stops the builds under way (their `stopped_by`), for the admin token, which names nobody;
+  // a person's token stops them as that person.
   stopped_by: z.string().trim().min(1).max(200).default('admin'),
   force: z.enum(['true', 'false']).default('false'),
 });
@@ -36,9 +38,9 @@ export interface RemoveBy {
   force?: boolean;
 }
 
-const removeBy = (query: unknown): RemoveBy => {
-  const q = validate(RemoveQuery, query ?? {}, 'query');
-  return { stoppedBy: q.stopped_by, force: q.force === 'true' };
+const removeBy = (request: FastifyRequest): RemoveBy => {
+  const q = validate(RemoveQuery, request.query ?? {}, 'query');
+  return { stoppedBy: stoppedBy(request.principal!) ?? q.stopped_by, force: q.force === 'true' };
 };
 
 /** Deletes organization `ref` (id or name) with its repositories and webhooks, its builds stopped first. */
@@ -78,18 +80,18 @@ export function registerOperatorRoutes(app: FastifyInstance, deps: ApiDeps): voi
   const { pool, config } = deps;
 
   app.delete<{ Params: { org: string } }>('/orgs/:org', removeDoc('orgs', 'Delete an organization with its repositories and webhooks', OrgParams), async (request, reply) => {
-    await removeOrg(deps, request.params.org, removeBy(request.query));
+    await removeOrg(deps, request.params.org, removeBy(request));
     return reply.code(204).send();
   });
 
   app.delete<{ Params: { repo: string } }>('/repos/:repo', removeDoc('repos', 'Delete a repository with its suites, secrets and builds', RepoParams), async (request, reply) => {
-    await removeRepo(deps, await loadRepo(pool, request.params.repo), removeBy(request.query));
+    await removeRepo(deps, await loadRepo(pool, request.params.repo), removeBy(request));
     return reply.code(204).send();
   });
 
   app.delete<{ Params: { repo: string; suite: string } }>('/repos/:repo/suites/:suite', removeDoc('suites', 'Delete a suite with its builds', SuiteParams), async (request, reply) => {
     const repo = await loadRepo(pool, request.params.repo);
-    await removeSuite(deps, repo, parseId(request.params.suite, 'suite'), removeBy(request.query));
+    await removeSuite(deps, repo, parseId(request.params.suite, 'suite'), removeBy(request));
     return reply.code(204).send();
   });
 

@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { ROLES, type Principal } from '../../../core/access';
+import { nameOf, ROLES, type Principal } from '../../../core/access';
 import {
   deleteInvitation,
   deleteMembershipRule,
@@ -24,7 +24,7 @@ import {
   removeMember,
   setInstallationAdmin,
   setMember,
-  userByEmail,
+  userByVerifiedEmail,
   type InvitationRow,
   type MembershipRow,
   type MembershipRuleRow,
@@ -38,7 +38,7 @@ import { documented, errors, IdParams, NoBody, OrgParams } from '../../openapi/s
 const Role = z.enum(ROLES);
 const UserParams = z.object({ user: z.string().regex(/^[1-9][0-9]*$/).describe('the user’s id') });
 
-export const User = z.object({ id: z.number().int(), name: z.string(), email: z.string(), installation_admin: z.boolean(), created_at: z.date(), last_sign_in_at: z.date().nullable() });
+export const User = z.object({ id: z.number().int(), name: z.string(), email: z.string(), email_verified: z.boolean(), installation_admin: z.boolean(), created_at: z.date(), last_sign_in_at: z.date().nullable() });
 const Member = z.object({ user: z.number().int(), name: z.string(), email: z.string(), role: Role, source: z.enum(['invitation', 'rule']), since: z.date() });
 const Invitation = z.object({ id: z.number().int(), email: z.string(), role: Role, invited_by: z.string(), created_at: z.date() });
 const MembershipRule = z.object({ id: z.number().int(), provider: z.string(), claim: z.enum(['group', 'domain']), value: z.string(), role: Role, created_at: z.date() });
@@ -87,12 +87,13 @@ export async function setMemberRole(db: Db, orgId: number, userRef: string, inpu
 }
 
 /**
- * Invites an address (`POST /orgs/:org/invitations`): who signs in with it becomes a member. A
- * person already known by it is made a member at once.
+ * Invites an address (`POST /orgs/:org/invitations`): who signs in with it (verified) becomes a
+ * member. A person already known by it (verified) is made a member at once.
  */
 export async function invite(db: Db, orgId: number, input: unknown, invitedBy: string): Promise<{ member: MembershipRow } | { invitation: InvitationRow }> {
   const body = validate(Invite, input);
-  const known = await userByEmail(db, body.email);
+  // Only a verified address is someone's: an unverified one could be anybody's claim.
+  const known = await userByVerifiedEmail(db, body.email);
   if (known) {
     await setMember(db, orgId, known.id, body.role, 'invitation');
     return { member: (await findMember(db, orgId, known.id))! };
@@ -105,22 +106,40 @@ export async function addMembershipRule(db: Db, orgId: number, input: unknown): 
   return insertMembershipRule(db, { orgId, ...body });
 }
 
-const actorName = (p: Principal) => p.email ?? p.name;
+/** Removes a member (`DELETE /orgs/:org/members/:user`): a 404 when they are none. */
+export async function removeMemberOf(db: Db, orgId: number, userRef: string): Promise<void> {
+  if (!(await removeMember(db, orgId, parseId(userRef, 'user')))) throw notFound('member');
+}
+
+/** Takes an invitation back: a 404 when there is none. */
+export async function takeBackInvitation(db: Db, orgId: number, ref: string): Promise<void> {
+  if (!(await deleteInvitation(db, orgId, parseId(ref, 'invitation')))) throw notFound('invitation');
+}
+
+export async function removeMembershipRule(db: Db, orgId: number, ref: string): Promise<void> {
+  if (!(await deleteMembershipRule(db, orgId, parseId(ref, 'rule')))) throw notFound('membership rule');
+}
+
+/** The last installation administrator stays: without one, the next stranger to sign in would become one. */
+const lastAdmin = () => new HttpError(409, 'conflict', 'this is the last installation administrator: make someone else one first', 'user');
 
 export function registerPeopleRoutes(app: FastifyInstance, { pool }: ApiDeps): void {
   app.get('/me', documented({ tag: 'people', summary: 'Who this credential is, and their roles', response: { 200: Me } }), async (request) => meView(request.principal!));
 
   app.get('/users', documented({ tag: 'people', summary: 'List people who have signed in', response: { 200: z.array(User) } }), async () => (await listUsers(pool)).map(userView));
 
-  app.patch<{ Params: { user: string } }>('/users/:user', documented({ tag: 'people', summary: 'Make someone an installation administrator, or not', params: UserParams, body: UpdateUser, response: { 200: User, ...errors(400, 404) } }), async (request) => {
+  app.patch<{ Params: { user: string } }>('/users/:user', documented({ tag: 'people', summary: 'Make someone an installation administrator, or not', params: UserParams, body: UpdateUser, response: { 200: User, ...errors(400, 404, 409) } }), async (request) => {
     const body = validate(UpdateUser, request.body ?? {});
     const user = await setInstallationAdmin(pool, parseId(request.params.user, 'user'), body.installation_admin);
+    if (user === 'last') throw lastAdmin();
     if (!user) throw notFound('user');
     return userView(user);
   });
 
-  app.delete<{ Params: { user: string } }>('/users/:user', documented({ tag: 'people', summary: 'Remove a person', description: 'Their memberships, API tokens and signed-in browsers end at once.', params: UserParams, response: { 204: NoBody, ...errors(404) } }), async (request, reply) => {
-    if (!(await deleteUser(pool, parseId(request.params.user, 'user')))) throw notFound('user');
+  app.delete<{ Params: { user: string } }>('/users/:user', documented({ tag: 'people', summary: 'Remove a person', description: 'Their memberships, API tokens and signed-in browsers end at once.', params: UserParams, response: { 204: NoBody, ...errors(404, 409) } }), async (request, reply) => {
+    const deleted = await deleteUser(pool, parseId(request.params.user, 'user'));
+    if (deleted === 'last') throw lastAdmin();
+    if (!deleted) throw notFound('user');
     return reply.code(204).send();
   });
 
@@ -129,19 +148,19 @@ export function registerPeopleRoutes(app: FastifyInstance, { pool }: ApiDeps): v
   app.put<{ Params: { org: string; user: string } }>('/orgs/:org/members/:user', documented({ tag: 'people', summary: 'Make someone a member, or change their role', params: OrgParams.extend(UserParams.shape), body: SetMember, response: { 200: Member, ...errors(400, 404) } }), async (request) => memberView(await setMemberRole(pool, request.accessOrg!.id, request.params.user, request.body ?? {})));
 
   app.delete<{ Params: { org: string; user: string } }>('/orgs/:org/members/:user', documented({ tag: 'people', summary: 'Remove a member', description: 'Their next request in this organization is refused.', params: OrgParams.extend(UserParams.shape), response: { 204: NoBody, ...errors(404) } }), async (request, reply) => {
-    if (!(await removeMember(pool, request.accessOrg!.id, parseId(request.params.user, 'user')))) throw notFound('member');
+    await removeMemberOf(pool, request.accessOrg!.id, request.params.user);
     return reply.code(204).send();
   });
 
   app.get<{ Params: { org: string } }>('/orgs/:org/invitations', documented({ tag: 'people', summary: 'Invitations not yet taken', params: OrgParams, response: { 200: z.array(Invitation), ...errors(404) } }), async (request) => (await listInvitations(pool, request.accessOrg!.id)).map(invitationView));
 
   app.post<{ Params: { org: string } }>('/orgs/:org/invitations', documented({ tag: 'people', summary: 'Invite an e-mail address', description: 'Who signs in with it (verified by their provider) becomes a member; someone known by it already is made one at once (201 with `member`).', params: OrgParams, body: Invite, response: { 201: z.union([z.object({ member: Member }), z.object({ invitation: Invitation })]), ...errors(400, 404) } }), async (request, reply) => {
-    const done = await invite(pool, request.accessOrg!.id, request.body ?? {}, actorName(request.principal!));
+    const done = await invite(pool, request.accessOrg!.id, request.body ?? {}, nameOf(request.principal!));
     return reply.code(201).send('member' in done ? { member: memberView(done.member) } : { invitation: invitationView(done.invitation) });
   });
 
   app.delete<{ Params: { org: string; id: string } }>('/orgs/:org/invitations/:id', documented({ tag: 'people', summary: 'Take an invitation back', params: OrgParams.extend(IdParams('invitation').shape), response: { 204: NoBody, ...errors(404) } }), async (request, reply) => {
-    if (!(await deleteInvitation(pool, request.accessOrg!.id, parseId(request.params.id, 'invitation')))) throw notFound('invitation');
+    await takeBackInvitation(pool, request.accessOrg!.id, request.params.id);
     return reply.code(204).send();
   });
 
@@ -150,7 +169,7 @@ export function registerPeopleRoutes(app: FastifyInstance, { pool }: ApiDeps): v
   app.post<{ Params: { org: string } }>('/orgs/:org/membership-rules', documented({ tag: 'people', summary: 'Make members from a provider claim', description: 'Everyone the provider says is in `group` (its `groups` claim), or whose verified address is at `domain`, is a member with `role`, looked at again at each sign-in.', params: OrgParams, body: CreateRule, response: { 201: MembershipRule, ...errors(400, 404) } }), async (request, reply) => reply.code(201).send(ruleView(await addMembershipRule(pool, request.accessOrg!.id, request.body ?? {}))));
 
   app.delete<{ Params: { org: string; id: string } }>('/orgs/:org/membership-rules/:id', documented({ tag: 'people', summary: 'Remove a membership rule', description: 'Members it made stay until their next sign-in.', params: OrgParams.extend(IdParams('rule').shape), response: { 204: NoBody, ...errors(404) } }), async (request, reply) => {
-    if (!(await deleteMembershipRule(pool, request.accessOrg!.id, parseId(request.params.id, 'rule')))) throw notFound('membership rule');
+    await removeMembershipRule(pool, request.accessOrg!.id, request.params.id);
     return reply.code(204).send();
   });
 }

@@ -6,7 +6,8 @@
  * URL can be shown again) and its own ed25519 key pair, whose private half is sealed and never
  * leaves the database through this API.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { decide } from '../../../core/access';
 import { z } from 'zod';
 import type { Config } from '../../../config';
 import { keyHash, newRepoKey, seal, unseal } from '../../../crypto/sealed';
@@ -89,8 +90,8 @@ export const Repo = z.object({
   branch_blacklist: z.array(z.string()),
   chat_url: z.string().nullable(),
   default_branch: z.string(),
-  key: z.string().describe('the trigger key: anyone with it can trigger builds'),
-  webhook_url: z.string().describe('where the repository’s hosting sends triggers (`/1/builds/<key>`)'),
+  key: z.string().nullable().describe('the trigger key: anyone with it can trigger builds (null for a viewer: it is a maintainer’s)'),
+  webhook_url: z.string().nullable().describe('where the repository’s hosting sends triggers (`/1/builds/<key>`; null for a viewer)'),
   ssh_public_key: z.string().describe('give it read access to the repository (and write for `ci_push_url`)'),
   webhook_secret_set: z.boolean(),
   ssh_known_hosts: z.string().nullable(),
@@ -101,8 +102,9 @@ export const Repo = z.object({
   created_at: z.date(),
 });
 
-export function repoView(r: RepoRow, config: Config): z.output<typeof Repo> {
-  const key = unseal(config.secretKey, r.key_sealed);
+/** A repository as the API shows it; its trigger key (a credential) only to whom `withKey` (maintainers up). */
+export function repoView(r: RepoRow, config: Config, withKey = true): z.output<typeof Repo> {
+  const key = withKey ? unseal(config.secretKey, r.key_sealed) : null;
   return {
     id: r.id,
     org_id: r.org_id,
@@ -118,7 +120,7 @@ export function repoView(r: RepoRow, config: Config): z.output<typeof Repo> {
     chat_url: r.chat_url,
     default_branch: r.default_branch,
     key,
-    webhook_url: `${config.baseUrl}/1/builds/${key}`,
+    webhook_url: key === null ? null : `${config.baseUrl}/1/builds/${key}`,
     ssh_public_key: r.ssh_public_key,
     webhook_secret_set: r.webhook_secret_set,
     ssh_known_hosts: r.ssh_known_hosts,
@@ -126,6 +128,9 @@ export function repoView(r: RepoRow, config: Config): z.output<typeof Repo> {
     created_at: r.created_at,
   };
 }
+
+/** Whether the caller may see the trigger keys of the route's organization (api/access). */
+const seesKeys = (request: FastifyRequest): boolean => decide(request.principal!, 'maintainer', request.accessOrg!.id, false).allowed;
 
 /** The repository a `:repo` parameter names, or a 404. */
 export async function loadRepo(db: Db, ref: string): Promise<RepoRow> {
@@ -206,10 +211,10 @@ export function registerRepoRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
   app.get<{ Params: { org: string } }>('/orgs/:org/repos', documented({ tag: 'repos', summary: 'List an organization’s repositories', params: OrgParams, response: { 200: z.array(Repo), ...errors(404) } }), async (request) => {
     const org = await loadOrg(pool, request.params.org);
-    return (await listRepos(pool, org.id)).map((r) => repoView(r, config));
+    return (await listRepos(pool, org.id)).map((r) => repoView(r, config, seesKeys(request)));
   });
 
-  app.get<{ Params: { repo: string } }>('/repos/:repo', documented({ tag: 'repos', summary: 'Show a repository', params: RepoParams, response: { 200: Repo, ...errors(404) } }), async (request) => repoView(await loadRepo(pool, request.params.repo), config));
+  app.get<{ Params: { repo: string } }>('/repos/:repo', documented({ tag: 'repos', summary: 'Show a repository', params: RepoParams, response: { 200: Repo, ...errors(404) } }), async (request) => repoView(await loadRepo(pool, request.params.repo), config, seesKeys(request)));
 
   app.patch<{ Params: { repo: string } }>('/repos/:repo', documented({ tag: 'repos', summary: 'Change a repository’s settings', description: 'Absent fields stay as they are; null clears one.', params: RepoParams, body: PatchRepo, response: { 200: Repo, ...errors(400, 404) } }), async (request) =>
     repoView(await updateRepo(deps, await loadRepo(pool, request.params.repo), request.body), config),

@@ -15,7 +15,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../../deps';
 import { HttpError, notFound, parseId, validate } from '../../http';
-import { stoppedBy } from '../../access/principal';
+import { stoppedBy } from '../../../core/access';
 import { loadArtifactViews, loadSessionView, sessionListView } from '../../views';
 import { SESSION_STATUSES } from '../../../core/types';
 import { rebuildSession } from '../../rebuild';

@@ -10,7 +10,8 @@ import type { Principal } from '../../../core/access';
 import { insertApiToken, listApiTokens, revokeApiToken, type ApiTokenRow } from '../../../db/apiTokens';
 import { findOrg } from '../../../db/orgs';
 import { uniqueViolation, type Db } from '../../../db/transaction';
-import { newApiToken, sha256 } from '../../access/principal';
+import { newApiToken } from '../../access/principal';
+import { sha256 } from '../../auth';
 import type { ApiDeps } from '../../deps';
 import { conflict, HttpError, notFound, parseId, validate } from '../../http';
 import { documented, errors, IdParams, NoBody } from '../../openapi/shapes';
@@ -54,20 +55,21 @@ export const apiTokenView = (t: ApiTokenRow): z.output<typeof ApiToken> => ({
 
 /** Makes a token for the signed-in person; the row and the token (shown once). */
 export async function createApiToken(db: Db, principal: Principal, input: unknown, now = Date.now()): Promise<{ row: ApiTokenRow; token: string }> {
-  const userId = requirePerson(principal);
+  const userId = tokenManager(principal);
   const body = validate(CreateToken, input);
-  // A token made with a token is no wider than it.
-  const readOnly = body.read_only || principal.token?.readOnly === true;
-  let orgId = principal.token?.orgId ?? null;
+  let orgId: number | null = null;
   if (body.org !== undefined) {
     const org = await findOrg(db, String(body.org));
     if (!org || !(principal.installationAdmin || principal.roles.has(org.id))) throw new HttpError(400, 'invalid request', 'no such organization of yours', 'org');
-    if (orgId !== null && orgId !== org.id) throw new HttpError(400, 'invalid request', 'this token is limited to another organization', 'org');
     orgId = org.id;
   }
+  // A token made with a token lives no longer than it.
+  const asked = new Date(now + body.expires_in_days * 86_400_000);
+  const parent = principal.token?.expiresAt;
+  const expiresAt = parent && parent < asked ? parent : asked;
   const token = newApiToken();
   try {
-    const row = await insertApiToken(db, { userId, name: body.name, hash: sha256(token), readOnly, orgId, expiresAt: new Date(now + body.expires_in_days * 86_400_000) });
+    const row = await insertApiToken(db, { userId, name: body.name, hash: sha256(token), readOnly: body.read_only, orgId, expiresAt });
     return { row, token };
   } catch (err) {
     if (uniqueViolation(err) !== undefined) throw conflict('name', 'you have a token with this name');
@@ -75,8 +77,19 @@ export async function createApiToken(db: Db, principal: Principal, input: unknow
   }
 }
 
+/**
+ * Tokens are managed by a person signed in, or with a token of theirs as wide as they are: a
+ * read-only token cannot write at all (the door), and one limited to an organization may not
+ * make or revoke tokens wider than itself.
+ */
+function tokenManager(principal: Principal): number {
+  const userId = requirePerson(principal);
+  if (principal.token && principal.token.orgId !== null) throw new HttpError(403, 'forbidden', 'a token limited to one organization cannot make or revoke tokens');
+  return userId;
+}
+
 export async function revokeOwnToken(db: Db, principal: Principal, id: string): Promise<ApiTokenRow> {
-  const row = await revokeApiToken(db, requirePerson(principal), parseId(id, 'token'));
+  const row = await revokeApiToken(db, tokenManager(principal), parseId(id, 'token'));
   if (!row) throw notFound('token');
   return row;
 }
