@@ -83,6 +83,23 @@ it('shows a viewer the members without the forms, and refuses their posts with t
   expect(refused.body).toContain('this needs the admin role in organization acme; yours is viewer');
 });
 
+it('shows each role the repository forms it may use', async () => {
+  const acme = (await h.admin('GET', '/api/v1/orgs/acme')).json().id;
+  const repo = (await h.admin('GET', '/api/v1/orgs/acme/repos')).json()[0].id;
+  const maintainer = await addPerson(h.db.pool, h.config, { name: 'Max', email: 'max@acme.example', roles: { [acme]: 'maintainer' } });
+  const setup = await forms.get(new Jar(maintainer.cookie), `/repos/${repo}`);
+  expect(setup.statusCode).toBe(200);
+  expect(setup.body).toContain('aria-label="New suite"');
+  for (const adminOnly of ['aria-label="Settings"', 'aria-label="Set a secret"', 'aria-label="New trigger key"', 'aria-label="Commit statuses"']) expect(setup.body).not.toContain(adminOnly);
+  expect((await forms.get(new Jar(admin.cookie), `/repos/${repo}`)).body).toContain('aria-label="Set a secret"');
+  const watcher = await addPerson(h.db.pool, h.config, { name: 'Wes', email: 'wes@acme.example', roles: { [acme]: 'viewer' } });
+  const branches = await forms.get(new Jar(watcher.cookie), `/repos/${repo}/branches`);
+  expect(branches.statusCode).toBe(200);
+  expect(branches.body).toContain('data-branch="master"');
+  expect(branches.body).not.toContain('Turn off');
+  expect((await forms.get(new Jar(maintainer.cookie), `/repos/${repo}/branches`)).body).toContain('Turn off');
+});
+
 it('makes a token shown once that works at once, lists it with its last use, and revokes it', async () => {
   const jar = new Jar(admin.cookie);
   const made = await forms.post(jar, '/tokens', '/tokens', { name: 'ci script', org: 'acme', expires_in_days: '7', read_only: 'on' });

@@ -5,7 +5,7 @@
  * body and calls the same function as the JSON route (routes/admin/), so the rules and their
  * messages are the API's; a refused field is shown next to the form it came from.
  */
-import { stoppedBy } from '../../core/access';
+import { decide, stoppedBy } from '../../core/access';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { listBranches } from '../../db/branches';
@@ -177,6 +177,8 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
         title: `CI setup of ${repo.org_name}/${repo.name}`,
         section: 'orgs',
         user,
+        // Keys, settings, statuses and secrets are an admin's; a maintainer's page shows suites.
+        isAdmin: decide(user, 'admin', repo.org_id, true).allowed,
         notice: notice ?? null,
         failed,
         repo: {
@@ -221,7 +223,9 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
         last: build ? { session: build.id, status: build.status, when: formatTime(build.received_at) } : null,
       };
     });
-    return page(reply, 'branches', { title: `Branches of ${repo.org_name}/${repo.name}`, section: 'orgs', user, notice: notice ?? null, failed, repo: heading(repo), branches: list }, status);
+    // Turning branches on and off is a maintainer's: a viewer sees them without the buttons.
+    const mayChange = decide(user, 'maintainer', repo.org_id, true).allowed;
+    return page(reply, 'branches', { title: `Branches of ${repo.org_name}/${repo.name}`, section: 'orgs', user, notice: notice ?? null, failed, repo: heading(repo), branches: list, mayChange }, status);
   };
 
   /** A page of one repository: the signed-in user and the repository, or a redirect / 404 sent. */
