@@ -50,13 +50,14 @@ function serializeRequest(request: FastifyRequest): Record<string, unknown> {
  * The URL as it may be logged. Under `/1/` everything after the first segment (the provider)
  * is replaced, whether or not the route exists (a mistyped path still carries a real key);
  * report pages, `/1/reports/<number>`, keep theirs. Elsewhere any segment that looks like a
- * key (24+ URL-safe characters, as newRepoKey makes 32) is replaced too; so is the value of a
- * `token` query parameter (the one that opens a report page).
+ * key (24+ URL-safe characters, as newRepoKey makes 32) is replaced too; so are the values of
+ * the query parameters `token` (the one that opens a report page), `code` and `state` (an
+ * identity provider's answer).
  */
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
-  const query = q === -1 ? '' : url.slice(q).replace(/([?&]token=)[^&#]*/gi, `$1${REDACTED}`);
+  const query = q === -1 ? '' : url.slice(q).replace(/([?&](?:token|code|state)=)[^&#]*/gi, `$1${REDACTED}`);
   const segments = path.split('/').filter((s) => s !== '');
   if (segments[0] === '1') {
     if (segments[1] === 'reports' && segments.length === 3 && /^\d+$/.test(segments[2]!)) return `${path}${query}`;
@@ -64,7 +65,7 @@ export function redactUrl(url: string): string {
     const redacted = segments.length > kept.length ? [REDACTED] : [];
     return `/${[...kept, ...redacted].join('/')}${query}`;
   }
-  if (!segments.some(looksLikeKey)) return url;
+  if (!segments.some(looksLikeKey)) return `${path}${query}`;
   return `/${segments.map((s) => (looksLikeKey(s) ? REDACTED : s)).join('/')}${query}`;
 }
 

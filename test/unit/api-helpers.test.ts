@@ -22,6 +22,9 @@ describe('redactUrl', () => {
     ['/ci_events/0b8f6c2e-5d7a-4c59-9c1e-2f3a4b5c6d7e/guid', '/ci_events/0b8f6c2e-5d7a-4c59-9c1e-2f3a4b5c6d7e/guid'],
     ['/api/v1/repos/acme%2Fwidgets', '/api/v1/repos/acme%2Fwidgets'],
     ['/healthz', '/healthz'],
+    // An identity provider's answer: its one-time code and state are not for the logs.
+    ['/auth/corp/callback?code=abc123&state=xyz&iss=https%3A%2F%2Fsso', '/auth/corp/callback?code=[redacted]&state=[redacted]&iss=https%3A%2F%2Fsso'],
+    ['/api/v1/sessions?token=oops', '/api/v1/sessions?token=[redacted]'],
   ])('%s → %s', (url, expected) => {
     expect(redactUrl(url)).toBe(expected);
   });
