@@ -1,7 +1,8 @@
 /**
  * The configured identity providers (SLUICE_SIGN_IN_PROVIDERS), each with its client, and how a
  * signed-in browser's session is renewed: at its `refresh_at` the provider is asked again; a
- * "no" ends the session, a provider that does not answer leaves it be until the next request.
+ * "no" ends the session, a provider that does not answer leaves it be (it is asked again a
+ * minute later: api/access/principal.ts).
  */
 import type { Pool } from 'pg';
 import { DEFAULT_SIGN_IN_REFRESH_MS, type Config, type SignInProvider } from '../../config';
@@ -35,7 +36,11 @@ export function renewSessions(pool: Pool, config: Config, options: Map<string, S
     const option = session.provider ? options.get(session.provider) : undefined;
     // A provider no longer configured cannot vouch for anyone.
     if (!option) return false;
-    if (!session.refresh_token) return true;
+    // Nothing to ask with (an OIDC provider not asked for offline_access): the session lasts its time.
+    if (!session.refresh_token) {
+      await refreshedWebSession(pool, idHash, null, new Date(Date.now() + every));
+      return true;
+    }
     try {
       const renewed = await option.client.renew(unseal(config.secretKey, session.refresh_token));
       if (!renewed) return false;
