@@ -19,7 +19,10 @@ let post: ReturnType<typeof webForms>['post'];
 
 beforeAll(async () => {
   idp = await startOidcProvider({
-    clients: [{ client_id: 'sluice', client_secret: 'sluice-secret', redirect_uris: [CALLBACK] }],
+    clients: [
+      { client_id: 'sluice', client_secret: 'sluice-secret', redirect_uris: [CALLBACK] },
+      { client_id: 'sluice-plain', client_secret: 'plain-secret', redirect_uris: [`${BASE}/auth/plain/callback`] },
+    ],
     accounts: {
       alice: { email: 'alice@acme.example', email_verified: true, name: 'Alice Admin', groups: [] },
       bob: { email: 'bob@acme.example', email_verified: true, name: 'Bob Viewer', groups: [] },
@@ -34,6 +37,8 @@ beforeAll(async () => {
       baseUrl: BASE,
       signInProviders: [
         { kind: 'oidc', id: 'corp', name: 'Corp SSO', issuer: idp.issuer, clientId: 'sluice', clientSecret: 'sluice-secret', groupsClaim: 'groups', scopes: ['openid', 'email', 'profile', 'groups', 'offline_access'] },
+        // The same provider under another id, not asked for offline_access.
+        { kind: 'oidc', id: 'plain', name: 'Plain SSO', issuer: idp.issuer, clientId: 'sluice-plain', clientSecret: 'plain-secret', groupsClaim: 'groups', scopes: ['openid', 'email', 'profile'] },
       ],
     },
   });
@@ -49,13 +54,13 @@ afterAll(async () => {
 });
 
 /** Signs `account` in through the provider, as a browser would: the answer, and the browser. */
-async function signIn(account: string, next = '/orgs'): Promise<{ res: Response; jar: Jar }> {
+async function signIn(account: string, next = '/orgs', provider = 'corp'): Promise<{ res: Response; jar: Jar }> {
   const jar = new Jar();
-  const start = await get(jar, `/auth/corp?next=${encodeURIComponent(next)}`);
+  const start = await get(jar, `/auth/${provider}?next=${encodeURIComponent(next)}`);
   expect(start.statusCode).toBe(303);
   expect(start.headers.location).toMatch(new RegExp(`^${idp.issuer}/`));
   const answer = new URL(await idp.signIn(start.headers.location!, account));
-  expect(answer.origin + answer.pathname).toBe(CALLBACK);
+  expect(answer.origin + answer.pathname).toBe(`${BASE}/auth/${provider}/callback`);
   return { res: await get(jar, answer.pathname + answer.search), jar };
 }
 
@@ -139,6 +144,17 @@ it('asks the provider again when the session’s time comes, and ends it once th
   const refused = await get(jar, '/');
   expect(refused.statusCode).toBe(303);
   expect(refused.headers.location).toBe('/sign-in?next=%2F');
+});
+
+it('lets a session with nothing to ask its provider with last its time, asking nobody', async () => {
+  const { jar } = await signIn('alice', '/', 'plain');
+  // This test provider issues a refresh token for every code grant; many do not without
+  // offline_access: the session is left as theirs would be.
+  await h.db.pool.query(`UPDATE web_sessions SET refresh_token = NULL, refresh_at = now() - interval '1 second' WHERE provider = 'plain'`);
+  expect((await get(jar, '/')).statusCode).toBe(200);
+  // Not asked again for the refresh period (15 minutes), not every minute.
+  const { rows } = await h.db.pool.query<{ minutes: number }>(`SELECT (extract(epoch FROM refresh_at - now()) / 60)::float8 AS minutes FROM web_sessions WHERE provider = 'plain'`);
+  expect(rows[0]!.minutes).toBeGreaterThan(10);
 });
 
 it('ends every session of a person an installation administrator removes', async () => {
