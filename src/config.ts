@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isLoopbackHost } from './core/names';
 import type { PostRetry, RetrySettings } from './core/retry';
 import { parseAllowList, type Cidr } from './delivery/ssrf';
 
@@ -152,7 +153,7 @@ const positiveInt = z.coerce.number().int().positive();
 /** An identity provider's address: HTTPS, or plain HTTP on this machine only (its secrets and tokens cross it). */
 const secureUrl = z.url({ protocol: /^https?$/ }).refine((v) => {
   const u = new URL(v);
-  return u.protocol === 'https:' || ['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname);
+  return u.protocol === 'https:' || isLoopbackHost(u.hostname);
 }, 'must be https (plain http only on loopback)');
 const providerId = z.string().regex(/^[a-z0-9][a-z0-9-]{0,39}$/, 'lower-case letters, digits and "-"');
 const SignInProviders = z

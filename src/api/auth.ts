@@ -6,7 +6,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 
-export const sha256 = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
+const sha256 = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
 
 /** Whether two secrets are equal, in time that tells nothing of either. */
 export function sameSecret(given: string, expected: string): boolean {

@@ -58,3 +58,6 @@ export function isHttpUrl(value: string): boolean {
     return false;
   }
 }
+
+/** This machine's own names (a URL's `hostname`): where plain HTTP crosses no network. */
+export const isLoopbackHost = (hostname: string): boolean => ['127.0.0.1', 'localhost', '[::1]'].includes(hostname);

@@ -21,7 +21,10 @@ export function unseal(key: Buffer, sealed: string): string {
   return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
 }
 
-/** SHA-256 of a repository key: what the database indexes, so a lookup reveals nothing of the key. */
+/**
+ * SHA-256 of a key or token (a repository key, a runner or API token, a browser's session id):
+ * what the database indexes, so a lookup, or a copy of the table, reveals nothing of it.
+ */
 export function keyHash(key: string): Buffer {
   return createHash('sha256').update(key, 'utf8').digest();
 }

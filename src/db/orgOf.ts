@@ -1,7 +1,11 @@
 /**
  * Which organization a resource of a route belongs to, for the access check (api/access): each
- * answers the organization's id and name, or undefined when there is no such resource.
+ * answers the organization's id and name, or undefined when there is no such resource. An
+ * organization or repository is read as the routes read them (findOrg, findRepoByRef), so the
+ * door and the handler behind it always mean the same one.
  */
+import { findOrg } from './orgs';
+import { findRepoByRef } from './repos';
 import type { Db } from './transaction';
 
 export interface OrgOf {
@@ -17,16 +21,15 @@ async function one(db: Db, sql: string, value: unknown): Promise<OrgOf | undefin
 }
 
 /** An organization by id or name. */
-export const orgByRef = (db: Db, ref: string) =>
-  one(db, `SELECT id::int AS id, name FROM orgs WHERE ${ID.test(ref) ? 'id = $1::bigint' : 'name = $1'}`, ref);
+export async function orgByRef(db: Db, ref: string): Promise<OrgOf | undefined> {
+  const org = await findOrg(db, ref);
+  return org && { id: org.id, name: org.name };
+}
 
 /** A repository's, by id or `org/name`. */
 export async function orgOfRepo(db: Db, ref: string): Promise<OrgOf | undefined> {
-  if (ID.test(ref)) return one(db, 'SELECT o.id::int AS id, o.name FROM repos r JOIN orgs o ON o.id = r.org_id WHERE r.id = $1::bigint', ref);
-  const [org, name, ...rest] = ref.split('/');
-  if (!org || !name || rest.length > 0) return undefined;
-  const { rows } = await db.query<OrgOf>('SELECT o.id::int AS id, o.name FROM repos r JOIN orgs o ON o.id = r.org_id WHERE o.name = $1 AND r.name = $2', [org, name]);
-  return rows[0];
+  const repo = await findRepoByRef(db, ref);
+  return repo && { id: repo.org_id, name: repo.org_name };
 }
 
 export const orgOfWebhook = (db: Db, id: string) =>

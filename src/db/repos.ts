@@ -77,6 +77,13 @@ export async function findRepoByName(db: Db, orgName: string, name: string): Pro
   return (await db.query<RepoRow>(`SELECT ${COLUMNS} ${FROM} WHERE o.name = $1 AND r.name = $2`, [orgName, name])).rows[0];
 }
 
+/** A repository by a reference as paths give it: its id, or `<org>/<name>`; undefined for anything else. */
+export async function findRepoByRef(db: Db, ref: string): Promise<RepoRow | undefined> {
+  if (/^[0-9]{1,15}$/.test(ref)) return findRepoById(db, Number(ref));
+  const [org, name, ...rest] = ref.split('/');
+  return org && name && rest.length === 0 ? findRepoByName(db, org, name) : undefined;
+}
+
 export async function listRepos(db: Db, orgId: number): Promise<RepoRow[]> {
   return (await db.query<RepoRow>(`SELECT ${COLUMNS} ${FROM} WHERE r.org_id = $1 ORDER BY r.id`, [orgId])).rows;
 }

@@ -13,7 +13,7 @@ import { startApiHarness, seedRepo, type ApiHarness } from '../support/apiApp';
 import { addPerson, signedCookie, type Person } from '../support/people';
 import { insertWebSession } from '../../src/db/webSessions';
 import { newSessionId } from '../../src/api/access/principal';
-import { sha256 } from '../../src/api/auth';
+import { keyHash } from '../../src/crypto/sealed';
 
 let h: ApiHarness;
 let routes: { method: string; url: string }[];
@@ -91,7 +91,7 @@ beforeAll(async () => {
 
   // A browser signed in with the admin token (bootstrap): the installation's power, as a name.
   const adminBrowser = newSessionId();
-  await insertWebSession(h.db.pool, { idHash: sha256(adminBrowser), userId: null, name: 'ops', provider: null, refreshToken: null, refreshAt: null, expiresAt: new Date(Date.now() + 3_600_000), ip: '127.0.0.1' });
+  await insertWebSession(h.db.pool, { idHash: keyHash(adminBrowser), userId: null, name: 'ops', provider: null, refreshToken: null, refreshAt: null, expiresAt: new Date(Date.now() + 3_600_000), ip: '127.0.0.1' });
 
   const both = (p: Person) => ({ api: { authorization: p.bearer }, web: { cookie: p.cookie } });
   callers.push(

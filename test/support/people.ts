@@ -8,7 +8,7 @@ import type { Pool } from 'pg';
 import type { Role } from '../../src/core/access';
 import type { Config } from '../../src/config';
 import { newApiToken, newSessionId, SESSION_COOKIE } from '../../src/api/access/principal';
-import { sha256 } from '../../src/api/auth';
+import { keyHash } from '../../src/crypto/sealed';
 import { cookieSecret, SIGN_IN_TTL_MS } from '../../src/api/web/signIn';
 import { insertApiToken } from '../../src/db/apiTokens';
 import { insertUser, setMember, type UserRow } from '../../src/db/people';
@@ -37,14 +37,14 @@ export async function addPerson(
   await insertApiToken(pool, {
     userId: user.id,
     name: 'tests',
-    hash: sha256(token),
+    hash: keyHash(token),
     readOnly: p.token?.readOnly ?? false,
     orgId: p.token?.orgId ?? null,
     expiresAt: new Date(Date.now() + 366 * 86_400_000),
   });
   const session = newSessionId();
   await insertWebSession(pool, {
-    idHash: sha256(session),
+    idHash: keyHash(session),
     userId: user.id,
     name: user.name,
     provider: null,

@@ -22,14 +22,13 @@ const ORG_OF: Record<OrgSource['kind'], (db: Db, ref: string) => Promise<OrgOf |
   session: orgOfSession,
 };
 
-const NOUN: Record<OrgSource['kind'], string> = { org: 'organization', repo: 'repository', webhook: 'webhook', delivery: 'delivery', session: 'session' };
-/** What a page says there is none of: `build #12`, `repository 3`. */
-const PAGE_NOUN: Record<OrgSource['kind'], (ref: string) => string> = {
-  org: (ref) => `organization ${ref}`,
-  repo: (ref) => `repository ${ref}`,
-  webhook: (ref) => `web hook #${ref}`,
-  delivery: (ref) => `delivery #${ref}`,
-  session: (ref) => `build #${ref}`,
+/** What the API says there is no such of (`no such repository`), and what a page says there is none of (`build #12`). */
+const NOT_THERE: Record<OrgSource['kind'], { api: string; page: (ref: string) => string }> = {
+  org: { api: 'organization', page: (ref) => `organization ${ref}` },
+  repo: { api: 'repository', page: (ref) => `repository ${ref}` },
+  webhook: { api: 'webhook', page: (ref) => `web hook #${ref}` },
+  delivery: { api: 'delivery', page: (ref) => `delivery #${ref}` },
+  session: { api: 'session', page: (ref) => `build #${ref}` },
 };
 
 export interface GuardOptions {
@@ -109,8 +108,8 @@ export function guardRoutes(app: FastifyInstance, options: GuardOptions): void {
   app.decorateRequest('accessOrg', null);
 
   function notThere(request: FastifyRequest, reply: FastifyReply, rule: AccessRule, of: OrgSource, ref: string): FastifyReply {
-    if (rule.surface === 'web') return options.refuseOnWeb(request, reply, 404, PAGE_NOUN[of.kind](ref));
-    throw notFound(NOUN[of.kind]);
+    if (rule.surface === 'web') return options.refuseOnWeb(request, reply, 404, NOT_THERE[of.kind].page(ref));
+    throw notFound(NOT_THERE[of.kind].api);
   }
 
   function refuse(request: FastifyRequest, reply: FastifyReply, rule: AccessRule, status: 401 | 403, reason: string): FastifyReply {

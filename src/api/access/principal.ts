@@ -10,7 +10,8 @@ import type { Principal, Role } from '../../core/access';
 import { useApiToken } from '../../db/apiTokens';
 import { findUser, rolesOf, type UserRow } from '../../db/people';
 import { claimRefresh, deleteWebSession, findWebSession, type WebSessionRow } from '../../db/webSessions';
-import { bearerToken, sameSecret, sha256 } from '../auth';
+import { keyHash } from '../../crypto/sealed';
+import { bearerToken, sameSecret } from '../auth';
 
 /** A personal API token: a prefix secret scanners can key on, then 256 random bits. */
 export const newApiToken = (): string => `sluice_pt_${randomBytes(32).toString('base64url')}`;
@@ -38,7 +39,7 @@ export async function bearerPrincipal(pool: Pool, adminToken: string, request: F
   if (given === undefined) return undefined;
   if (adminToken.length > 0 && sameSecret(given, adminToken)) return adminTokenPrincipal();
   if (!API_TOKEN.test(given)) return null;
-  const token = await useApiToken(pool, sha256(given));
+  const token = await useApiToken(pool, keyHash(given));
   const user = token && (await findUser(pool, token.user_id));
   if (!token || !user) return null;
   return userPrincipal(user, await rolesOf(pool, user.id), { id: token.id, readOnly: token.read_only, orgId: token.org_id, expiresAt: token.expires_at });
@@ -55,7 +56,7 @@ const REFRESH_GRACE_MS = 60_000;
 
 /** The principal of a browser's session id, or null: none, expired, ended, or its person removed. */
 export async function sessionPrincipal(pool: Pool, sessionId: string, refresh?: RefreshSession, now = new Date()): Promise<Principal | null> {
-  const idHash = sha256(sessionId);
+  const idHash = keyHash(sessionId);
   const row = await findWebSession(pool, idHash);
   if (!row) return null;
   if (row.user_id === null) return adminTokenPrincipal(row.name);

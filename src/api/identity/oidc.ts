@@ -6,11 +6,10 @@
  */
 import * as oidc from 'openid-client';
 import type { SignInProvider } from '../../config';
+import { isLoopbackHost } from '../../core/names';
 import { SignInError, type Identity, type SignInClient } from './types';
 
 type OidcProvider = Extract<SignInProvider, { kind: 'oidc' }>;
-
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
 const asString = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : undefined);
 
@@ -18,7 +17,7 @@ export function oidcClient(p: OidcProvider): SignInClient {
   let found: Promise<oidc.Configuration> | undefined;
   const configuration = (): Promise<oidc.Configuration> => {
     const issuer = new URL(p.issuer);
-    const insecure = issuer.protocol === 'http:' && LOOPBACK.has(issuer.hostname);
+    const insecure = issuer.protocol === 'http:' && isLoopbackHost(issuer.hostname);
     found ??= oidc.discovery(issuer, p.clientId, p.clientSecret, oidc.ClientSecretBasic(p.clientSecret), insecure ? { execute: [oidc.allowInsecureRequests] } : undefined);
     // A provider that did not answer is asked again at the next sign-in.
     found.catch(() => (found = undefined));

@@ -24,6 +24,9 @@ export function signInOptions(config: Config): Map<string, SignInOption> {
   );
 }
 
+/** The providers as the pages offer them: a button (or a rule's choice) each. */
+export const signInChoices = (config: Config): { id: string; name: string }[] => (config.signInProviders ?? []).map(({ id, name }) => ({ id, name }));
+
 /** How long a signed-in person goes before their provider is asked again. */
 export const refreshEvery = (config: Config): number => config.signInRefreshMs ?? DEFAULT_SIGN_IN_REFRESH_MS;
 

@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { seal } from '../../crypto/sealed';
 import { admit } from '../identity/admit';
-import { callbackUrl, refreshEvery, type SignInOption } from '../identity/providers';
+import { callbackUrl, refreshEvery, signInChoices, type SignInOption } from '../identity/providers';
 import { SignInError, type Pending } from '../identity/types';
 import { page, safeNext, type WebScope } from './pages';
 import { cookieOptions, signIn } from './signIn';
@@ -24,7 +24,7 @@ export function registerAuthPages(web: FastifyInstance, { deps }: WebScope, opti
   const { config, pool } = deps;
   // Path /auth only; Lax, because the provider's answer is a navigation from its site.
   const authCookie = { ...cookieOptions(config), path: '/auth', sameSite: 'lax' as const };
-  const providers = [...options.values()].map(({ provider }) => ({ id: provider.id, name: provider.name }));
+  const providers = signInChoices(config);
   const refused = (reply: FastifyReply, error: string, status: number, next = '/') =>
     page(reply, 'signIn', { title: 'Sign in', user: null, next, name: '', error, providers, tokenTried: false }, status);
 

@@ -2,8 +2,7 @@
  * The builds list (the home page) and a build's page: live while it runs (server-sent events,
  * assets/build.js), with Stop while it runs and Rebuild once it has ended.
  */
-import { stoppedBy } from '../../core/access';
-import { decide, visibleOrgs } from '../../core/access';
+import { decide, stoppedBy, visibleOrgs } from '../../core/access';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasEnded, SESSION_STATUSES } from '../../core/types';
 import { listFailedOutputs, listPlanParts, listSessions } from '../../db/sessions';
@@ -20,7 +19,7 @@ import { requestStop } from '../stopSession';
 import { sessionWorkflowLink } from '../../temporal/uiLink';
 import { formatDuration, formatTime, notFoundPage, page, type WebScope } from './pages';
 import { formatBytes } from '../reportPage';
-import { signedIn, type SignedIn } from './signIn';
+import type { SignedIn } from './signIn';
 import { buildTimeline, svgMarkup } from './timeline';
 
 /** How often an open build page's stream reads the build. */
@@ -212,7 +211,6 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
     closing = true;
   });
   web.get<{ Params: { id: string } }>('/builds/:id/live', { sse: 'only' }, async (request, reply) => {
-    if (!signedIn(request)) throw new HttpError(401, 'unauthorized', 'sign in first');
     const id = parseId(request.params.id, 'build');
     let last = '';
     while (reply.sse.isConnected && !closing) {

@@ -5,8 +5,7 @@
  * all of them are two clicks from the builds list. Each can be deleted from here, after a
  * second click (no JavaScript): its builds under way are stopped first (api/remove.ts).
  */
-import { stoppedBy } from '../../core/access';
-import { decide, visibleOrgs } from '../../core/access';
+import { decide, stoppedBy, visibleOrgs } from '../../core/access';
 import type { FastifyInstance } from 'fastify';
 import { listOrgs } from '../../db/orgs';
 import { listRepos } from '../../db/repos';

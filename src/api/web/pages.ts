@@ -25,9 +25,10 @@ export function webScope(web: FastifyInstance, deps: ApiDeps): WebScope {
   return {
     deps,
     csrf: { preHandler: web.csrfProtection },
+    // The door (api/access) has sent anyone not signed in to sign in already; this is its twin for a handler that finds nobody.
     requireUser(request, reply) {
       const user = signedIn(request);
-      if (!user) void reply.code(303).header('location', `/sign-in?next=${encodeURIComponent(signInNext(request, deps.config.baseUrl))}`).send();
+      if (!user) sendToSignIn(request, reply, deps.config.baseUrl);
       return user;
     },
   };
@@ -85,10 +86,15 @@ export function page(reply: FastifyReply, template: string, data: PageData, stat
  */
 export function refusePage(baseUrl: string) {
   return (request: FastifyRequest, reply: FastifyReply, status: 401 | 403 | 404, reason: string): FastifyReply => {
-    if (status === 401) return reply.code(303).header('location', `/sign-in?next=${encodeURIComponent(signInNext(request, baseUrl))}`).send();
+    if (status === 401) return sendToSignIn(request, reply, baseUrl);
     if (status === 404) return page(reply, 'notFound', { title: 'Not found', user: request.principal, what: reason }, 404);
     return page(reply, 'forbidden', { title: 'Not allowed', user: request.principal, reason }, 403);
   };
+}
+
+/** To the sign-in page, and back here after it. */
+function sendToSignIn(request: FastifyRequest, reply: FastifyReply, baseUrl: string): FastifyReply {
+  return reply.code(303).header('location', `/sign-in?next=${encodeURIComponent(signInNext(request, baseUrl))}`).send();
 }
 
 /** A page saying there is no such thing, with a 404. */

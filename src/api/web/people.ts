@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { decide, nameOf, ROLES, visibleOrgs } from '../../core/access';
 import { listOrgs } from '../../db/orgs';
 import { listApiTokens } from '../../db/apiTokens';
+import { signInChoices } from '../identity/providers';
 import { listAudit } from '../../db/audit';
 import { listInvitations, listMembers, listMembershipRules } from '../../db/people';
 import { AuditQuery, auditView } from '../routes/admin/audit';
@@ -19,7 +20,7 @@ import type { SignedIn } from './signIn';
 
 export function registerPeoplePages(web: FastifyInstance, { deps, csrf, requireUser }: WebScope): void {
   const { pool, config } = deps;
-  const providers = (config.signInProviders ?? []).map((p) => ({ id: p.id, name: p.name }));
+  const providers = signInChoices(config);
 
   const membersPage = async (request: FastifyRequest, reply: FastifyReply, user: SignedIn, failed: FailedForm | null = null, status = 200) => {
     const org = request.accessOrg!;

@@ -18,7 +18,7 @@ import { unisolatedRunners, type UnisolatedRunner } from '../../db/runners';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps';
 import { sameSecret } from '../auth';
-import type { SignInOption } from '../identity/providers';
+import { signInChoices, type SignInOption } from '../identity/providers';
 import { registerAuthPages } from './auth';
 import { registerPeoplePages } from './people';
 import { registerBuildPages } from './builds';
@@ -53,7 +53,7 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps, opt
   await web.register(fastifyCsrf, { sessionPlugin: '@fastify/cookie', cookieKey: CSRF_COOKIE, cookieOpts: { ...cookieOptions(config) } });
   const scope = webScope(web, deps);
   const { csrf } = scope;
-  const providers = [...options.values()].map(({ provider }) => ({ id: provider.id, name: provider.name }));
+  const providers = signInChoices(config);
 
   // Installation administrators see on every page while a runner runs builds without isolation (issue 23).
   web.decorateRequest('unisolatedRunners', null);

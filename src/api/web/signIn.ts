@@ -12,7 +12,7 @@ import type { Config } from '../../config';
 import type { Principal } from '../../core/access';
 import { deleteWebSession, insertWebSession } from '../../db/webSessions';
 import { newSessionId, SESSION_COOKIE } from '../access/principal';
-import { sha256 } from '../auth';
+import { keyHash } from '../../crypto/sealed';
 
 /** How long a sign-in lasts. */
 export const SIGN_IN_TTL_MS = 12 * 60 * 60 * 1000;
@@ -56,7 +56,7 @@ export async function signIn(request: FastifyRequest, reply: FastifyReply, confi
   void reply.clearCookie(CSRF_COOKIE, cookieOptions(config));
   const id = newSessionId();
   await insertWebSession(pool, {
-    idHash: sha256(id),
+    idHash: keyHash(id),
     userId: s.userId,
     name: s.name,
     provider: s.provider ?? null,
@@ -72,7 +72,7 @@ export async function signIn(request: FastifyRequest, reply: FastifyReply, confi
 export async function signOut(request: FastifyRequest, reply: FastifyReply, config: Config, pool: Pool): Promise<void> {
   const raw = request.cookies[SESSION_COOKIE];
   const unsigned = raw ? request.unsignCookie(raw) : null;
-  if (unsigned?.valid && unsigned.value) await deleteWebSession(pool, sha256(unsigned.value));
+  if (unsigned?.valid && unsigned.value) await deleteWebSession(pool, keyHash(unsigned.value));
   void reply.clearCookie(SESSION_COOKIE, cookieOptions(config));
 }
 

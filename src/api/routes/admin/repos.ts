@@ -15,7 +15,7 @@ import { generateRepoKeyPair } from '../../../ssh/keys';
 import type { ApiDeps } from '../../deps';
 import { conflict, notFound, validate } from '../../http';
 import { uniqueViolation, type Db } from '../../../db/transaction';
-import { findRepoById, findRepoByName, insertRepo, listRepos, setKnownHosts, setWebhookSecret, updateRepoSettings, type RepoRow } from '../../../db/repos';
+import { findRepoById, findRepoByRef, insertRepo, listRepos, setKnownHosts, setWebhookSecret, updateRepoSettings, type RepoRow } from '../../../db/repos';
 import { checkStatusSettings, registerCommitStatusRoutes, statusSettingFields, statusSettingsView, storeStatusSettings } from './commitStatuses';
 import { branchName, httpUrl, plainText, resourceName, scmUrl } from './fields';
 import { loadOrg } from './orgs';
@@ -134,12 +134,7 @@ const seesKeys = (request: FastifyRequest): boolean => decide(request.principal!
 
 /** The repository a `:repo` parameter names, or a 404. */
 export async function loadRepo(db: Db, ref: string): Promise<RepoRow> {
-  let repo: RepoRow | undefined;
-  if (/^[0-9]{1,15}$/.test(ref)) repo = await findRepoById(db, Number(ref));
-  else {
-    const [org, name, ...rest] = ref.split('/');
-    if (org && name && rest.length === 0) repo = await findRepoByName(db, org, name);
-  }
+  const repo = await findRepoByRef(db, ref);
   if (!repo) throw notFound('repository');
   return repo;
 }

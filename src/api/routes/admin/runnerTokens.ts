@@ -6,7 +6,8 @@
  * `DELETE /:id` revokes one: its runner's next call is refused and the jobs it was running are
  * failed at once, to be tried again on another runner.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { keyHash } from '../../../crypto/sealed';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../../deps';
@@ -39,7 +40,7 @@ const RunnerToken = z.object({
 
 /** What a runner token looks like: a prefix that says what it is (secret scanners key on it), then 256 random bits. */
 export const newRunnerToken = (): string => `sluice_rt_${randomBytes(32).toString('base64url')}`;
-export const runnerTokenHash = (token: string): Buffer => createHash('sha256').update(token, 'utf8').digest();
+export const runnerTokenHash = keyHash;
 
 export const runnerTokenView = (t: RunnerTokenRow): z.output<typeof RunnerToken> => ({
   id: t.id,

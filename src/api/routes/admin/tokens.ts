@@ -10,8 +10,8 @@ import type { Principal } from '../../../core/access';
 import { insertApiToken, listApiTokens, revokeApiToken, type ApiTokenRow } from '../../../db/apiTokens';
 import { findOrg } from '../../../db/orgs';
 import { uniqueViolation, type Db } from '../../../db/transaction';
+import { keyHash } from '../../../crypto/sealed';
 import { newApiToken } from '../../access/principal';
-import { sha256 } from '../../auth';
 import type { ApiDeps } from '../../deps';
 import { conflict, HttpError, notFound, parseId, validate } from '../../http';
 import { documented, errors, IdParams, NoBody } from '../../openapi/shapes';
@@ -69,7 +69,7 @@ export async function createApiToken(db: Db, principal: Principal, input: unknow
   const expiresAt = parent && parent < asked ? parent : asked;
   const token = newApiToken();
   try {
-    const row = await insertApiToken(db, { userId, name: body.name, hash: sha256(token), readOnly: body.read_only, orgId, expiresAt });
+    const row = await insertApiToken(db, { userId, name: body.name, hash: keyHash(token), readOnly: body.read_only, orgId, expiresAt });
     return { row, token };
   } catch (err) {
     if (uniqueViolation(err) !== undefined) throw conflict('name', 'you have a token with this name');
