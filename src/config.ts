@@ -81,6 +81,12 @@ export interface Config {
   store?: StoreSettings;
   /** Runners: their local copies of cache entries, and how much those may hold (least recently used go first). */
   cacheLocal?: { dir: string; maxBytes: number };
+  /**
+   * Runners: builds' images (steps/image/): the store of unpacked images by digest and how much it
+   * may hold (least recently used go first), Docker Hub's pull-through mirror, and the `crane`
+   * executable that talks to registries (SLUICE_CRANE; else found on PATH or in ~/.cache/sluice/bin).
+   */
+  images?: ImageSettings;
   /** Limits of the cache: one entry, and all of one repository's entries (least recently used go first). */
   cacheLimits?: { maxEntryBytes: number; maxRepoBytes: number };
   /** Limits of a build's artifacts: one file, and all of one build's. */
@@ -120,6 +126,15 @@ export interface TracingSettings {
   tracesUrl: string;
   /** OTEL_SERVICE_NAME, or the role's: `sluice-api`, `sluice-worker`, `sluice-runner` (`sluice` for `npm start`). */
   serviceName: string;
+}
+
+/** Runners: where images are kept and pulled from (Config.images). */
+export interface ImageSettings {
+  dir: string;
+  maxBytes: number;
+  /** Docker Hub's images are pulled through this registry first (SLUICE_REGISTRY_MIRROR), as Docker's `registry-mirrors`. */
+  mirror: { host: string; insecure: boolean } | null;
+  crane?: string;
 }
 
 /** Where caches and artifacts live: a directory (local or a mount runners share), or an S3-compatible bucket. */
@@ -227,6 +242,8 @@ export const DEFAULT_HOOK_TIMEOUT_MS = 30 * 60_000;
 const MiB = 1024 * 1024;
 export const DEFAULT_CACHE_LIMITS = { maxEntryBytes: 2048 * MiB, maxRepoBytes: 10240 * MiB };
 export const DEFAULT_CACHE_LOCAL_MAX_BYTES = 20480 * MiB;
+export const DEFAULT_IMAGE_DIR = '/tmp/sluice-images';
+export const DEFAULT_IMAGE_MAX_BYTES = 20480 * MiB;
 export const DEFAULT_ARTIFACT_LIMITS = { maxFileBytes: 512 * MiB, maxBuildBytes: 2048 * MiB };
 /** Files a build keeps at most, over all its workers. */
 export const MAX_ARTIFACT_FILES = 10_000;
@@ -284,6 +301,13 @@ const EnvSchema = z.object({
   SLUICE_CACHE_LOCAL_MAX_MB: mebibytes.default(DEFAULT_CACHE_LOCAL_MAX_BYTES),
   SLUICE_CACHE_MAX_ENTRY_MB: mebibytes.default(DEFAULT_CACHE_LIMITS.maxEntryBytes),
   SLUICE_CACHE_MAX_REPO_MB: mebibytes.default(DEFAULT_CACHE_LIMITS.maxRepoBytes),
+  SLUICE_IMAGE_DIR: z.string().refine((v) => v.startsWith('/'), 'must be an absolute directory').default(DEFAULT_IMAGE_DIR),
+  SLUICE_IMAGE_MAX_MB: mebibytes.default(DEFAULT_IMAGE_MAX_BYTES),
+  SLUICE_REGISTRY_MIRROR: z
+    .url({ protocol: /^https?$/, error: 'SLUICE_REGISTRY_MIRROR must be an http or https URL of a registry (https://mirror.example.com)' })
+    .refine((v) => /^https?:\/\/[^/]+\/?$/.test(v), 'SLUICE_REGISTRY_MIRROR must be a registry\'s address, with no path')
+    .optional(),
+  SLUICE_CRANE: z.string().refine((v) => v.startsWith('/'), 'SLUICE_CRANE must be an absolute path').optional(),
   SLUICE_ARTIFACT_MAX_FILE_MB: mebibytes.default(DEFAULT_ARTIFACT_LIMITS.maxFileBytes),
   SLUICE_ARTIFACT_MAX_BUILD_MB: mebibytes.default(DEFAULT_ARTIFACT_LIMITS.maxBuildBytes),
   SLUICE_HOOK_TIMEOUT_MS: positiveInt.default(DEFAULT_HOOK_TIMEOUT_MS),
@@ -383,6 +407,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: Role = 'a
     store: storeSettings(e),
     cacheLocal: { dir: e.SLUICE_CACHE_LOCAL_DIR, maxBytes: e.SLUICE_CACHE_LOCAL_MAX_MB },
     cacheLimits: { maxEntryBytes: e.SLUICE_CACHE_MAX_ENTRY_MB, maxRepoBytes: e.SLUICE_CACHE_MAX_REPO_MB },
+    images: {
+      dir: e.SLUICE_IMAGE_DIR,
+      maxBytes: e.SLUICE_IMAGE_MAX_MB,
+      mirror: e.SLUICE_REGISTRY_MIRROR ? { host: new URL(e.SLUICE_REGISTRY_MIRROR).host, insecure: e.SLUICE_REGISTRY_MIRROR.startsWith('http:') } : null,
+      ...(e.SLUICE_CRANE ? { crane: e.SLUICE_CRANE } : {}),
+    },
     artifactLimits: { maxFileBytes: e.SLUICE_ARTIFACT_MAX_FILE_MB, maxBuildBytes: e.SLUICE_ARTIFACT_MAX_BUILD_MB },
     hookTimeoutMs: e.SLUICE_HOOK_TIMEOUT_MS,
     services: { postgresql: e.SLUICE_SERVICE_POSTGRESQL_URL, mysql: e.SLUICE_SERVICE_MYSQL_URL, redis: e.SLUICE_SERVICE_REDIS_URL },

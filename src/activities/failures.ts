@@ -12,6 +12,11 @@ export const FAILURE_TYPES = {
   checkoutUnreachable: 'CheckoutUnreachable',
   /** A wrong key, an unknown commit, a bad URL, a repository that is gone. */
   checkoutFailed: 'CheckoutFailed',
+  // the build's image (steps/image)
+  /** The registry did not answer (or answered oddly); retryable. */
+  imageUnavailable: 'ImageUnavailable',
+  /** The registry refused the pull, has no such image, or rate-limits it; or the reference is not valid. */
+  imageRefused: 'ImageRefused',
   // tests (steps/tests)
   /** A test or JUnit pattern that is absolute or leaves the tree. */
   invalidPattern: 'InvalidPattern',

@@ -87,6 +87,8 @@ export interface SessionContext {
   readonly suiteSetup?: BuildSetupSettings;
   /** The repository's default branch, whose cache entries its other branches may read. Absent in older histories: master. */
   readonly defaultBranch?: string;
+  /** A rebuild's image digests, by normalized reference (TriggerEvent.imageDigests). Absent: none. */
+  readonly imageDigests?: Record<string, string>;
   /**
    * The suite's deadline for this build in minutes, from its turn to the end of its tests; past
    * it the build is stopped and ends in `error`. Null (absent in histories recorded before it
@@ -167,6 +169,28 @@ export interface RunLaneInput {
   junitPattern: string | null;
   /** How many times a failing file runs again (the profile's retry_failed). Absent in older histories: 0. */
   retryFailed?: number;
+  /** The image its hooks and tests run in, resolved once for the build (absent: the runner's own `/`). */
+  image?: ResolvedImage;
+}
+
+/** An image as a build resolved it when it started: every worker on every runner runs `digest`. */
+export interface ResolvedImage {
+  /** The reference as read, normalized (`docker.io/library/node:22`): what the session records and a rebuild is keyed by. */
+  reference: string;
+  /** `sha256:…`: the manifest (or index) the reference named then. */
+  digest: string;
+}
+
+/** The build's image, resolved on a runner: its tag to a digest, or a rebuild's digest checked. */
+export interface ResolveImageInput {
+  sessionId: number;
+  repoId: number;
+  /** As the settings wrote it (`node:22`). */
+  image: string;
+  /** A rebuild's digest for it: checked against the registry, not resolved again. */
+  digest: string | null;
+  /** Whether the build may have the repository's secrets, and so its registry logins (core/trust.ts). */
+  secrets: boolean;
 }
 
 export interface RunLaneResult {
@@ -193,6 +217,8 @@ export interface PostBuildHookInput {
   secrets: boolean;
   /** SLUICE_BUILD_STATUS. */
   status: 'passed' | 'failed' | 'error';
+  /** The build's image (absent: the runner's own `/`). */
+  image?: ResolvedImage;
 }
 
 /** The `firstFail` signal's payload (core/signalNames.ts). */
@@ -360,6 +386,8 @@ export interface ControlActivities {
   queueServed(taskQueue: string): Promise<boolean>;
   /** One session row per profile of a plan, children of the parent session; their ids, in order. */
   createPlanSessions(input: PlanSessionsInput): Promise<number[]>;
+  /** The image the session runs in, as resolved when its build started. */
+  recordImage(sessionId: number, image: ResolvedImage): Promise<void>;
   /** The session's counts from its shared list of test files (exact, whichever runner ran what). */
   testCounts(sessionId: number): Promise<Counts>;
   /** The daily retention cleanup (activities/cleanup.ts): deletes what is older than the worker's settings keep. */
@@ -377,6 +405,7 @@ export interface ControlActivities {
 export interface RunnerActivities {
   checkout(input: CheckoutInput): Promise<CheckoutResult>;
   queueTests(input: QueueTestsInput): Promise<QueueTestsResult>;
+  resolveImage(input: ResolveImageInput): Promise<ResolvedImage>;
   runLane(input: RunLaneInput): Promise<RunLaneResult>;
   pushToCiServer(input: PushInput): Promise<PushResult>;
   postBuildHook(input: PostBuildHookInput): Promise<{ status: string }>;

@@ -28,6 +28,7 @@ import { registerAuditRoutes } from './routes/admin/audit';
 import { registerPeopleRoutes } from './routes/admin/people';
 import { registerTokenRoutes } from './routes/admin/tokens';
 import { registerRunnerApi } from './routes/runnerApi';
+import { registerRegistryRoutes } from './routes/admin/registries';
 import { registerSecretRoutes } from './routes/admin/secrets';
 import { registerSessionRoutes } from './routes/admin/sessions';
 import { registerSuiteRoutes } from './routes/admin/suites';
@@ -118,6 +119,7 @@ export function buildApp(given: ApiDeps): FastifyInstance {
       registerBranchRoutes(admin, deps);
       registerSuiteRoutes(admin, deps);
       registerSecretRoutes(admin, deps);
+      registerRegistryRoutes(admin, deps);
       registerWebhookRoutes(admin, deps);
       registerDeliveryRoutes(admin, deps);
       registerSessionRoutes(admin, deps);

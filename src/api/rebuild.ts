@@ -1,6 +1,6 @@
 /**
- * A rebuild: the session's trigger again, at the commit it built, forced (core/rebuild.ts),
- * decided as any trigger is (the repository's rules still apply). Unlike a trigger, it answers
+ * A rebuild: the session's trigger again, at the commit it built, forced, in the image digests
+ * it ran (core/rebuild.ts), decided as any trigger is (the repository's rules still apply). Unlike a trigger, it answers
  * with its session, so it records the session first (db/intake.ts) and then hands it to its
  * suite, which finds it recorded; if Temporal does not take it, the records go again and the
  * answer is 503. The suite sends its `received`. The JSON API and the build page both call it.
@@ -12,7 +12,7 @@ import { intakesOf, planDelivery } from '../core/intake';
 import { rebuildTrigger } from '../core/rebuild';
 import { hasEnded } from '../core/types';
 import { forgetTrigger, recordIntakes } from '../db/intake';
-import { findSessionWithRepo } from '../db/sessions';
+import { findSessionWithRepo, imageDigestsOfBuild } from '../db/sessions';
 import { findTriggerTargetById } from '../db/triggerKnowledge';
 
 export interface Rebuilt {
@@ -20,7 +20,12 @@ export interface Rebuilt {
   guid: string;
 }
 
-export async function rebuildSession(deps: ApiDeps, sessionId: number, log: (err: unknown) => void): Promise<Rebuilt> {
+export interface RebuildOptions {
+  /** Resolve each image's tag to a digest again, instead of running the digests the session ran. */
+  resolveImages?: boolean;
+}
+
+export async function rebuildSession(deps: ApiDeps, sessionId: number, log: (err: unknown) => void, options: RebuildOptions = {}): Promise<Rebuilt> {
   const row = await findSessionWithRepo(deps.pool, sessionId);
   if (!row) throw notFound('session');
   if (row.parent_id !== null) {
@@ -31,7 +36,8 @@ export async function rebuildSession(deps: ApiDeps, sessionId: number, log: (err
   if (!target) throw notFound('repository');
   const { repo } = target;
   const original = row.trigger;
-  const event = rebuildTrigger(original, row.commit_id, sessionId);
+  const digests = options.resolveImages ? {} : await imageDigestsOfBuild(deps.pool, sessionId);
+  const event = rebuildTrigger(original, row.commit_id, sessionId, digests);
   const branches = await deps.knowledge.branches(repo.id, [event.branch]);
   const acceptedAt = Date.now();
   const guid = randomUUID();

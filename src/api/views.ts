@@ -36,6 +36,8 @@ export interface SessionView {
   counts: Counts;
   workers: number;
   stopped_by?: string;
+  /** The image its hooks and tests ran in, as read and as resolved when its build started; absent: none. */
+  image?: { reference: string; digest: string | null };
   timing: Record<string, number>;
   repository: { name: string; url: string; org_name: string };
   changeset?: TriggerEvent['changeset'];
@@ -225,6 +227,7 @@ async function buildSessionView(db: Db, config: Config, row: SessionWithRepo, te
   };
   if (row.parent_id !== null) view.parent_session = row.parent_id;
   if (row.stopped_by !== null) view.stopped_by = row.stopped_by;
+  if (row.image !== null) view.image = { reference: row.image, digest: row.image_digest };
   if (row.changeset) view.changeset = row.changeset;
   const postBuild = await listPostBuildSteps(db, id);
   if (postBuild.length > 0) view.post_build_steps = postBuild;

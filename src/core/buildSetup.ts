@@ -18,6 +18,9 @@
 
 export const HOOK_NAMES = ['pre_setup', 'package_setup', 'worker_setup', 'post_setup', 'post_worker', 'post_build'] as const;
 export type HookName = (typeof HOOK_NAMES)[number];
+/** What a build's steps list shows (session_hooks): its hooks, and getting its image (steps/image/). */
+export type SetupStepName = HookName | 'image';
+
 /** Hooks whose failure ends the build in `error` before any test runs. */
 export const SETUP_HOOKS: readonly HookName[] = ['pre_setup', 'package_setup', 'worker_setup', 'post_setup'];
 
@@ -44,6 +47,8 @@ export interface BuildSetupSettings {
   cache?: CacheSettings | false | null;
   services?: ServiceName[];
   artifacts?: string[];
+  /** The OCI image hooks and tests run in (`node:22`); null: none (the runner's own `/`). */
+  image?: string | null;
 }
 
 /** Every key settled: what a build's workers run with. */
@@ -53,6 +58,8 @@ export interface BuildSetup {
   cache: CacheSettings | false | null;
   services: ServiceName[];
   artifacts: string[];
+  /** The image as written, before a profile's own (imageOf); absent: none. */
+  image?: string;
 }
 
 export const MAX_HOOK_COMMAND = 16 * 1024;
@@ -62,14 +69,24 @@ export const MAX_ARTIFACT_PATTERNS = 32;
 /** sluice.yml over the suite, key by key; no source at all: nothing to set up but what package setup detects. */
 export function resolveBuildSetup(suite: BuildSetupSettings | null | undefined, file: BuildSetupSettings | null | undefined): BuildSetup {
   const hooks: HookSettings = { ...(suite?.hooks ?? {}), ...(file?.hooks ?? {}) };
-  const pick = <K extends 'cache' | 'services' | 'artifacts'>(key: K) => (file?.[key] !== undefined ? file[key] : suite?.[key]);
+  const pick = <K extends 'cache' | 'services' | 'artifacts' | 'image'>(key: K) => (file?.[key] !== undefined ? file[key] : suite?.[key]);
   const cache = pick('cache');
+  const image = pick('image');
   return {
     hooks,
     cache: cache === undefined ? null : cache === null ? false : cache,
     services: [...new Set(pick('services') ?? [])],
     artifacts: [...(pick('artifacts') ?? [])],
+    ...(image ? { image } : {}),
   };
+}
+
+/**
+ * The image a profile's build runs in: the profile's own when it names one (or null, none),
+ * else the top level's (sluice.yml's over the suite's).
+ */
+export function imageOf(profile: { image?: string | null }, setup: BuildSetup): string | null {
+  return profile.image !== undefined ? profile.image : (setup.image ?? null);
 }
 
 /** Whether a build with this setup does anything before its tests but check out (and so whether its workers meet at all). */

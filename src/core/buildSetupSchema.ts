@@ -1,10 +1,11 @@
 /**
- * The rules of a build's setup keys (`hooks`, `cache`, `services`, `artifacts`), one zod schema
+ * The rules of a build's setup keys (`hooks`, `cache`, `services`, `artifacts`, `image`), one zod schema
  * for sluice.yml (core/sluiceYml.ts, which words its errors with the line) and the suites API
  * alike, so both refuse the same mistakes. What the keys mean is in core/buildSetup.ts. Uses zod: workflow code
  * must not import this file (it gets the parsed settings).
  */
 import { z } from 'zod';
+import { parseImageRef } from './imageRef';
 import { HOOK_NAMES, MAX_ARTIFACT_PATTERNS, MAX_CACHE_PATHS, MAX_HOOK_COMMAND, SERVICE_NAMES, type BuildSetupSettings, type HookName, type HookSettings } from './buildSetup';
 
 const MAX_PATH = 1_000;
@@ -90,6 +91,16 @@ export const artifactsSchema = z
   .array(path(false), { error: 'must be a list of glob patterns' })
   .max(MAX_ARTIFACT_PATTERNS, `must list at most ${MAX_ARTIFACT_PATTERNS} patterns`);
 
+/** An OCI image reference (`node:22`, `registry.example.com/team/ci:3@sha256:…`); null: none. */
+export const imageSchema = z
+  .string({ error: 'must be an image reference (a string such as node:22), or null for none' })
+  .trim()
+  .superRefine((text, ctx) => {
+    const parsed = parseImageRef(text);
+    if (!parsed.ok) ctx.addIssue({ code: 'custom', message: parsed.error });
+  })
+  .nullable();
+
 /** Hooks as validated, minus what says nothing (`package_setup: null` is detection, as if left out). */
 export function hookSettingsOf(hooks: z.infer<typeof hooksSchema>): HookSettings {
   const { package_setup, ...others } = hooks;
@@ -101,12 +112,13 @@ export function hookSettingsOf(hooks: z.infer<typeof hooksSchema>): HookSettings
   return out;
 }
 
-/** The four keys, each optional, as sluice.yml and the suites API take them. */
+/** The five keys, each optional, as sluice.yml and the suites API take them. */
 export const buildSetupShape = {
   hooks: hooksSchema.nullable().optional(),
   cache: cacheSchema.optional(),
   services: servicesSchema.nullable().optional(),
   artifacts: artifactsSchema.nullable().optional(),
+  image: imageSchema.optional(),
 } as const;
 
 /**
@@ -119,11 +131,13 @@ export function setupSettingsOf(parsed: {
   cache?: { key_paths: string[]; save_paths: string[] } | false | null;
   services?: (typeof SERVICE_NAMES)[number][] | null;
   artifacts?: string[] | null;
+  image?: string | null;
 }): BuildSetupSettings {
   const out: BuildSetupSettings = {};
   if (parsed.hooks !== undefined) out.hooks = hookSettingsOf(parsed.hooks ?? {});
   if (parsed.cache !== undefined) out.cache = parsed.cache;
   if (parsed.services !== undefined) out.services = parsed.services ?? [];
   if (parsed.artifacts !== undefined) out.artifacts = parsed.artifacts ?? [];
+  if (parsed.image !== undefined) out.image = parsed.image;
   return out;
 }

@@ -32,6 +32,8 @@ export interface Profile {
   junit_pattern?: string | null;
   /** How many times a failing file runs again; one that then passes is flaky (default 0). */
   retry_failed?: number;
+  /** The OCI image its build runs in, over the top-level `image` (null: none). */
+  image?: string | null;
 }
 
 /** A profile with every key settled: what a build of it runs with. */
@@ -43,6 +45,8 @@ export interface ResolvedProfile {
   workers: number;
   junit_pattern: string | null;
   retry_failed: number;
+  /** Its own image when it names one (null: none); absent: the top-level `image` decides (core/buildSetup.ts imageOf). */
+  image?: string | null;
 }
 
 /** A profile as sluice.yml gives it: any key may be left out (then the suite's profile of that name, if any, says). */
@@ -93,6 +97,7 @@ function given(p: ProfileSettings): ProfileSettings {
   if (p.workers !== undefined) out.workers = p.workers;
   if (p.junit_pattern !== undefined) out.junit_pattern = p.junit_pattern;
   if (p.retry_failed !== undefined) out.retry_failed = p.retry_failed;
+  if (p.image !== undefined) out.image = p.image;
   return out;
 }
 
@@ -127,6 +132,7 @@ export function resolveProfiles(input: ResolveInput): ResolveResult {
       workers: p.workers ?? DEFAULTS.workers,
       junit_pattern: p.junit_pattern ?? DEFAULTS.junit_pattern,
       retry_failed: p.retry_failed ?? DEFAULTS.retry_failed,
+      ...(p.image !== undefined ? { image: p.image } : {}),
     });
   }
   const lookup = (name: string, what: string): ResolvedProfile | { error: string } =>

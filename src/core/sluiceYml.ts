@@ -20,13 +20,14 @@
  * cache: { key_paths: [package-lock.json], save_paths: [node_modules, ~/.npm] }
  * services: [postgresql, redis]
  * artifacts: ["coverage/**"]
+ * image: node:22                 # optional; a profile's own `image:` wins (steps/image/)
  * ```
  *
  * Unknown keys are errors (a typo should not silently do nothing). Errors name the line.
  */
 import { isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
-import { buildSetupShape, setupSettingsOf } from './buildSetupSchema';
+import { buildSetupShape, imageSchema, setupSettingsOf } from './buildSetupSchema';
 import { MAX_PLAN_PROFILES, MAX_RETRY_FAILED, MAX_WORKERS, PROFILE_NAME, type RepoConfig } from './profiles';
 
 export type ParseResult = { ok: true; config: RepoConfig } | { ok: false; error: string };
@@ -107,8 +108,10 @@ const profileSchema = z.strictObject(
       .min(0, `must be from 0 to ${MAX_RETRY_FAILED}`)
       .max(MAX_RETRY_FAILED, `must be from 0 to ${MAX_RETRY_FAILED}`)
       .optional(),
+    // The profile's own image, over the file's top-level `image` (null: none for this profile).
+    image: imageSchema.optional(),
   },
-  { error: 'must be a mapping of profile settings (test_pattern, test_command, env, workers, junit_pattern, retry_failed)' },
+  { error: 'must be a mapping of profile settings (test_pattern, test_command, env, workers, junit_pattern, retry_failed, image)' },
 );
 
 const fileSchema = z.strictObject(
@@ -134,7 +137,7 @@ const fileSchema = z.strictObject(
     // What the build sets up around its tests (core/buildSetup.ts), as a suite's settings say it.
     ...buildSetupShape,
   },
-  { error: `must be a mapping with the keys profiles, plan, default_profile, hooks, cache, services and artifacts` },
+  { error: `must be a mapping with the keys profiles, plan, default_profile, image, hooks, cache, services and artifacts` },
 );
 
 export function parseSluiceYml(text: string): ParseResult {

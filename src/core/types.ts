@@ -72,6 +72,11 @@ export interface TriggerEvent {
   commits?: TriggerCommit[];
   /** Set on a rebuild (`POST /api/v1/sessions/:id/rebuild`): the session it builds again. */
   rebuildOf?: number;
+  /**
+   * Set on a rebuild: the digests the rebuilt build's images resolved to, by normalized
+   * reference (core/imageRef.ts); an image named here is not resolved again.
+   */
+  imageDigests?: Record<string, string>;
 }
 
 /**

@@ -4,12 +4,14 @@
  */
 import type { Pool } from 'pg';
 import type { BuildRecords, BuildSecrets } from '../steps/records';
+import type { RegistryLogin } from '../steps/image/credentials';
 import { unseal } from '../crypto/sealed';
 import * as artifacts from './artifacts';
 import * as cacheEntries from './cacheEntries';
 import * as outputChunks from './outputChunks';
 import { loadInstallation } from './installation';
 import { loadPullSource, recordKnownHosts } from './repos';
+import { listRegistryLogins } from './registryLogins';
 import { listSecrets } from './secrets';
 import * as sessionHooks from './sessionHooks';
 import * as sessions from './sessions';
@@ -32,6 +34,19 @@ export async function unsealedSecrets(pool: Pool, secretKey: Buffer, repoId: num
   return { values, unreadable };
 }
 
+/** A repository's registry logins unsealed; one that no longer unseals is left out (the pull goes on without it). */
+export async function unsealedRegistryLogins(pool: Pool, secretKey: Buffer, repoId: number): Promise<RegistryLogin[]> {
+  const out: RegistryLogin[] = [];
+  for (const row of await listRegistryLogins(pool, repoId)) {
+    try {
+      out.push({ host: row.host, username: row.username, password: unseal(secretKey, row.password_sealed) });
+    } catch {
+      // SLUICE_SECRET_KEY was changed: as for secrets, the build goes on without it.
+    }
+  }
+  return out;
+}
+
 export function pgBuildRecords(pool: Pool, secretKey: Buffer): BuildRecords {
   return {
     async pullSource(repoId) {
@@ -44,6 +59,7 @@ export function pgBuildRecords(pool: Pool, secretKey: Buffer): BuildRecords {
     repoIdOfSession: (...a) => sessions.repoIdOfSession(pool, ...a),
     suiteJUnitPatternOfSession: (...a) => sessions.suiteJUnitPatternOfSession(pool, ...a),
     buildSecrets: (repoId) => unsealedSecrets(pool, secretKey, repoId),
+    registryLogins: (repoId) => unsealedRegistryLogins(pool, secretKey, repoId),
     installationId: () => loadInstallation(pool),
 
     recordWorkerStep: (...a) => sessionWorkers.recordWorkerStep(pool, ...a),

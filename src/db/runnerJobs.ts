@@ -10,7 +10,7 @@ import type { Db } from './transaction';
 export const JOB_QUEUED_CHANNEL = 'sluice_runner_jobs';
 export const JOB_ENDED_CHANNEL = 'sluice_runner_jobs_ended';
 
-export type JobKind = 'checkout' | 'queueTests' | 'runLane' | 'postBuildHook';
+export type JobKind = 'checkout' | 'queueTests' | 'resolveImage' | 'runLane' | 'postBuildHook';
 
 export interface NewJob {
   queue: string;

@@ -77,11 +77,13 @@ function contextOf(row: SessionWithRepo, webhookIds: number[], config: Config): 
       ...(row.suite_cache !== null ? { cache: row.suite_cache } : {}),
       ...(row.suite_services ? { services: row.suite_services } : {}),
       ...(row.suite_artifacts ? { artifacts: row.suite_artifacts } : {}),
+      ...(row.suite_image !== null ? { image: row.suite_image } : {}),
     },
     defaultBranch: row.default_branch,
     // A plan's parts have none of their own: their parent's deadline stops them.
     deadlineMinutes: row.parent_id === null ? row.suite_deadline_minutes : null,
     // A plan's part runs the profile its parent gave it; only the parent honours the trigger's.
     requestedProfile: row.parent_id === null ? (row.trigger.profileName ?? null) : null,
+    ...(row.trigger.imageDigests ? { imageDigests: row.trigger.imageDigests } : {}),
   };
 }

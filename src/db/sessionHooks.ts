@@ -1,8 +1,9 @@
 /**
- * SQL of a build's hooks (migration 016): each run is a row from its start (status `running`),
- * so the build page shows a hook that is still going; the end fills in how it went.
+ * SQL of a build's hooks (migration 016), and of each worker getting its image (migration 029):
+ * each run is a row from its start (status `running`), so the build page shows a hook that is
+ * still going; the end fills in how it went.
  */
-import type { HookName } from '../core/buildSetup';
+import type { SetupStepName } from '../core/buildSetup';
 import { storableText, storableTextOrNull } from './text';
 import type { Db } from './transaction';
 
@@ -11,7 +12,7 @@ export type HookStatus = 'running' | 'passed' | 'failed' | 'error' | 'skipped';
 export interface HookRow {
   id: number;
   session_id: number;
-  name: HookName;
+  name: SetupStepName;
   /** 1..N; null for post_build, which runs once a build. */
   worker: number | null;
   command: string;
@@ -27,7 +28,7 @@ export interface HookRow {
 
 export async function startHook(
   db: Db,
-  hook: { sessionId: number; name: HookName; worker: number | null; command: string; detail: string | null; runner: string },
+  hook: { sessionId: number; name: SetupStepName; worker: number | null; command: string; detail: string | null; runner: string },
 ): Promise<number> {
   const { rows } = await db.query<{ id: number }>(
     `INSERT INTO session_hooks (session_id, name, worker, command, status, detail, runner)

@@ -110,6 +110,11 @@ export interface SessionWithRepo {
   suite_cache: CacheSettings | false | null;
   suite_services: ServiceName[] | null;
   suite_artifacts: string[] | null;
+  /** The suite's own image (migration 029); null: none. */
+  suite_image: string | null;
+  /** The image this session ran in, as read and as resolved (migration 029); null: none (yet). */
+  image: string | null;
+  image_digest: string | null;
   /** Its builds run only on its organization's own runners (migration 025). */
   suite_own_runners: boolean;
   repo_id: number;
@@ -130,10 +135,10 @@ export interface SessionWithRepo {
 const SESSION_WITH_REPO = `
     SELECT s.id, e.guid, s.parent_id, s.suite_id, s.status, s.reason, s.profile_name, s.branch, s.ref, s.head, s.force,
            s.commit_id, s.committers, s.counts, s.workers, s.timing, s.stopped_by, s.report_token, s.created_at, s.updated_at,
-           e.received_at, e.trigger, e.trigger->'changeset' AS changeset,
+           s.image, s.image_digest, e.received_at, e.trigger, e.trigger->'changeset' AS changeset,
            su.test_pattern, su.test_command, su.junit_pattern, su.profiles AS suite_profiles, su.plan AS suite_plan, su.deadline_minutes AS suite_deadline_minutes,
            su.retry_failed AS suite_retry_failed, su.hooks AS suite_hooks, su.cache AS suite_cache, su.services AS suite_services, su.artifacts AS suite_artifacts,
-           su.own_runners AS suite_own_runners,
+           su.image AS suite_image, su.own_runners AS suite_own_runners,
            r.id AS repo_id, r.default_branch, r.name AS repo_name, r.pull_url, r.scm, r.chat_url, r.ci_squash, r.trust_same_repo_pull_requests,
            (r.status_provider IS NOT NULL AND r.status_repo IS NOT NULL AND r.status_token_sealed IS NOT NULL) AS commit_status,
            o.id AS org_id, o.name AS org_name, o.email AS org_email
@@ -488,4 +493,23 @@ export async function endAbandonedSession(db: Db, sessionId: number, reason: str
     [sessionId, reason],
   );
   return (rowCount ?? 0) > 0;
+}
+
+/** The image a session runs in, as read and as resolved when its build started (migration 029). */
+export async function recordSessionImage(db: Db, sessionId: number, image: string, digest: string): Promise<void> {
+  await db.query('UPDATE sessions SET image = $2, image_digest = $3, updated_at = now() WHERE id = $1', [sessionId, image, digest]);
+}
+
+/**
+ * The digests a build and its plan's parts resolved their images to, by reference: what a
+ * rebuild of it runs again (core/rebuild.ts).
+ */
+export async function imageDigestsOfBuild(db: Db, sessionId: number): Promise<Record<string, string>> {
+  const { rows } = await db.query<{ image: string; image_digest: string }>(
+    `SELECT image, image_digest FROM sessions
+      WHERE (id = $1 OR parent_id = $1) AND image IS NOT NULL AND image_digest IS NOT NULL
+      ORDER BY id`,
+    [sessionId],
+  );
+  return Object.fromEntries(rows.map((r) => [r.image, r.image_digest]));
 }

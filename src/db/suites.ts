@@ -12,20 +12,20 @@ export interface SuiteRow extends SuiteSettings {
 }
 
 const COLUMNS =
-  'id, repo_id, branch, test_pattern, test_command, workers, junit_pattern, retry_failed, profiles, plan, deadline_minutes, hooks, cache, services, artifacts, own_runners, last_built_commit, created_at';
+  'id, repo_id, branch, test_pattern, test_command, workers, junit_pattern, retry_failed, profiles, plan, deadline_minutes, hooks, cache, services, artifacts, image, own_runners, last_built_commit, created_at';
 
 export async function insertSuite(
   db: Db,
   suite: Pick<SuiteRow, 'repo_id' | 'branch'> &
     Pick<SuiteSettings, 'test_pattern' | 'test_command' | 'workers'> &
-    Partial<Pick<SuiteSettings, 'junit_pattern' | 'retry_failed' | 'profiles' | 'plan' | 'deadline_minutes' | 'hooks' | 'cache' | 'services' | 'artifacts' | 'own_runners'>>,
+    Partial<Pick<SuiteSettings, 'junit_pattern' | 'retry_failed' | 'profiles' | 'plan' | 'deadline_minutes' | 'hooks' | 'cache' | 'services' | 'artifacts' | 'image' | 'own_runners'>>,
 ): Promise<SuiteRow> {
   const { rows } = await db.query<SuiteRow>(
-    `INSERT INTO suites (repo_id, branch, test_pattern, test_command, workers, junit_pattern, profiles, plan, deadline_minutes, hooks, cache, services, artifacts, retry_failed, own_runners)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING ${COLUMNS}`,
+    `INSERT INTO suites (repo_id, branch, test_pattern, test_command, workers, junit_pattern, profiles, plan, deadline_minutes, hooks, cache, services, artifacts, retry_failed, own_runners, image)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING ${COLUMNS}`,
     [suite.repo_id, suite.branch, suite.test_pattern, suite.test_command, suite.workers, suite.junit_pattern ?? null,
       JSON.stringify(suite.profiles ?? []), suite.plan ?? null, suite.deadline_minutes ?? null,
-      jsonOrNull(suite.hooks), jsonOrNull(suite.cache), suite.services ?? null, suite.artifacts ?? null, suite.retry_failed ?? 0, suite.own_runners ?? false],
+      jsonOrNull(suite.hooks), jsonOrNull(suite.cache), suite.services ?? null, suite.artifacts ?? null, suite.retry_failed ?? 0, suite.own_runners ?? false, suite.image ?? null],
   );
   return rows[0]!;
 }
@@ -50,12 +50,14 @@ export interface SuiteSettings {
   cache: CacheSettings | false | null;
   services: ServiceName[] | null;
   artifacts: string[] | null;
+  /** The OCI image its builds run in (migration 029); null: none. */
+  image: string | null;
   /** Builds run only on the organization's own runners (migration 025, core/queues.ts). */
   own_runners: boolean;
 }
 
 const SETTINGS: readonly (keyof SuiteSettings)[] = [
-  'test_pattern', 'test_command', 'workers', 'junit_pattern', 'retry_failed', 'profiles', 'plan', 'deadline_minutes', 'hooks', 'cache', 'services', 'artifacts', 'own_runners',
+  'test_pattern', 'test_command', 'workers', 'junit_pattern', 'retry_failed', 'profiles', 'plan', 'deadline_minutes', 'hooks', 'cache', 'services', 'artifacts', 'image', 'own_runners',
 ];
 /** jsonb columns take JSON text; null stays SQL NULL ("not set"), not a JSON null. */
 const JSON_COLUMNS = new Set<keyof SuiteSettings>(['profiles', 'hooks', 'cache']);

@@ -4,6 +4,7 @@
  *
  *   step            file                 timing key (spec §6; the session's is the last worker's)
  *   checkout        checkout/tree.ts     setup (the session's first checkout; the activity's)
+ *   image           image/               (none: part of setup, shown as a step of its own)
  *   cache restore   cache/               setup_cache
  *   pre_setup       hooks.ts             setup_hooks
  *   package setup   packages.ts          package_setup
@@ -33,6 +34,8 @@ import type { Counts, Timing } from '../core/types';
 import { collectArtifacts, type ArtifactDeps } from './artifacts';
 import { restoreCache, saveCache, type CacheDeps, type Restored } from './cache';
 import { hookFailure, runHook, skipHook, type HookPlace } from './hooks';
+import { leaseWorkerImage, RegistryError, type ImageDeps, type RegistryCredentials, type WorkerImage } from './image';
+import { DOCKER_AUTH_CONFIG } from './image/credentials';
 import { defaultCache, detectPackageManagers, packageEnv, type PackageManager } from './packages';
 import type { BuildUser, ProcessGroups } from './process';
 import type { Sandbox } from './sandbox';
@@ -71,6 +74,8 @@ export interface WorkerJob {
   savesCache: boolean;
   /** This installation's id: names the worker's service databases. */
   installation: string;
+  /** The image its hooks and tests run in, as the build resolved it; none: the runner's own `/`. */
+  image?: { reference: string; digest: string };
 }
 
 export interface WorkerDeps {
@@ -85,6 +90,8 @@ export interface WorkerDeps {
   cache: CacheDeps | null;
   artifacts: ArtifactDeps | null;
   services: ServiceAdmins;
+  /** Where images are kept and pulled from; null: this runner has no store (builds with an image fail). */
+  images?: ImageDeps | null;
   /** Aborted when the session is stopped. */
   signal?: AbortSignal;
   /** The build's first failing file, with the counts as they stood then. */
@@ -110,10 +117,17 @@ class SetupFailed extends Error {}
 interface Worker {
   deps: WorkerDeps;
   job: WorkerJob;
-  /** The worker's variables over the clean base: profile, trigger, secrets, packages, services, SLUICE_WORKER_*. */
+  /** The worker's variables over the clean base: image, profile, trigger, secrets, packages, services, SLUICE_WORKER_*. */
   env: Record<string, string>;
+  /** The repository's secrets (none for a build that may not have them), and the package managers' variables: env is made of them. */
+  secrets: Record<string, string>;
+  packages: Record<string, string>;
   /** Values masked in everything stored. */
   secretValues: string[];
+  /** The worker's lease on its image, once it has one. */
+  image: WorkerImage | null;
+  /** The sandbox its processes run in: the runner's, with the image's root once it has one. */
+  sandbox?: Sandbox;
   /** Appended to each test's output: secrets that would not unseal. */
   note: string;
   managers: PackageManager[];
@@ -143,6 +157,7 @@ const RENDEZVOUS_POLL_MS = 100;
 // A setup step fails the build by throwing SetupFailed (the steps up to the rendezvous); after
 // the tests, a step's failure is recorded and shown.
 const STEPS: readonly Step[] = [
+  { name: 'image', run: imageStep },
   { name: 'cache restore', key: 'setup_cache', run: restoreStep },
   { name: 'pre_setup', key: 'setup_hooks', run: (w) => setupHook(w, 'pre_setup') },
   { name: 'package setup', key: 'package_setup', run: packageSetup },
@@ -158,6 +173,25 @@ const STEPS: readonly Step[] = [
 
 /** The steps' names, in order (tests walk them). */
 export const WORKER_STEPS = STEPS.map((s) => s.name);
+
+/**
+ * The build's image from the runner's store, pulled there first when it lacks it: shown as a step
+ * with what it took. Every later step runs in it (w.sandbox, w.env).
+ */
+async function imageStep(w: Worker): Promise<boolean> {
+  const { deps, job } = w;
+  if (!job.image) return false;
+  const place = { records: deps.records, sessionId: job.sessionId, worker: job.worker, runner: deps.runner };
+  const got = await getImage(place, job.image, deps, () => registryCredentials(w));
+  if ('failure' in got) {
+    if (deps.signal?.aborted) return false;
+    throw new SetupFailed(`worker ${job.worker}: ${got.failure}`);
+  }
+  w.image = got.image;
+  w.sandbox = got.sandbox;
+  w.env = workerEnvironment(job, w.secrets, w.packages, w.image);
+  return true;
+}
 
 async function restoreStep(w: Worker): Promise<boolean> {
   if (!w.cacheSettings || !w.deps.cache) return false;
@@ -185,7 +219,7 @@ async function packageSetup(w: Worker): Promise<boolean> {
   if (configured === false) return false;
   const place = hookPlace(w);
   // Installs reach the registries, even where tests have no network.
-  const sandbox = w.deps.sandbox ? { ...w.deps.sandbox, network: true } : undefined;
+  const sandbox = w.sandbox ? { ...w.sandbox, network: true } : undefined;
   const runs = typeof configured === 'string' ? [{ command: configured, detail: 'the package_setup hook', installs: null as string | null }] : w.managers;
   if (runs.length === 0) return false;
   for (const run of runs) {
@@ -233,7 +267,7 @@ async function meet(w: Worker): Promise<boolean> {
 async function tests(w: Worker): Promise<boolean> {
   const { deps, job } = w;
   const out = await runLane(
-    { records: deps.records, runner: deps.runner, processGroups: deps.processGroups, runAs: deps.runAs, sandbox: deps.sandbox, firstFailure: deps.firstFailure, signal: deps.signal },
+    { records: deps.records, runner: deps.runner, processGroups: deps.processGroups, runAs: deps.runAs, sandbox: w.sandbox, firstFailure: deps.firstFailure, signal: deps.signal },
     {
       sessionId: job.sessionId,
       lane: job.worker - 1,
@@ -297,11 +331,16 @@ export async function runWorker(deps: WorkerDeps, job: WorkerJob): Promise<Worke
   // Secrets are read here, from PostgreSQL, never through Temporal, and only for a build they may reach.
   const secrets = job.secrets ? await deps.records.buildSecrets(job.repoId) : { values: {}, unreadable: [] };
   const managers = job.setup.hooks.package_setup === undefined ? await detectPackageManagers(job.tree) : [];
+  const packages = packageEnv(managers, job.tree, job.home);
   const w: Worker = {
     deps,
     job,
-    env: workerEnvironment(job, secrets.values, packageEnv(managers, job.tree, job.home)),
+    env: workerEnvironment(job, secrets.values, packages, null),
+    secrets: secrets.values,
+    packages,
     secretValues: Object.values(secrets.values),
+    image: null,
+    sandbox: deps.sandbox,
     note: secrets.unreadable.map((name) => `[sluice] secret ${name} could not be decrypted (was SLUICE_SECRET_KEY changed?); it was not set\n`).join(''),
     managers,
     cacheSettings: job.setup.cache === false ? null : (job.setup.cache ?? (job.setup.hooks.package_setup === undefined ? defaultCache(managers) : null)),
@@ -335,6 +374,7 @@ export async function runWorker(deps: WorkerDeps, job: WorkerJob): Promise<Worke
     }
   } finally {
     await w.services?.release();
+    await w.image?.lease.release();
   }
   return { ran: w.ran, stopped: w.stopped || deps.signal?.aborted === true, setupFailure, timing };
 }
@@ -364,51 +404,127 @@ export interface PostBuildJob {
   secrets: boolean;
   /** SLUICE_BUILD_STATUS: passed, failed or error. */
   status: string;
+  /** The build's image, as resolved; none: the runner's own `/`. */
+  image?: { reference: string; digest: string };
 }
 
-/** The `post_build` hook, once a build after its results are recorded; its failure changes nothing. */
+/** The `post_build` hook, once a build after its results are recorded (in its image); its failure changes nothing. */
 export async function runPostBuildHook(deps: Omit<WorkerDeps, 'firstFailure' | 'allReady' | 'cache' | 'artifacts' | 'services'>, job: PostBuildJob): Promise<{ status: string }> {
   await mkdir(job.home, { recursive: true, mode: 0o700 });
   if (deps.runAs) await chown(job.home, deps.runAs.uid, deps.runAs.gid);
   const secrets = job.secrets ? await deps.records.buildSecrets(job.repoId) : { values: {}, unreadable: [] };
-  const env = testEnvironment(job.home, { ...job.env, ...secrets.values, SLUICE_BUILD_STATUS: job.status });
-  const outcome = await runHook(
-    {
-      records: deps.records,
-      sessionId: job.sessionId,
-      worker: null,
-      runner: deps.runner,
-      tree: job.tree,
-      home: job.home,
-      env,
-      secrets: Object.values(secrets.values),
-      timeoutMs: deps.hookTimeoutMs,
-      signal: deps.signal,
-      processGroups: deps.processGroups,
-      runAs: deps.runAs,
-      sandbox: deps.sandbox,
-    },
-    { name: 'post_build', command: job.command },
-  );
-  return { status: outcome.status };
+  let image: WorkerImage | null = null;
+  let sandbox = deps.sandbox;
+  if (job.image) {
+    const place = { records: deps.records, sessionId: job.sessionId, worker: null, runner: deps.runner };
+    const credentials = async () => (job.secrets ? credentialsOf(deps.records, job.repoId, secrets.values) : { logins: [] });
+    const got = await getImage(place, job.image, deps, credentials);
+    if ('failure' in got) return { status: 'error' };
+    ({ image, sandbox } = got);
+  }
+  try {
+    const env = testEnvironment(job.home, { ...imageVariables(image), ...job.env, ...secrets.values, SLUICE_BUILD_STATUS: job.status });
+    const outcome = await runHook(
+      {
+        records: deps.records,
+        sessionId: job.sessionId,
+        worker: null,
+        runner: deps.runner,
+        tree: job.tree,
+        home: job.home,
+        env,
+        secrets: Object.values(secrets.values),
+        timeoutMs: deps.hookTimeoutMs,
+        signal: deps.signal,
+        processGroups: deps.processGroups,
+        runAs: deps.runAs,
+        sandbox,
+      },
+      { name: 'post_build', command: job.command },
+    );
+    return { status: outcome.status };
+  } finally {
+    await image?.lease.release();
+  }
+}
+
+// --- the image --------------------------------------------------------------------------------
+
+/** Where a step row goes: the session, its worker (null: the build's post_build), this runner. */
+interface StepPlace {
+  records: BuildRecords;
+  sessionId: number;
+  worker: number | null;
+  runner: string;
+}
+
+/**
+ * The image leased for a worker (or the post_build hook), recorded as an `image` step: what it
+ * took and whether the store had it; or why not, recorded the same way.
+ */
+async function getImage(
+  place: StepPlace,
+  image: { reference: string; digest: string },
+  deps: Pick<WorkerDeps, 'sandbox' | 'images' | 'runAs' | 'signal'>,
+  credentials: () => Promise<RegistryCredentials>,
+): Promise<{ image: WorkerImage; sandbox: Sandbox } | { failure: string }> {
+  const started = performance.now();
+  const id = await place.records.startHook({ sessionId: place.sessionId, name: 'image', worker: place.worker, command: `${image.reference}@${image.digest}`, detail: null, runner: place.runner });
+  const end = (status: 'passed' | 'error', notes: string[], detail: string | null) =>
+    place.records.finishHook(id, { status, exitCode: null, durationMs: performance.now() - started, output: notes.map((n) => `[sluice] ${n}\n`).join(''), detail });
+  try {
+    if (!deps.sandbox) {
+      throw new RegistryError('this runner runs builds without bubblewrap (SLUICE_SANDBOX=none, or bubblewrap does not work there): a build in an image needs it', 'no client');
+    }
+    if (!deps.images) throw new RegistryError('this runner keeps no images', 'no client');
+    const user = deps.runAs ?? { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+    const got = await leaseWorkerImage(deps.images, image, credentials, user, deps.signal);
+    await end('passed', got.notes, got.detail);
+    return { image: got, sandbox: { ...deps.sandbox, image: got.sandbox } };
+  } catch (err) {
+    const failure = deps.signal?.aborted ? 'stopped while getting the image' : err instanceof RegistryError ? err.message : `the image could not be set up: ${(err as Error).message}`;
+    await end('error', [failure], null);
+    return { failure };
+  }
+}
+
+/** What a build logs in to registries with: its repository's logins and DOCKER_AUTH_CONFIG secret. */
+async function credentialsOf(records: BuildRecords, repoId: number, secrets: Record<string, string>): Promise<RegistryCredentials> {
+  const dockerAuthConfig = secrets[DOCKER_AUTH_CONFIG];
+  return { logins: await records.registryLogins(repoId), ...(dockerAuthConfig !== undefined ? { dockerAuthConfig } : {}) };
+}
+
+/** A worker's registry logins: none for a build that may not have the repository's secrets (it pulls anonymously). */
+function registryCredentials(w: Worker): Promise<RegistryCredentials> {
+  return w.job.secrets ? credentialsOf(w.deps.records, w.job.repoId, w.secrets) : Promise.resolve({ logins: [] });
+}
+
+/** The image's own variables, its PATH among them, and where it would start (SLUICE_IMAGE_WORKDIR); none without one. */
+function imageVariables(image: WorkerImage | null): Record<string, string> {
+  if (!image) return {};
+  return { ...image.env, PATH: image.path, ...(image.workingDir ? { SLUICE_IMAGE_WORKDIR: image.workingDir } : {}) };
 }
 
 // --- what the steps share ---------------------------------------------------------------------
 
 /**
- * The worker's variables, later ones winning: the profile's and the trigger's, the repository's
- * secrets, where the package managers put things, and the worker's number. A secret is the
- * operator's setting and the trigger's env comes from whoever holds the webhook URL, so a
- * trigger can neither replace a secret's value nor redirect where a test sends it. Services add theirs when they are made. A PATH from the
- * package managers goes in front of the base PATH.
+ * The worker's variables, later ones winning: the image's (its configuration's Env), the
+ * profile's and the trigger's, the repository's secrets, where the package managers put things,
+ * and the worker's number. A secret is the operator's setting and the trigger's env comes from
+ * whoever holds the webhook URL, so a trigger can neither replace a secret's value nor redirect
+ * where a test sends it. Services add theirs when they are made. A PATH from the package
+ * managers goes in front of the base PATH: the image's, else the runner's fixed one.
  */
-function workerEnvironment(job: WorkerJob, secrets: Record<string, string>, packages: Record<string, string>): Record<string, string> {
+function workerEnvironment(job: WorkerJob, secrets: Record<string, string>, packages: Record<string, string>, image: WorkerImage | null): Record<string, string> {
   const { PATH: pathPrefix, ...others } = packages;
+  const base = imageVariables(image);
+  const basePath = base.PATH ?? TEST_PATH;
   return {
+    ...base,
     ...job.env,
     ...secrets,
     ...others,
-    ...(pathPrefix ? { PATH: `${pathPrefix}${TEST_PATH}` } : {}),
+    ...(pathPrefix ? { PATH: `${pathPrefix}${basePath}` } : {}),
     SLUICE_WORKER_ID: String(job.worker),
     SLUICE_WORKER_COUNT: String(job.workers),
   };
@@ -429,11 +545,13 @@ function hookPlace(w: Worker): HookPlace {
     signal: deps.signal,
     processGroups: deps.processGroups,
     runAs: deps.runAs,
-    sandbox: deps.sandbox,
+    sandbox: w.sandbox,
   };
 }
 
 function cacheTarget(w: Worker) {
   const { job, deps } = w;
-  return { repoId: job.repoId, readScopes: job.cache.readScopes, writeScope: job.cache.writeScope, tree: job.tree, home: job.home, owner: deps.runAs };
+  // An install made in one image is never restored into another, nor into the runner's own `/`.
+  const platform = job.image ? `${process.platform} image ${job.image.reference}` : undefined;
+  return { repoId: job.repoId, readScopes: job.cache.readScopes, writeScope: job.cache.writeScope, tree: job.tree, home: job.home, owner: deps.runAs, platform };
 }

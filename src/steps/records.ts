@@ -1,6 +1,6 @@
 /**
  * Everything a runner's build steps read and write about builds, in one interface: the
- * repository to pull (with its key, unsealed), the build's secrets, the shared list of test
+ * repository to pull (with its key, unsealed), the build's secrets and registry logins, the shared list of test
  * files and their results, live output, hooks, batches, JUnit results, the workers' rendezvous,
  * cache entries and artifacts. The build steps hold a BuildRecords, never a database
  * connection or Sluice's secret key.
@@ -23,6 +23,7 @@ import type * as testBatches from '../db/testBatches';
 import type * as testCases from '../db/testCases';
 import type * as testQueue from '../db/testQueue';
 import type { Scm } from '../core/types';
+import type { RegistryLogin } from './image/credentials';
 
 /** A data-layer function without its connection. */
 type Bound<F> = F extends (db: never, ...args: infer A) => infer R ? (...args: A) => R : never;
@@ -58,6 +59,8 @@ export interface BuildRecords {
   suiteJUnitPatternOfSession: Bound<typeof sessions.suiteJUnitPatternOfSession>;
   /** The repository's build secrets, unsealed. */
   buildSecrets(repoId: number): Promise<BuildSecrets>;
+  /** The repository's registry logins, unsealed (steps/image/credentials.ts): for builds that may have its secrets. */
+  registryLogins(repoId: number): Promise<RegistryLogin[]>;
   /** This installation's id (names the workers' service databases). */
   installationId: Bound<typeof installation.loadInstallation>;
 

@@ -4,7 +4,7 @@
  * user, PID, IPC, UTS and mount namespaces (and a network namespace of its own when
  * SLUICE_SANDBOX_NETWORK=none).
  *
- * What the test sees: the host's /usr and /etc read-only, its own tree and home read-write at
+ * What the test sees: the host's /usr and /etc read-only (or an image's root filesystem, read-only: steps/image/), its own tree and home read-write at
  * /sluice/tree and /sluice/home (the same for every build), an empty /tmp, a /proc of its own
  * namespace and a minimal /dev. Not the runner's working directory, the data directory, other
  * builds' trees, /run (PostgreSQL's socket), /home or /root, and no process outside the
@@ -30,6 +30,15 @@ export interface Sandbox {
   bwrap: string;
   /** Whether the test may use the host's network (false: only a loopback of its own). */
   network: boolean;
+  /** The image whose root filesystem is `/` (steps/image/); none: the host's /usr and /etc. */
+  image?: SandboxImage;
+}
+
+/** An image's root filesystem as the sandbox shows it: read-only, with the build user named in its passwd and group. */
+export interface SandboxImage {
+  rootfs: string;
+  passwd: string;
+  group: string;
 }
 
 /** Top-level directories a program needs to load: symbolic links into /usr on merged-/usr systems. */
@@ -56,6 +65,18 @@ function rootLayout(): readonly string[] {
     else if (info?.isDirectory()) args.push('--ro-bind', path, path);
   }
   layout = args;
+  return args;
+}
+
+/**
+ * An image's root filesystem as `/`, read-only (its mount points made by steps/image/pull.ts),
+ * with its passwd and group naming the build user, and, with the network, the host's name
+ * resolution (as Docker gives a container the host's resolv.conf). Nothing of the host's is
+ * visible but those two files.
+ */
+function imageLayout(image: SandboxImage, network: boolean): string[] {
+  const args = ['--ro-bind', image.rootfs, '/', '--ro-bind', image.passwd, '/etc/passwd', '--ro-bind', image.group, '/etc/group'];
+  if (network) args.push('--ro-bind-try', '/etc/resolv.conf', '/etc/resolv.conf', '--ro-bind-try', '/etc/hosts', '/etc/hosts');
   return args;
 }
 
@@ -124,13 +145,15 @@ export function sandboxArgv(sandbox: Sandbox, dirs: SandboxDirs | null, cwd: str
     '--new-session',
     '--cap-drop',
     'ALL',
-    ...rootLayout(),
+    ...(sandbox.image ? imageLayout(sandbox.image, sandbox.network) : rootLayout()),
     '--proc',
     '/proc',
     '--dev',
     '/dev',
     '--tmpfs',
     '/tmp',
+    // An image's root is read-only: its scratch places are the build's own, gone with it.
+    ...(sandbox.image ? ['--tmpfs', '/var/tmp', '--tmpfs', '/run'] : []),
   ];
   if (dirs) args.push('--bind', dirs.tree, SANDBOX_TREE, '--bind', dirs.home, SANDBOX_HOME);
   args.push('--chdir', inside(cwd), '--', ...argv.map(inside));

@@ -83,7 +83,7 @@ function failureOf(error: Extract<JobOutput, { error: unknown }>['error'] | unde
 
 function sessionOf(kind: JobKind, input: unknown): number {
   const i = input as { sessionId?: number; tree?: { sessionId: number } };
-  return kind === 'checkout' ? i.sessionId! : i.tree!.sessionId;
+  return kind === 'checkout' || kind === 'resolveImage' ? i.sessionId! : i.tree!.sessionId;
 }
 
 function proxies(pool: Pool, ends: JobEnds): Omit<RunnerActivities, 'pushToCiServer'> {
@@ -129,6 +129,7 @@ function proxies(pool: Pool, ends: JobEnds): Omit<RunnerActivities, 'pushToCiSer
   return {
     checkout: proxy('checkout'),
     queueTests: proxy('queueTests'),
+    resolveImage: proxy('resolveImage'),
     runLane: proxy('runLane'),
     postBuildHook: proxy('postBuildHook'),
   };

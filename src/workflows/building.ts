@@ -16,8 +16,8 @@ import {
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { CheckoutInput, CheckoutResult, RepoConfigResult, SessionContext, TreeRef } from '../activities/types';
-import { resolveBuildSetup, type BuildSetup } from '../core/buildSetup';
+import type { CheckoutInput, CheckoutResult, RepoConfigResult, ResolvedImage, SessionContext, TreeRef } from '../activities/types';
+import { imageOf, resolveBuildSetup, type BuildSetup } from '../core/buildSetup';
 import { checkoutTarget } from '../core/checkoutTarget';
 import { planStatus, sumCounts } from '../core/counts';
 import type { SessionSnapshot } from '../core/payload';
@@ -51,6 +51,10 @@ export interface Outcome {
   setup?: BuildSetup;
   /** The variables the build's hooks had (the profile's and the trigger's). */
   env?: Record<string, string>;
+  /** The image the build's hooks ran in (its post_build hook runs there too); null: none. */
+  imageName?: string | null;
+  /** That image as resolved, once it was (a plan's parent resolves it for its post_build hook only). */
+  image?: ResolvedImage;
 }
 
 export interface SessionResult {
@@ -113,6 +117,7 @@ export async function build(
       outcome.setup = setup;
       outcome.env = ctx.env;
       if (chosen.isPlan) {
+        outcome.imageName = setup.image ?? null;
         await runPlan(ctx, snap, emit, checkout, chosen.profiles, setup);
         outcome.builtCommit = checkout.commitId;
         return outcome;
@@ -121,6 +126,7 @@ export async function build(
       outcome.env = { ...profile.env, ...ctx.env };
     }
     outcome.profile = { name: profile.name, workers: profile.workers };
+    outcome.imageName = imageOf(profile, setup);
     // From `test` on, the payload's `workers` is the number of runners the build uses.
     const listed = checkout.listed?.profileName === profile.name && checkout.listed.pattern === profile.test_pattern ? checkout.listed.total : null;
     const run = await runProfile(
@@ -136,6 +142,7 @@ export async function build(
       setup,
     );
     outcome.reason = run.reason;
+    outcome.image = run.image;
     if (!run.setupFailed) outcome.builtCommit = checkout.commitId;
   } catch (err) {
     if (isCancellation(err)) return outcome; // stopped: the caller says so

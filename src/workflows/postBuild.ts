@@ -5,9 +5,10 @@
  * step, so none of them changes the build's status.
  */
 import { log } from '@temporalio/workflow';
-import type { BuildSummary, SessionContext, TreeRef } from '../activities/types';
+import type { BuildSummary, ResolvedImage, SessionContext, TreeRef } from '../activities/types';
 import type { BuildSetup } from '../core/buildSetup';
 import type { SessionSnapshot } from '../core/payload';
+import { resolveBuildImage } from './image';
 import { notifications, postBuildHooks, pushing } from './proxies';
 import { failureMessage, now } from './status';
 
@@ -29,13 +30,21 @@ export async function pushIfPassed(ctx: SessionContext, snap: SessionSnapshot, t
  * SLUICE_BUILD_STATUS; a build stopped or skipped has none. Its outcome is recorded with the
  * build's hooks and changes nothing of the result.
  */
-export async function postBuildHook(ctx: SessionContext, snap: SessionSnapshot, outcome: { tree: TreeRef | null; setup?: BuildSetup; env?: Record<string, string> }): Promise<void> {
+export async function postBuildHook(
+  ctx: SessionContext,
+  snap: SessionSnapshot,
+  outcome: { tree: TreeRef | null; setup?: BuildSetup; env?: Record<string, string>; imageName?: string | null; image?: ResolvedImage },
+): Promise<void> {
   const command = outcome.setup?.hooks.post_build;
   const status = snap.status;
   if (!command || !outcome.tree || (status !== 'passed' && status !== 'failed' && status !== 'error')) return;
-  await postBuildHooks(ctx)
-    .postBuildHook({ tree: outcome.tree, command, env: outcome.env ?? ctx.env, secrets: ctx.trust.secrets, status })
-    .catch((err: unknown) => log.warn('post_build hook failed without an outcome', { sessionId: ctx.sessionId, error: failureMessage(err) }));
+  const { tree } = outcome;
+  const run = async () => {
+    // In the build's image: the one its tests ran in, or (a plan's parent, whose parts ran theirs) the top-level one.
+    const image = outcome.image ?? (outcome.imageName ? await resolveBuildImage(ctx, outcome.imageName) : undefined);
+    await postBuildHooks(ctx).postBuildHook({ tree, command, env: outcome.env ?? ctx.env, secrets: ctx.trust.secrets, status, ...(image ? { image } : {}) });
+  };
+  await run().catch((err: unknown) => log.warn('post_build hook failed without an outcome', { sessionId: ctx.sessionId, error: failureMessage(err) }));
 }
 
 /** Chat, then e-mail; after the suite has moved on, so a slow server holds up no build. */

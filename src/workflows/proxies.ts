@@ -45,6 +45,21 @@ export function runner(ctx: SessionContext) {
 }
 
 /**
+ * The build's image, resolved on a runner (a registry round trip). A registry that refuses or
+ * lacks the image fails it for good at once (resolveImage says so); one that does not answer
+ * is tried a few times, and then the build ends saying which registry.
+ */
+export function imageResolver(ctx: SessionContext) {
+  return proxyActivities<Activities>({
+    ...ON_RUNNER,
+    taskQueue: ctx.buildQueue,
+    startToCloseTimeout: '5 minutes',
+    summary: 'resolve the image',
+    retry: { maximumAttempts: 3, initialInterval: '1 second' },
+  });
+}
+
+/**
  * Lanes run until the session's list is done, however long that is: the heartbeat, not a
  * deadline, tells a dead runner from a slow build. A lane whose runner died is retried; its
  * files went back to the list meanwhile. On stop, the workflow waits until the lane has killed

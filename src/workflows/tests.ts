@@ -11,12 +11,13 @@
  * others, and no test runs.
  */
 import { CancellationScope, isCancellation, log, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { RunLaneResult, SessionContext, TreeRef } from '../activities/types';
-import { cacheScopes, type BuildSetup } from '../core/buildSetup';
+import type { ResolvedImage, RunLaneResult, SessionContext, TreeRef } from '../activities/types';
+import { cacheScopes, imageOf, type BuildSetup } from '../core/buildSetup';
 import { countTests } from '../core/counts';
 import type { SessionSnapshot } from '../core/payload';
 import type { ResolvedProfile } from '../core/profiles';
 import type { Counts, EventName, SessionStatus, Timing } from '../core/types';
+import { resolveBuildImage } from './image';
 import { lanes, records, runner } from './proxies';
 import { firstFailSignal, workersReadySignal } from './signals';
 import { failureMessage, now, setStatus } from './status';
@@ -26,6 +27,8 @@ export interface ProfileRun {
   reason: string | null;
   /** A setup step failed: no test ran, so the commit does not count as built. */
   setupFailed?: boolean;
+  /** The image its hooks and tests ran in, as resolved (the post_build hook runs there too). */
+  image?: ResolvedImage;
 }
 
 export async function runProfile(
@@ -40,8 +43,12 @@ export async function runProfile(
   /** What each worker sets up before its tests. */
   setup: BuildSetup,
 ): Promise<ProfileRun> {
-  const { total } =
-    listed !== null ? { total: listed } : await runner(ctx).queueTests({ tree, suiteId: ctx.suiteId, profileName: profile.name, pattern: profile.test_pattern });
+  // The list and the image (a registry round trip) at once: neither needs the other.
+  const imageName = imageOf(profile, setup);
+  const [{ total }, image] = await Promise.all([
+    listed !== null ? { total: listed } : runner(ctx).queueTests({ tree, suiteId: ctx.suiteId, profileName: profile.name, pattern: profile.test_pattern }),
+    imageName !== null ? resolveBuildImage(ctx, imageName) : undefined,
+  ]);
   // One lane per runner, never more lanes than files (the runner that listed none counts as one).
   const runners = Math.min(profile.workers, Math.max(total, 1));
   snap.counts = countTests(total, 0, []);
@@ -50,7 +57,7 @@ export async function runProfile(
     emit('test', runners);
     snap.timing.post_build = now();
     setStatus(snap, 'error');
-    return { reason: `no file matches the test pattern ${JSON.stringify(profile.test_pattern)}` };
+    return { reason: `no file matches the test pattern ${JSON.stringify(profile.test_pattern)}`, image };
   }
 
   // `test` goes out when every worker is set up (the lane that completes the rendezvous says
@@ -110,6 +117,7 @@ export async function runProfile(
           timeoutMs: ctx.settings.testTimeoutMs,
           junitPattern: profile.junit_pattern,
           retryFailed: profile.retry_failed,
+          ...(image ? { image } : {}),
         }).then(
           (result): unknown => {
             if (result.setupFailure) failSetup(result.setupFailure);
@@ -131,7 +139,7 @@ export async function runProfile(
   snap.counts = { ...counts, started: 0, notstarted: counts.notstarted + counts.started };
   if (setupFailure !== null) {
     setStatus(snap, 'error');
-    return { reason: setupFailure, setupFailed: true };
+    return { reason: setupFailure, setupFailed: true, image };
   }
   const cancelled = ended.find((e) => !isLaneResult(e) && isCancellation(e));
   if (cancelled) throw cancelled;
@@ -148,10 +156,10 @@ export async function runProfile(
     // Every lane gave up (each retried its runner's loss many times): say why, not just "error".
     setStatus(snap, 'error');
     const why = failures.length > 0 ? failureMessage(failures[0]) : 'the lanes ended early';
-    return { reason: `${unrun} of ${total} test files did not run: ${why}` };
+    return { reason: `${unrun} of ${total} test files did not run: ${why}`, image };
   }
   setStatus(snap, status);
-  return { reason: null };
+  return { reason: null, image };
 }
 
 function isLaneResult(e: unknown): e is RunLaneResult {

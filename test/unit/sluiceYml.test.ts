@@ -103,7 +103,7 @@ describe('parseSluiceYml: refused, with the line', () => {
   });
 
   it('not a mapping at the top', () => {
-    expect(fail('- a\n- b\n')).toBe('sluice.yml line 1: the file must be a mapping with the keys profiles, plan, default_profile, hooks, cache, services and artifacts');
+    expect(fail('- a\n- b\n')).toBe('sluice.yml line 1: the file must be a mapping with the keys profiles, plan, default_profile, image, hooks, cache, services and artifacts');
     expect(fail('just text\n')).toMatch(/^sluice\.yml line 1: the file must be a mapping/);
   });
 

@@ -4,11 +4,12 @@
  */
 import type { Pool } from 'pg';
 import type { Config } from '../../config';
-import type { FinishInput, PlanSessionsInput, SessionContext, StartRecord } from '../types';
+import type { FinishInput, PlanSessionsInput, ResolvedImage, SessionContext, StartRecord } from '../types';
 import type { Counts, Timing } from '../../core/types';
 import {
   ensurePlanSessions,
   markSessionRunning,
+  recordSessionImage,
   recordSessionOutcome,
   suiteCiSquash,
 } from '../../db/sessions';
@@ -34,6 +35,10 @@ export function createSessionRecords(pool: Pool, config: Config) {
         if (id === undefined) throw new Error(`no session was made for profile ${p.name}`);
         return id;
       });
+    },
+
+    async recordImage(sessionId: number, image: ResolvedImage): Promise<void> {
+      await recordSessionImage(pool, sessionId, image.reference, image.digest);
     },
 
     async suiteSettings(suiteId: number): Promise<{ ciSquash: boolean }> {

@@ -9,7 +9,7 @@
  * there, returning only what the workflow decides on.
  */
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { DEFAULT_HOOK_TIMEOUT_MS, DEFAULT_MAX_TEST_FILES, type Config } from '../../config';
+import { DEFAULT_HOOK_TIMEOUT_MS, DEFAULT_IMAGE_DIR, DEFAULT_IMAGE_MAX_BYTES, DEFAULT_MAX_TEST_FILES, type Config } from '../../config';
 import { medianMs } from '../../core/batches';
 import type { BuildSetup } from '../../core/buildSetup';
 import { FIRST_FAIL_SIGNAL, WORKERS_READY_SIGNAL } from '../../core/signalNames';
@@ -23,6 +23,8 @@ import type {
   PostBuildHookInput,
   QueueTestsInput,
   QueueTestsResult,
+  ResolvedImage,
+  ResolveImageInput,
   RunLaneInput,
   RunLaneResult,
   WorkersReady,
@@ -31,6 +33,9 @@ import type { ArtifactDeps } from '../../steps/artifacts';
 import type { CacheDeps } from '../../steps/cache';
 import { ensureTree, fetchTree, holdTree, homeDir, markUsed, removeTree, treeDeps, TreeGoneError, treeDir } from '../../steps/checkout/tree';
 import { GitPullError } from '../../steps/checkout/git';
+import { RegistryError, resolveImage, type ImageDeps } from '../../steps/image';
+import { findCrane } from '../../steps/image/crane';
+import { DOCKER_AUTH_CONFIG } from '../../steps/image/credentials';
 import { runPostBuildHook, runWorker } from '../../steps/lifecycle';
 import type { BuildUser, ProcessGroups } from '../../steps/process';
 import type { BuildRecords } from '../../steps/records';
@@ -59,6 +64,24 @@ export interface BuildDeps {
 /** A build that sets nothing up: what lanes of histories recorded before setups run with. */
 const NO_SETUP: BuildSetup = { hooks: { package_setup: false }, cache: false, services: [], artifacts: [] };
 
+/** Where this runner keeps and pulls images, from its configuration (crane found once). */
+export function imageDeps(config: Pick<Config, 'images'>): ImageDeps {
+  const images = config.images;
+  return {
+    store: { dir: images?.dir ?? DEFAULT_IMAGE_DIR, maxBytes: images?.maxBytes ?? DEFAULT_IMAGE_MAX_BYTES },
+    crane: findCrane(images?.crane),
+    mirror: images?.mirror ?? null,
+  };
+}
+
+/** What a registry's answer means for the activity: worth another attempt (it did not answer), or final. */
+export function imageFailure(err: unknown): Error {
+  if (err instanceof RegistryError) {
+    return err.retryable ? ApplicationFailure.retryable(err.message, FAILURE_TYPES.imageUnavailable) : ApplicationFailure.nonRetryable(err.message, FAILURE_TYPES.imageRefused);
+  }
+  return err instanceof Error ? err : new Error(String(err));
+}
+
 /** What a failed fetch means for the activity: stopped, worth another attempt, or final. */
 export function checkoutFailure(err: unknown): Error {
   // Stopped: git or hg (and its ssh) were killed through the signal.
@@ -72,6 +95,7 @@ export function checkoutFailure(err: unknown): Error {
 
 export function createBuildActivities({ config, records, runner, processGroups, runAs, sandbox, cache = null, artifacts = null }: BuildDeps) {
   const trees = treeDeps(config, records);
+  const images = imageDeps(config);
   // This installation's id names the services' databases; read once.
   let installationId: Promise<string> | undefined;
   const installation = () => (installationId ??= records.installationId());
@@ -136,6 +160,28 @@ export function createBuildActivities({ config, records, runner, processGroups, 
     },
 
     /**
+     * The build's image: its tag resolved to a digest, or a rebuild's digest checked, with the
+     * build's registry logins (none for a build that may not have secrets). Only the reference
+     * and the digest cross Temporal.
+     */
+    async resolveImage(input: ResolveImageInput): Promise<ResolvedImage> {
+      const run = runningActivity();
+      const secrets = input.secrets ? (await records.buildSecrets(input.repoId)).values : {};
+      const credentials = input.secrets
+        ? { logins: await records.registryLogins(input.repoId), ...(secrets[DOCKER_AUTH_CONFIG] !== undefined ? { dockerAuthConfig: secrets[DOCKER_AUTH_CONFIG] } : {}) }
+        : { logins: [] };
+      return withHeartbeat(async (signal) => {
+        try {
+          const resolved = await resolveImage(images, input.image, input.digest, credentials, signal);
+          for (const note of resolved.notes) run?.log.warn(note, { sessionId: input.sessionId });
+          return { reference: resolved.reference, digest: resolved.digest };
+        } catch (err) {
+          throw imageFailure(err);
+        }
+      }, 1_000);
+    },
+
+    /**
      * One lane: a worker of the build on its own checkout, through the whole of its lifecycle
      * (steps/lifecycle.ts): cache, package setup, services, hooks, the rendezvous with the other
      * workers, files from the shared list until none is left, artifacts, the cache saved.
@@ -170,6 +216,7 @@ export function createBuildActivities({ config, records, runner, processGroups, 
             cache,
             artifacts,
             services: config.services ?? {},
+            images,
             signal,
             firstFailure: (counts: Counts) => signalSession(FIRST_FAIL_SIGNAL)({ counts }),
             allReady: (timing: Timing) => signalSession(WORKERS_READY_SIGNAL)({ timing } satisfies WorkersReady),
@@ -192,6 +239,7 @@ export function createBuildActivities({ config, records, runner, processGroups, 
             cache: input.cache ?? { readScopes: [], writeScope: null },
             savesCache: input.lane === 0,
             installation: await installation(),
+            ...(input.image ? { image: input.image } : {}),
           },
         );
         // Stopped: running tests' process groups are dead; the session reports it as stopped.
@@ -213,8 +261,18 @@ export function createBuildActivities({ config, records, runner, processGroups, 
           });
           await markUsed(workdir, runAs);
           return await runPostBuildHook(
-            { records, runner, processGroups, runAs, sandbox, hookTimeoutMs: config.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS, signal },
-            { sessionId: input.tree.sessionId, repoId: input.tree.repoId, tree: workdir, home: homeDir(workdir), command: input.command, env: input.env, secrets: input.secrets, status: input.status },
+            { records, runner, processGroups, runAs, sandbox, images, hookTimeoutMs: config.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS, signal },
+            {
+              sessionId: input.tree.sessionId,
+              repoId: input.tree.repoId,
+              tree: workdir,
+              home: homeDir(workdir),
+              command: input.command,
+              env: input.env,
+              secrets: input.secrets,
+              status: input.status,
+              ...(input.image ? { image: input.image } : {}),
+            },
           );
         } finally {
           release();

@@ -94,6 +94,9 @@ const API: Record<string, Rule> = {
   'GET /api/v1/repos/:repo/secrets': repo('admin'),
   'PUT /api/v1/repos/:repo/secrets/:name': repo('admin', 'secret.set'),
   'DELETE /api/v1/repos/:repo/secrets/:name': repo('admin', 'secret.delete'),
+  'GET /api/v1/repos/:repo/registries': repo('admin'),
+  'PUT /api/v1/repos/:repo/registries/:host': repo('admin', 'registry.set'),
+  'DELETE /api/v1/repos/:repo/registries/:host': repo('admin', 'registry.delete'),
   'GET /api/v1/repos/:repo/statuses': repo('viewer'),
   'GET /api/v1/repos/:repo/suites': repo('viewer'),
   'POST /api/v1/repos/:repo/suites': repo('maintainer', 'suite.create'),
@@ -177,6 +180,8 @@ const WEB: Record<string, Rule> = {
   'POST /repos/:id/rotate-ssh-key': webRepo('admin', 'repo.rotate-ssh-key'),
   'POST /repos/:id/secrets': webRepo('admin', 'secret.set'),
   'POST /repos/:id/secrets/:name/delete': webRepo('admin', 'secret.delete'),
+  'POST /repos/:id/registries': webRepo('admin', 'registry.set'),
+  'POST /repos/:id/registries/:host/delete': webRepo('admin', 'registry.delete'),
   'POST /repos/:id/delete': webRepo('admin', 'repo.delete'),
 
   'GET /webhooks/:id': webhook('admin'),

@@ -23,6 +23,7 @@ export const TAGS = [
   { name: 'repos', description: 'Repositories, their keys, branches and commit statuses' },
   { name: 'suites', description: 'A suite is one repository + one branch, the unit that builds' },
   { name: 'secrets', description: 'Build secrets; values go in and never come out' },
+  { name: 'registries', description: 'Registry logins builds pull their images with; passwords go in and never come out' },
   { name: 'webhooks', description: 'Outgoing webhooks and their delivery log' },
   { name: 'sessions', description: 'Builds: list, show, follow, stop, rebuild' },
   { name: 'runners', description: 'Runners up now and the tokens keyless runners use' },

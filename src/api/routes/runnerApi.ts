@@ -82,6 +82,7 @@ const CHECKS: Record<Method, (job: Job, args: unknown[], owns: Owns, limits: Ser
     pullSource: repo,
     recordKnownHosts: repo,
     buildSecrets: repo,
+    registryLogins: repo,
     installationId: () => true,
     repoIdOfSession: session,
     suiteJUnitPatternOfSession: session,
@@ -234,6 +235,7 @@ export function registerRunnerApi(app: FastifyInstance, deps: ApiDeps): void {
     const owns: Owns = (table, id) => (typeof id === 'number' ? rowOfJob(pool, table, id, job) : Promise.resolve(false));
     if (!(await CHECKS[method](job, args, owns, limits))) throw refused(`${method} names something outside what the build this job belongs to may touch`);
     if (method === 'buildSecrets' && !jobMayHaveSecrets(job)) return { value: toWire({ values: {}, unreadable: [] }) };
+    if (method === 'registryLogins' && !jobMayHaveSecrets(job)) return { value: toWire([]) };
     // Limits are the installation's, whatever the runner says.
     if (method === 'evictEntries') args[1] = limits.maxRepoBytes;
     if (method === 'reserveArtifact') args[1] = { maxBuildBytes: limits.maxBuildBytes, maxFiles: MAX_ARTIFACT_FILES };

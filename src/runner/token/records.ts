@@ -21,7 +21,7 @@ function jobId(): number {
 
 /** Every BuildRecords method, by name (the compiler checks the list is whole). */
 const METHODS = {
-  pullSource: 1, recordKnownHosts: 1, endedSessions: 1, repoIdOfSession: 1, suiteJUnitPatternOfSession: 1, buildSecrets: 1, installationId: 1,
+  pullSource: 1, recordKnownHosts: 1, endedSessions: 1, repoIdOfSession: 1, suiteJUnitPatternOfSession: 1, buildSecrets: 1, registryLogins: 1, installationId: 1,
   recordWorkerStep: 1, markWorkerReady: 1, markWorkerFailed: 1, rendezvous: 1, setupTiming: 1,
   startHook: 1, finishHook: 1, appendOutput: 1, startBatch: 1, finishBatch: 1,
   recordedDurations: 1, enqueueTests: 1, claimFiles: 1, renewClaims: 1, releaseClaims: 1, recordFileResults: 1, workLeftMs: 1, queueProgress: 1, replaceJUnitResults: 1,

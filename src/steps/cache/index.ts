@@ -47,6 +47,12 @@ export interface CacheTarget {
   home: string;
   /** When set, restored files are this user's (tests run as it), and the build's files are read as it. */
   owner?: Owner;
+  /**
+   * What the entry's files were made for, in its key: the runner's OS, or the image the build runs
+   * in (`linux image docker.io/library/node:22`), so that an install made with one toolchain is
+   * never restored into another. Default: the runner's OS.
+   */
+  platform?: string;
 }
 
 export interface Restored {
@@ -90,7 +96,7 @@ async function restore(deps: CacheDeps, settings: CacheSettings, target: CacheTa
   let key = '';
   const notes: string[] = [];
   try {
-    const computed = await checkoutKey(settings, target.tree);
+    const computed = await checkoutKey(settings, target.tree, target.platform);
     key = computed.key;
     const found =
       (await deps.records.findExactEntry(target.repoId, target.readScopes, key)) ??
@@ -201,7 +207,7 @@ async function save(
 
     const storeKey = `${repoCachePrefix(target.repoId)}/${randomBytes(12).toString('hex')}.tgz`;
     await deps.store.putFile(storeKey, archive);
-    const family = cacheFamily({ platform: process.platform, arch: process.arch, savePaths });
+    const family = cacheFamily({ platform: target.platform ?? process.platform, arch: process.arch, savePaths });
     const id = await deps.records.insertEntry({ repoId: target.repoId, scope, key: restored.key, family, size: bytes, storeKey });
     if (id === null) {
       await deps.store.delete(storeKey);

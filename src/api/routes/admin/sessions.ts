@@ -31,6 +31,11 @@ const StopBody = z.strictObject({
   stopped_by: z.string().trim().min(1).max(200).optional(),
 }).meta({ examples: [{ stopped_by: 'dev@example.com' }] });
 
+const RebuildBody = z.strictObject({
+  // Resolve each image's tag to a digest again (the default runs the digests the session ran).
+  resolve_images: z.boolean().optional(),
+}).meta({ examples: [{}, { resolve_images: true }] });
+
 const Rebuilt = z.object({ session: z.number().int(), guid: z.uuid(), url: z.string().describe('the new session’s report'), status_uri: z.string() });
 
 export const SessionList = z.object({
@@ -76,9 +81,10 @@ export function registerSessionRoutes(app: FastifyInstance, deps: ApiDeps): void
     return reply.code(202).send(await requestStop(deps, id, who));
   });
 
-  app.post<{ Params: { session: string } }>('/sessions/:session/rebuild', documented({ tag: 'sessions', summary: 'Build a session’s trigger again', description: 'At the commit it built, forced.', params: SessionParams, response: { 201: Rebuilt, ...errors(404, 409, 503) } }), async (request, reply) => {
+  app.post<{ Params: { session: string } }>('/sessions/:session/rebuild', documented({ tag: 'sessions', summary: 'Build a session’s trigger again', description: 'At the commit it built, forced, in the image digests it ran unless `resolve_images`.', params: SessionParams, body: RebuildBody, response: { 201: Rebuilt, ...errors(400, 404, 409, 503) } }), async (request, reply) => {
     const id = parseId(request.params.session, 'session');
-    const { session, guid } = await rebuildSession(deps, id, (err) => request.log.warn({ err, session: id }, '`received` not sent by the API; the session will send it'));
+    const { resolve_images } = validate(RebuildBody, request.body ?? {});
+    const { session, guid } = await rebuildSession(deps, id, (err) => request.log.warn({ err, session: id }, '`received` not sent by the API; the session will send it'), { resolveImages: resolve_images });
     const view = await loadSessionView(deps.pool, deps.config, session);
     return reply.code(201).send({ session, guid, url: view!.url, status_uri: `${deps.config.baseUrl}/ci_events/${guid}/guid` });
   });

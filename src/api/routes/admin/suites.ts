@@ -7,7 +7,7 @@ import { uniqueViolation, type Db } from '../../../db/transaction';
 import type { RepoRow } from '../../../db/repos';
 import { insertSuite, listSuites, updateSuiteSettings, type SuiteRow } from '../../../db/suites';
 import { MAX_PLAN_PROFILES, MAX_RETRY_FAILED, MAX_WORKERS, PROFILE_NAME } from '../../../core/profiles';
-import { buildSetupShape, hookSettingsOf } from '../../../core/buildSetupSchema';
+import { buildSetupShape, hookSettingsOf, imageSchema } from '../../../core/buildSetupSchema';
 import { branchName, plainText, testPattern } from './fields';
 import { loadRepo } from './repos';
 import { described, documented, errors, RepoParams, SuiteParams } from '../../openapi/shapes';
@@ -28,6 +28,8 @@ const SuiteProfile = z.strictObject({
   workers: z.number().int().min(1).max(MAX_WORKERS).optional(),
   junit_pattern: testPattern.nullish(),
   retry_failed: retryFailed.optional(),
+  // The profile's own image, over the suite's (null: none for this profile).
+  image: imageSchema.optional(),
 });
 const profiles = z
   .array(SuiteProfile)
@@ -64,6 +66,7 @@ const CreateSuite = z.strictObject({
   examples: [
     { branch: 'master', test_pattern: 'test/**/*.test.js', test_command: 'node --test' },
     { branch: 'main', test_pattern: 'spec/**/*_spec.rb', test_command: 'bundle exec rspec {files}', workers: 4, retry_failed: 1, junit_pattern: 'reports/*.xml', deadline_minutes: 60 },
+    { branch: 'main', test_pattern: 'test/**/*.test.mjs', test_command: 'node --test', image: 'node:22' },
   ],
 });
 
@@ -98,6 +101,7 @@ export const suiteView = (s: SuiteRow) => ({
   cache: s.cache,
   services: s.services,
   artifacts: s.artifacts,
+  image: s.image,
   own_runners: s.own_runners,
   last_built_commit: s.last_built_commit,
   created_at: s.created_at,
@@ -125,6 +129,7 @@ export async function createSuite(pool: Db, repo: RepoRow, input: unknown): Prom
       cache: body.cache ?? null,
       services: body.services ?? null,
       artifacts: body.artifacts ?? null,
+      image: body.image ?? null,
       own_runners: body.own_runners ?? false,
     });
   } catch (err) {
