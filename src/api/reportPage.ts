@@ -67,6 +67,11 @@ function renderCommitStatuses(v: SessionView): string {
   return `<h2>Commit status</h2>\n<table>\n${rows}\n</table>\n`;
 }
 
+/** The image a session ran in as a pull names it: `<reference>@<digest>`, the reference alone before it resolved. */
+function imageText(image: NonNullable<SessionView['image']>): string {
+  return image.digest === null ? image.reference : `${image.reference}@${image.digest}`;
+}
+
 /** Sizes as people read them: `812 B`, `14.2 KiB`, `3.0 MiB`. */
 export function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
@@ -262,6 +267,7 @@ ${v.ref ? row('ref', v.ref) : ''}
 ${v.reason ? row('reason', v.reason) : ''}
 ${row('commit', v.commit_id ?? `(not checked out yet; requested ${v.head})`)}
 ${v.committers.length > 0 ? row('committers', v.committers.join(', ')) : ''}
+${v.image ? row('image', imageText(v.image)) : ''}
 ${row('profile', v.profile_name)}
 ${row('workers', v.workers)}
 ${row('counts', counts)}

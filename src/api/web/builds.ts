@@ -1,11 +1,12 @@
 /**
  * The builds list (the home page) and a build's page: live while it runs (server-sent events,
- * assets/build.js), with Stop while it runs and Rebuild once it has ended.
+ * assets/build.js), with Stop while it runs and Rebuild once it has ended (in the image digests
+ * it ran, or, with a second button, resolving its image's tag again).
  */
 import { decide, stoppedBy, visibleOrgs } from '../../core/access';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasEnded, SESSION_STATUSES } from '../../core/types';
-import { listFailedOutputs, listPlanParts, listSessions } from '../../db/sessions';
+import { imageDigestsOfBuild, listFailedOutputs, listPlanParts, listSessions } from '../../db/sessions';
 import { listOpenFiles } from '../../db/testQueue';
 import { setupTiming } from '../../db/sessionWorkers';
 import type { ApiDeps } from '../deps';
@@ -14,10 +15,10 @@ import { loadOrg } from '../routes/admin/orgs';
 import { loadRepo } from '../routes/admin/repos';
 import { SessionList } from '../routes/admin/sessions';
 import { rebuildSession } from '../rebuild';
-import { loadSessionView, sessionListView } from '../views';
+import { loadSessionView, sessionListView, type SessionView } from '../views';
 import { requestStop } from '../stopSession';
 import { sessionWorkflowLink } from '../../temporal/uiLink';
-import { formatDuration, formatTime, notFoundPage, page, type WebScope } from './pages';
+import { formatDuration, formatTime, formFields, notFoundPage, page, type WebScope } from './pages';
 import { formatBytes } from '../reportPage';
 import type { SignedIn } from './signIn';
 import { buildTimeline, svgMarkup } from './timeline';
@@ -37,24 +38,41 @@ const FAILURE_TAIL_CHARS = 4_000;
 
 /**
  * A build as its page shows it: the session, the files of its list not done yet (while it
- * runs), a plan's parts, the failures' output; undefined if there is none.
+ * runs), a plan's parts, the failures' output, whether a rebuild would pin image digests (once
+ * it ended: it or a plan's part ran in an image); undefined if there is none.
  */
 async function loadBuild(pool: ApiDeps['pool'], config: ApiDeps['config'], id: number) {
   const view = await loadSessionView(pool, config, id);
   if (!view) return undefined;
-  const [open, parts, failures, setup] = await Promise.all([
+  const [open, parts, failures, setup, pinned] = await Promise.all([
     hasEnded(view.status) ? [] : listOpenFiles(pool, id),
     listPlanParts(pool, id),
     view.counts.failed + view.counts.error > 0 ? listFailedOutputs(pool, id, FAILURES_SHOWN, FAILURE_TAIL_CHARS) : [],
     // While it runs, the session's timing keys are written at its end: its workers' say how far setup went.
     hasEnded(view.status) ? {} : setupTiming(pool, id),
+    hasEnded(view.status) ? imageDigestsOfBuild(pool, id) : {},
   ]);
-  return { view, open, parts, failures, setup };
+  return { view, open, parts, failures, setup, pinsImages: Object.keys(pinned).length > 0 };
+}
+
+/** Hex digits of a digest the page shows; the whole one is in its tooltip. */
+const SHORT_DIGEST = 12;
+
+/**
+ * The image a build ran in, as the page shows it: the reference, its digest cut short
+ * (`sha256:` and 12 hex digits, as `docker images` does) and whole (`<reference>@<digest>`,
+ * what a pull takes); null: none, or none yet (it is recorded when its build starts).
+ */
+function imageFacts(image: SessionView['image']) {
+  if (!image) return null;
+  const { reference, digest } = image;
+  if (digest === null) return { reference, digest: '', short: '', full: reference };
+  return { reference, digest, short: digest.slice(0, digest.indexOf(':') + 1 + SHORT_DIGEST), full: `${reference}@${digest}` };
 }
 
 /** What the build page shows that changes while it runs, as the page renders it and its stream sends it. */
 export function liveView(
-  { view, open, parts, failures, setup }: NonNullable<Awaited<ReturnType<typeof loadBuild>>>,
+  { view, open, parts, failures, setup, pinsImages }: NonNullable<Awaited<ReturnType<typeof loadBuild>>>,
   canStopHere: boolean,
   config: ApiDeps['config'],
   workflowIds: ApiDeps['workflowIds'],
@@ -64,6 +82,7 @@ export function liveView(
   const ended = hasEnded(view.status);
   const hookRunning = view.hooks.some((h) => h.status === 'running');
   const endedAt = view.timing.done !== undefined ? view.timing.done * 1000 : Date.parse(view.updated_at);
+  const image = imageFacts(view.image);
   return {
     session: view.session,
     status: view.status,
@@ -74,6 +93,9 @@ export function liveView(
     reason: view.reason,
     canStop: !ended && canStopHere,
     canRebuild: ended && view.parent_session === undefined,
+    image,
+    // Rebuild runs the digests the build ran; this one resolves the tags again (a `node:22` that moved on).
+    canRebuildResolving: ended && view.parent_session === undefined && pinsImages,
     // A queued session has no workflow yet (the suite starts it at its turn).
     workflowUrl: view.status === 'queued' ? null : sessionWorkflowLink(config, workflowIds, view.session),
     countsText: `${c.passed} passed, ${c.failed} failed, ${c.error} errors${toGo > 0 ? `, ${toGo} to go` : ''}`,
@@ -250,7 +272,9 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
     if (!user) return reply;
     const id = parseId(request.params.id, 'build');
     try {
-      const { session } = await rebuildSession(deps, id, (err) => request.log.warn({ err, session: id }, '`received` not sent by the API'));
+      // The second button's `resolve_images=1`: each image's tag resolved again, not the digests the session ran.
+      const resolveImages = formFields(request).resolve_images === '1';
+      const { session } = await rebuildSession(deps, id, (err) => request.log.warn({ err, session: id }, '`received` not sent by the API'), { resolveImages });
       return reply.code(303).header('location', `/builds/${session}`).send();
     } catch (err) {
       if (!(err instanceof HttpError)) throw err;

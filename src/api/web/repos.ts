@@ -1,7 +1,7 @@
 /**
- * A repository's CI Setup page (`/repos/:id`: how to connect it, its settings, suites and
- * secrets) and its Branches page (`/repos/:id/branches`: every known branch with its toggles
- * and last build). Each form posts to a route here that turns its fields into the JSON API's
+ * A repository's CI Setup page (`/repos/:id`: how to connect it, its settings, suites, secrets
+ * and registry logins) and its Branches page (`/repos/:id/branches`: every known branch with its
+ * toggles and last build). Each form posts to a route here that turns its fields into the JSON API's
  * body and calls the same function as the JSON route (routes/admin/), so the rules and their
  * messages are the API's; a refused field is shown next to the form it came from.
  */
@@ -10,6 +10,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { listBranches } from '../../db/branches';
 import type { RepoRow } from '../../db/repos';
+import { listRegistryLogins } from '../../db/registryLogins';
 import { listSecrets } from '../../db/secrets';
 import { lastBuildsOfRepo } from '../../db/sessions';
 import { listSuites, type SuiteRow } from '../../db/suites';
@@ -18,6 +19,7 @@ import { providers } from '../../providers';
 import { HttpError, parseId } from '../http';
 import { setBranch } from '../routes/admin/branches';
 import { loadRepo, repoView, updateRepo } from '../routes/admin/repos';
+import { putRegistryLogin, registryLoginView, removeRegistryLogin } from '../routes/admin/registries';
 import { putSecret, removeSecret, secretView } from '../routes/admin/secrets';
 import { createSuite, updateSuite } from '../routes/admin/suites';
 import { removeSuite, rotateRepoKey, rotateRepoSshKey } from '../routes/admin/operator';
@@ -26,8 +28,8 @@ import type { SignedIn } from './signIn';
 
 
 // The pages' forms, as FailedForm names them: `settings`, `webhook-secret`, `known-hosts`, `commit-status`,
-// `suite:new`, `suite:<id>`, `secret`, `secrets`, `branch:<name>`, `suite-delete:<id>`,
-// `rotate-key`, `rotate-ssh-key`.
+// `suite:new`, `suite:<id>`, `secret`, `secrets`, `registry`, `registries`, `branch:<name>`,
+// `suite-delete:<id>`, `rotate-key`, `rotate-ssh-key`.
 
 /** What a `?saved=` after a form's redirect says; anything else says nothing. */
 const NOTICES: Record<string, string> = {
@@ -38,6 +40,8 @@ const NOTICES: Record<string, string> = {
   suite: 'Suite saved.',
   secret: 'Secret saved.',
   'secret-deleted': 'Secret deleted.',
+  registry: 'Registry login saved.',
+  'registry-deleted': 'Registry login deleted.',
   branch: 'Branch saved.',
   'suite-deleted': 'Suite deleted, with its builds.',
   key: 'New trigger key made: the old webhook URLs no longer work. Put the new ones into your hosting sites.',
@@ -57,7 +61,7 @@ const PROVIDER_LABELS: Record<string, string> = {
 };
 
 /** Fields never written back into a page: what was typed there is a secret. */
-const SECRET_FIELDS = ['value', 'webhook_secret', 'status_token'];
+const SECRET_FIELDS = ['value', 'webhook_secret', 'status_token', 'password'];
 
 /** The hosting sites commit statuses go to, as people call them. */
 const STATUS_LABELS: Record<StatusProvider, string> = {
@@ -128,6 +132,8 @@ function suiteBody(v: Record<string, string>, creating: boolean) {
     profiles: profilesField(v.profiles),
     plan: plan.length > 0 ? plan : creating ? undefined : null,
     deadline_minutes: numberField(v.deadline_minutes) ?? (creating ? undefined : null),
+    // Its own field, not a key of the Setup text: the one place on the page that sets it.
+    image: creating ? given(v.image) : orNull(v.image),
     ...setupField(v.setup, creating),
   };
   return creating ? { branch: given(v.branch) ?? '', ...body } : body;
@@ -145,6 +151,7 @@ const suiteForm = (s: SuiteRow) => ({
   plan: (s.plan ?? []).join('\n'),
   deadline_minutes: s.deadline_minutes === null ? '' : String(s.deadline_minutes),
   setup: setupYaml(s),
+  image: s.image ?? '',
 });
 
 /** A suite's setup keys that are set, as the YAML its form shows. */
@@ -169,7 +176,9 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
 
   const setupPage = async (reply: FastifyReply, user: SignedIn, repo: RepoRow, failed: FailedForm | null, status = 200, notice?: string) => {
     const view = repoView(repo, config);
-    const [suites, secrets] = await Promise.all([listSuites(pool, repo.id), listSecrets(pool, repo.id)]);
+    // Keys, settings, statuses, secrets and registry logins are an admin's; a maintainer's page shows suites.
+    const isAdmin = decide(user, 'admin', repo.org_id, true).allowed;
+    const [suites, secrets, registries] = await Promise.all([listSuites(pool, repo.id), listSecrets(pool, repo.id), isAdmin ? listRegistryLogins(pool, repo.id) : []]);
     return page(
       reply,
       'repoSetup',
@@ -177,8 +186,7 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
         title: `CI setup of ${repo.org_name}/${repo.name}`,
         section: 'orgs',
         user,
-        // Keys, settings, statuses and secrets are an admin's; a maintainer's page shows suites.
-        isAdmin: decide(user, 'admin', repo.org_id, true).allowed,
+        isAdmin,
         notice: notice ?? null,
         failed,
         repo: {
@@ -206,6 +214,8 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
         hooks: Object.keys(providers).map((name) => ({ name, label: PROVIDER_LABELS[name] ?? name, url: `${config.baseUrl}/1/${name}/${view.key}` })),
         suites: suites.map(suiteForm),
         secrets: secrets.map((row) => secretView(row, config.secretKey)),
+        // Hosts and users only: registryLoginView leaves the sealed password behind.
+        registries: registries.map((row) => ({ ...registryLoginView(row), path: encodeURIComponent(row.host), updated: formatTime(row.updated_at) })),
       },
       status,
     );
@@ -331,6 +341,18 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
   repoPost<{ name: string }>('/repos/:id/secrets/:name/delete', setupPage, () => 'secrets', async (repo, _v, p) => {
     await removeSecret(pool, repo, p.name);
     return setup(repo, 'secret-deleted', 'secrets');
+  });
+
+  // The host as typed (the API normalizes it: `Docker.io` is `docker.io`); the password as typed, never trimmed.
+  repoPost('/repos/:id/registries', setupPage, () => 'registry', async (repo, v) => {
+    await putRegistryLogin(deps, repo, given(v.host) ?? '', { username: given(v.username) ?? '', password: v.password ?? '' });
+    return setup(repo, 'registry', 'registries');
+  });
+
+  // `:host` comes URL-encoded (a port's `:`); the router decodes it.
+  repoPost<{ host: string }>('/repos/:id/registries/:host/delete', setupPage, () => 'registries', async (repo, _v, p) => {
+    await removeRegistryLogin(pool, repo, p.host);
+    return setup(repo, 'registry-deleted', 'registries');
   });
 
   repoGet('/repos/:id/branches', branchesPage);

@@ -340,12 +340,15 @@ export function buildTimeline(input: TimelineInput): Timeline {
 
 const round = (n: number): number => Math.round(n * 1000) / 1000;
 
+/** How a row of the hooks reads: `worker_setup hook`, but getting the image (steps/image/) is no hook. */
+const stepWord = (name: string): string => (name === 'image' ? 'image' : `${name} hook`);
+
 function hookItem(h: TimelineInput['hooks'][number], input: TimelineInput): Item {
   const from = ms(h.started_at)!;
   const to = ms(h.finished_at) ?? (h.status === 'running' ? input.now : from + (h.duration_ms ?? 0));
   const where = h.worker === null ? '' : ` on worker ${h.worker}`;
   const took = h.status === 'running' ? `running for ${dur(input.now - from)}` : dur(h.duration_ms ?? to - from);
-  return { kind: 'hook', cls: hookCls(h.status), from, to, names: [`${h.name} hook${where}: ${h.status}, ${took}`], count: 1, files: 0 };
+  return { kind: 'hook', cls: hookCls(h.status), from, to, names: [`${stepWord(h.name)}${where}: ${h.status}, ${took}`], count: 1, files: 0 };
 }
 
 /** Each worker's hooks, batches and files, and its numbers. */

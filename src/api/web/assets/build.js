@@ -62,8 +62,21 @@
     // Absent for a viewer: only maintainers stop and rebuild.
     const stop = $('[data-stop]');
     const rebuild = $('[data-rebuild]');
+    const resolving = $('[data-rebuild-resolving]');
     if (stop) stop.hidden = !b.canStop;
     if (rebuild) rebuild.hidden = !b.canRebuild;
+    if (resolving) resolving.hidden = !b.canRebuildResolving;
+    // The image is recorded when the build starts: a page opened before that learns it here.
+    const image = $('[data-image]');
+    image.hidden = !b.image;
+    if (b.image) {
+      const ref = $('[data-image-ref]');
+      ref.textContent = b.image.reference;
+      ref.title = b.image.full;
+      const digest = $('[data-image-digest]');
+      digest.textContent = b.image.short;
+      digest.title = b.image.digest;
+    }
     const workflow = $('[data-workflow]');
     workflow.hidden = !b.workflowUrl;
     if (b.workflowUrl) workflow.href = b.workflowUrl;
