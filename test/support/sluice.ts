@@ -87,6 +87,13 @@ export async function startSluice(
     port?: number;
     /** Identity providers people sign in with (SLUICE_SIGN_IN_PROVIDERS); none by default. */
     signInProviders?: Config['signInProviders'];
+    /**
+     * Its runners' image stores: one each (as on separate machines), or one they share (as
+     * runner processes of one machine); a store of this Sluice's own either way. Default shared.
+     */
+    imageStores?: 'per-runner' | 'shared';
+    /** Docker Hub's images through this registry (SLUICE_REGISTRY_MIRROR). */
+    registryMirror?: { host: string; insecure: boolean };
   } = {},
 ): Promise<Sluice> {
   const port = opts.port ?? (await freePort());
@@ -134,6 +141,8 @@ export async function startSluice(
     cacheLocal: { dir: path.join(cacheDir, 'local'), maxBytes: 1024 * 1024 * 1024 },
     hookTimeoutMs: opts.hookTimeoutMs,
     signInProviders: opts.signInProviders,
+    // Beside the workspaces, not under the cache's 0700 directory: the build user enters it (steps/image/store.ts).
+    images: { dir: `${workspaceDir}-images`, maxBytes: 20 * 1024 ** 3, mirror: opts.registryMirror ?? null },
   };
 
   // Each part is stopped again, newest first, by stop() or when a later one fails to start (a
@@ -141,6 +150,7 @@ export async function startSluice(
   const parts: (() => Promise<unknown>)[] = [
     () => rm(workspaceDir, { recursive: true, force: true }),
     () => rm(cacheDir, { recursive: true, force: true }),
+    () => rm(`${workspaceDir}-images`, { recursive: true, force: true }),
   ];
   const stopAll = async () => {
     for (const stop of parts.splice(0).reverse()) await stop();
@@ -160,7 +170,8 @@ export async function startSluice(
     for (let i = 0; i < (opts.runners ?? 1); i++) {
       // As `npm start` does: where bubblewrap does not work (a developer's laptop), run on.
       const trustedBuilds = (opts.isolation ?? (opts.sandbox || opts.buildUser ? 'default' : 'trusted')) === 'trusted';
-      const runner: RunnerHandle = await runRunner(config, { slots: opts.runnerSlots, requireSandbox: false, trustedBuilds });
+      const own = opts.imageStores === 'per-runner' ? { ...config, images: { ...config.images!, dir: path.join(config.images!.dir, `runner-${i + 1}`) } } : config;
+      const runner: RunnerHandle = await runRunner(own, { slots: opts.runnerSlots, requireSandbox: false, trustedBuilds });
       parts.push(() => runner.shutdown());
       runnerNames.push(runner.name);
     }

@@ -7,7 +7,7 @@
  *   first when the store lacks it (pull.ts), with what the sandbox binds (its root filesystem,
  *   a passwd and a group naming the build user) and the environment its configuration sets.
  */
-import { writeFile, rename } from 'node:fs/promises';
+import { rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { formatImageRef, parseImageRef, pinImageRef, type ImageRef } from '../../core/imageRef';
 import type { SandboxImage } from '../sandbox';
@@ -127,6 +127,23 @@ async function userFiles(dir: string, rootfs: string, uid: number, gid: number):
   return { passwd, group };
 }
 
+/**
+ * The first directory on the way to `target` that `user` may not pass (bubblewrap binds the
+ * image as that user), or null. A store under a directory only the runner may enter would fail
+ * every build with a bare "Permission denied" from bwrap; this names the directory instead.
+ */
+async function closedOnTheWay(target: string, user: { uid: number; gid: number }): Promise<string | null> {
+  if (user.uid === 0) return null;
+  const parts = path.resolve(target).split('/').filter(Boolean);
+  for (let i = 0; i < parts.length; i++) {
+    const dir = `/${parts.slice(0, i + 1).join('/')}`;
+    const info = await stat(dir);
+    const passable = info.uid === user.uid ? info.mode & 0o100 : info.gid === user.gid ? info.mode & 0o010 : info.mode & 0o001;
+    if (!passable) return dir;
+  }
+  return null;
+}
+
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(bytes < 10 * 1024 * 1024 ? 1 : 0)} MiB`;
 
 /**
@@ -149,7 +166,7 @@ export async function leaseWorkerImage(
     image.digest,
     async (work) => {
       const got = await withClient(deps, await credentials(), notes, (client) => pullImage(client, pinImageRef(ref, image.digest), image.digest, work, signal));
-      notes.push(...got.notes.map((n) => `image: ${n}`));
+      notes.push(...got.notes.map((n) => `left out of the image: ${n}`));
       pulled = { layers: got.layers, downloaded: got.downloadedBytes, unpacked: got.unpackedBytes };
       return { manifestDigest: got.manifestDigest, reference: image.reference, config: got.config, bytes: got.unpackedBytes, layers: got.layers, files: got.files };
     },
@@ -157,6 +174,10 @@ export async function leaseWorkerImage(
   );
   try {
     const { meta, rootfs, dir } = lease.image;
+    const closed = await closedOnTheWay(rootfs, user);
+    if (closed) {
+      throw new RegistryError(`the image store ${deps.store.dir} is out of the build user's reach: ${closed} does not let it pass (SLUICE_IMAGE_DIR wants a place whose directories others may enter, as /tmp or /var/lib)`, 'no client');
+    }
     const files = await userFiles(dir, rootfs, user.uid, user.gid);
     const env = imageEnvironment(meta.config.env);
     const took = `${((performance.now() - started) / 1000).toFixed(1)} s`;

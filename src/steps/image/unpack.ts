@@ -75,6 +75,8 @@ const NEW_FILE = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW;
 
 const WHITEOUT = '.wh.';
 const OPAQUE = '.wh..wh..opq';
+/** Entries that are device nodes or pipes: never made (an image cannot name a device). */
+const DEVICE_TYPES = new Set(['CharacterDevice', 'BlockDevice', 'FIFO']);
 
 /**
  * A tar path as a plain path relative to the root ('' for the root itself), or null when it has
@@ -203,6 +205,13 @@ class Extraction {
       case 'Link':
         return this.hardLink(entry, rel);
       default:
+        // A root filesystem's own /dev nodes (mmdebstrap, debootstrap keep them) go without a word:
+        // the sandbox mounts a /dev of its own there.
+        if (rel.startsWith('dev/') && DEVICE_TYPES.has(entry.type)) {
+          entry.resume();
+          this.result.skipped += 1;
+          return;
+        }
         return this.skip(entry, `${shown(rel)}: a ${entry.type}`);
     }
   }
