@@ -2,7 +2,11 @@
 # The command picks the role (docker-compose.yml does):
 #   node dist/api/main.js       HTTP API
 #   node dist/worker/main.js    workflows, database, deliveries, chat and e-mail
-#   node dist/runner/main.js    checkouts and test files (needs git, ssh, hg: installed below)
+#   node dist/runner/main.js    checkouts and test files (needs git, ssh, hg, bwrap and crane: installed below)
+
+# ---- crane: the registry client runners pull builds' images with (docs/operating.md, "Images") ----
+FROM golang:1.26-bookworm AS crane
+RUN go install github.com/google/go-containerregistry/cmd/crane@v0.22.1
 
 # ---- build: all dependencies, TypeScript compiled, workflow code bundled ----
 FROM node:20-bookworm-slim AS build
@@ -32,6 +36,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+COPY --from=crane /go/bin/crane /usr/local/bin/crane
 # The API and workers run as node; the runner service runs as root so that it can start tests
 # as sluice-build (SLUICE_BUILD_USER, docker-compose.yml), who cannot read the runner.
 USER node

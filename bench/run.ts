@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startCluster } from '../test/support/cluster';
 import { eventFigures } from './events';
+import { imageFigures } from './image';
 import { isolationFigures } from './isolation';
 import { scaleFigures } from './scale';
 import { setupFigures } from './setup';
@@ -23,6 +24,7 @@ const PARTS = {
   setup: { title: 'Setup: package setup and the dependency cache (issue 21)', figures: setupFigures },
   suite: { title: 'Real suites: Sluice beside the framework alone (issue 22)', figures: suiteFigures },
   isolation: { title: 'Isolation: bubblewrap by default (issue 23)', figures: isolationFigures },
+  image: { title: 'Images: a build brings its own toolchain (issue 35)', figures: imageFigures },
 } as const;
 
 // Parts wait minutes between two calls of the API (a suite running alone): an idle connection

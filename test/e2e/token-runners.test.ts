@@ -4,7 +4,8 @@
  * Sluice's but its token and the API's address builds a repository with secrets end to end
  * (checkout over SSH with the repository's key, two workers meeting at the rendezvous, the
  * secret in the test's environment and masked in its output); revoked, it gets no more work;
- * an organization's token takes that organization's builds and never another's.
+ * an organization's token takes that organization's builds and never another's; it pulls a
+ * build's private image from the registry itself, with the login that came with the job.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { startRole, type RoleProcess } from '../support/processes';
 import { eventually } from '../support/wait';
 import { reportPath } from '../support/reports';
 import { script } from '../support/world';
+import { cranePath, pushImage, startPrivateRegistry, testImageLayers } from '../support/registry';
 
 jest.setTimeout(300_000);
 
@@ -36,8 +38,9 @@ interface Token {
 const makeToken = (name: string, org?: number) => c.admin<Token>('POST', '/api/v1/runner-tokens', { name, ...(org === undefined ? {} : { org }) });
 
 /** A runner given only its token and the API's address: no database, no secret key, no admin token, no Temporal. */
-async function startTokenRunner(token: string): Promise<RoleProcess> {
+async function startTokenRunner(token: string, more: NodeJS.ProcessEnv = {}): Promise<RoleProcess> {
   const runner = startRole('runner', {
+    ...more,
     SLUICE_RUNNER_TOKEN: token,
     SLUICE_BASE_URL: c.env.SLUICE_BASE_URL,
     SLUICE_BUILD_QUEUE: c.env.SLUICE_BUILD_QUEUE,
@@ -265,5 +268,46 @@ describe('a worker killed while a token runner runs its job', () => {
     expect(rows).toEqual([{ state: 'done' }]);
     r.kill('SIGKILL');
     await r.exited;
+  });
+});
+
+describe('a runner with a token and a private image', () => {
+  it('resolves and pulls the image itself, with the registry login that came with the job, and runs in it', async () => {
+    const login = { username: 'edge-bot', password: `pw-${Date.now().toString(36)}-token-runner` };
+    const registry = await startPrivateRegistry(login);
+    try {
+      const layers = await testImageLayers();
+      const image = await pushImage(registry.host, 'team/node:22', { layers: [layers.debian, layers.node], auth: login });
+      const org = await c.admin<{ id: number }>('POST', '/api/v1/orgs', { name: 'image-org', email: 'ops@image.test' });
+      await c.admin('POST', `/api/v1/orgs/${org.id}/webhooks`, { url: c.receiver.url });
+      const t = await makeToken('image-edge', org.id);
+      // Its own store, under /tmp where the build user may pass; crane where `.ci/run` built it.
+      const r = await startTokenRunner(t.token, { SLUICE_IMAGE_DIR: await mkdtemp(path.join(os.tmpdir(), 'sluice-token-images-')), SLUICE_CRANE: cranePath() });
+      try {
+        const repo = await c.makeRepo(
+          { 'test/node_test.sh': script('node --version; test "$(node -p "process.versions.node.split(\'.\')[0]")" = 22') },
+          { branch: 'master', test_pattern: 'test/*_test.sh', image: `${registry.host}/team/node:22`, own_runners: true },
+          { org: org.id },
+        );
+        await c.admin('PUT', `/api/v1/repos/${repo.id}/registries/${registry.host}`, login);
+        const session = await passes(repo);
+        expect((await tests(session)).tests.map((x) => [x.path, x.status, x.output])).toEqual([['test/node_test.sh', 'passed', 'v22.12.0\n']]);
+        // Every job of it, the image's resolution among them, was the token runner's.
+        const { rows } = await c.db.pool.query<{ kind: string; token_id: number }>('SELECT kind, token_id::int AS token_id FROM runner_jobs WHERE session_id = $1 ORDER BY id', [session]);
+        expect(rows.map((j) => j.kind)).toEqual(expect.arrayContaining(['checkout', 'resolveImage', 'runLane']));
+        expect(new Set(rows.map((j) => j.token_id))).toEqual(new Set([t.id]));
+        const view = await c.admin<{ image: { digest: string }; hooks: Array<{ name: string; runner: string; detail: string }> }>('GET', `/api/v1/sessions/${session}`);
+        expect(view.image.digest).toBe(image.digest);
+        const name = (await r.waitForOutput(/sluice runner: (\S+) serving/))[1];
+        expect(view.hooks.filter((h) => h.name === 'image')).toEqual([expect.objectContaining({ runner: name, detail: expect.stringMatching(/^pulled: 2 layers/) })]);
+        // The login reached it with the job, never through its environment.
+        expect(readFileSync(`/proc/${r.pid}/environ`, 'utf8')).not.toContain(login.password);
+      } finally {
+        r.kill('SIGKILL');
+        await r.exited;
+      }
+    } finally {
+      await registry.stop();
+    }
   });
 });

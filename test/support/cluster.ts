@@ -56,8 +56,8 @@ export async function startCluster(opts: { runners: number; env?: NodeJS.Process
     buildDist(180_000),
   ]);
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'sluice-cluster-'));
-  // Loopback receivers are allowed; runners take one lane at a time. The cache store and the
-  // runners' local copies (one machine: they share them) are the cluster's own.
+  // Loopback receivers are allowed; runners take one lane at a time. The cache store, the
+  // runners' local copies and their image store (one machine: they share them) are the cluster's own.
   const env = await sluiceEnv({
     databaseUrl: db.url,
     temporalAddress: temporal.address,
@@ -66,6 +66,8 @@ export async function startCluster(opts: { runners: number; env?: NodeJS.Process
       SLUICE_RUNNER_SLOTS: '1',
       SLUICE_CACHE_URL: path.join(tmp, 'cache-store'),
       SLUICE_CACHE_LOCAL_DIR: path.join(tmp, 'cache-local'),
+      // Beside tmp (0700), where the build user may pass: builds run in the images it holds.
+      SLUICE_IMAGE_DIR: `${tmp}-images`,
       ...opts.env,
     },
   });
@@ -142,6 +144,7 @@ export async function startCluster(opts: { runners: number; env?: NodeJS.Process
       await Promise.allSettled([ssh.close(), receiver.close(), temporal.stop()]);
       await db.drop();
       await rm(tmp, { recursive: true, force: true });
+      await rm(`${tmp}-images`, { recursive: true, force: true });
     },
   };
   return cluster;
