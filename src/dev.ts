@@ -9,7 +9,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startApi } from './api/main';
 import { checkServices } from './steps/services';
-import { loadConfig } from './config';
+import { findCrane } from './steps/image/crane';
+import { DEFAULT_IMAGE_DIR, loadConfig, type Config } from './config';
 import { migrate } from './db/migrate';
 import { createPool, ensureDatabase } from './db/pool';
 import { superviseDevServer, type SupervisedDevServer } from './temporal/devSupervisor';
@@ -108,11 +109,19 @@ async function main(): Promise<void> {
       `  Metrics       ${metrics?.url ?? 'off (SLUICE_METRICS_PORT)'}`,
       `  Admin token   ${adminTokenWhere === 'SLUICE_ADMIN_TOKEN' ? 'from $SLUICE_ADMIN_TOKEN' : adminTokenWhere}`,
       `  Webhooks may reach ${env.SLUICE_WEBHOOK_ALLOW || 'public addresses only'} (SLUICE_WEBHOOK_ALLOW)`,
+      imagesLine(config),
       ...services,
       'Ctrl-C stops it.',
       '',
     ].join('\n'),
   );
+}
+
+/** Where builds' images come from, or why builds with `image:` would fail here. */
+function imagesLine(config: Config): string {
+  const crane = findCrane(config.images?.crane);
+  if (!crane) return '  Images        no crane: builds with image: end in error (SLUICE_CRANE; docs/operating.md#images)';
+  return `  Images        pulled with ${crane}, kept in ${config.images?.dir ?? DEFAULT_IMAGE_DIR}${config.images?.mirror ? `, Docker Hub through ${config.images.mirror.host}` : ''}`;
 }
 
 const SERVICE_VARS = { postgresql: 'SLUICE_SERVICE_POSTGRESQL_URL', mysql: 'SLUICE_SERVICE_MYSQL_URL', redis: 'SLUICE_SERVICE_REDIS_URL' } as const;
