@@ -8,7 +8,8 @@
  * that digest again after the tag moved on, unless asked to resolve it again. A private image
  * is pulled with the repository's registry login, and an untrusted pull request does not get
  * it; a missing image and an unreachable registry end the build saying which; a hostile image
- * (paths that escape, links out, a device node, a setuid file) runs with none of that.
+ * (paths that escape, links out, a device node, a setuid file) runs with none of that; a
+ * runner's store evicts the image least recently used past its limit.
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -22,6 +23,7 @@ import { pushImage, startOpenRegistry, startPrivateRegistry, testImageLayers, ty
 import { layerTar } from '../support/tarLayers';
 import { script, World, type Repo } from '../support/world';
 import { freePort } from '../../src/temporal/devServer';
+import { listImages } from '../../src/steps/image/store';
 
 const run = promisify(execFile);
 jest.setTimeout(600_000);
@@ -248,6 +250,36 @@ describe('a hostile image', () => {
     expect(said).toContain('left out of the image: dev-mem: a CharacterDevice');
     expect(said).toMatch(/left out of the image: .*pwned-dotdot: a path with '\.\.'/);
     expect(said).toMatch(/left out of the image: escape\/pwned-link: a path through escape, a symbolic link/);
+  });
+});
+
+describe('a runner’s store', () => {
+  it('evicts the image least recently used past its limit: a build in it again pulls it again', async () => {
+    // One runner whose store holds one of these images (~180 MB unpacked each), not two.
+    const small = await World.start({ runners: 1, isolation: 'default', imageMaxBytes: 250 * 1024 * 1024 });
+    try {
+      const images = await Promise.all(['a', 'b'].map(async (n) => pushImage(open.host, `ci/evict-${n}:1`, { layers: [layers.debian, await smallLayer('which', `image ${n}\n`)] })));
+      const repos = await Promise.all(images.map((image) => small.makeRepo({ 't/which_test.sh': script('cat /etc/which'), 'sluice.yml': { content: `image: ${image.ref}\n` } }, { suite: VERSION_SUITE })));
+      const detail = async (repo: Repo) => {
+        const { session } = await small.build(repo, { branch: 'master', force: true });
+        await small.eventsOf(session);
+        const v = (await small.session(session)) as unknown as View;
+        expect(v.status).toBe('passed');
+        return imageSteps(v)[0]!.detail;
+      };
+      const stored = async () => (await listImages({ dir: small.sluice.config.images!.dir, maxBytes: 0 })).map((m) => m.digest);
+
+      expect(await detail(repos[0]!)).toMatch(/^pulled: /);
+      expect(await detail(repos[0]!)).toMatch(/^from this runner's store/);
+      expect(await stored()).toEqual([images[0]!.digest]);
+      // b's pull puts the store over its limit: a, which no build holds now, goes.
+      expect(await detail(repos[1]!)).toMatch(/^pulled: /);
+      expect(await stored()).toEqual([images[1]!.digest]);
+      expect(await detail(repos[0]!)).toMatch(/^pulled: /);
+      expect(await stored()).toEqual([images[0]!.digest]);
+    } finally {
+      await small.stop();
+    }
   });
 });
 

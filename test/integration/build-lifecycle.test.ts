@@ -93,7 +93,7 @@ async function serviceDatabase(session: number): Promise<boolean> {
 const note = (log: string, step: string) => `echo "${step} $PGDATABASE" >> ${log}`;
 
 it('the steps, in the order a worker takes them', () => {
-  expect(WORKER_STEPS).toEqual(['cache restore', 'pre_setup', 'package setup', 'services', 'worker_setup', 'post_setup', 'rendezvous', 'tests', 'post_worker', 'artifacts', 'cache save']);
+  expect(WORKER_STEPS).toEqual(['image', 'cache restore', 'pre_setup', 'package setup', 'services', 'worker_setup', 'post_setup', 'rendezvous', 'tests', 'post_worker', 'artifacts', 'cache save']);
 });
 
 it('runs every hook and the tests in that order, services there from worker_setup on, and gone after', async () => {

@@ -94,6 +94,8 @@ export async function startSluice(
     imageStores?: 'per-runner' | 'shared';
     /** Docker Hub's images through this registry (SLUICE_REGISTRY_MIRROR). */
     registryMirror?: { host: string; insecure: boolean };
+    /** How much each image store holds before it evicts (SLUICE_IMAGE_MAX_MB); default 20 GiB. */
+    imageMaxBytes?: number;
   } = {},
 ): Promise<Sluice> {
   const port = opts.port ?? (await freePort());
@@ -142,7 +144,7 @@ export async function startSluice(
     hookTimeoutMs: opts.hookTimeoutMs,
     signInProviders: opts.signInProviders,
     // Beside the workspaces, not under the cache's 0700 directory: the build user enters it (steps/image/store.ts).
-    images: { dir: `${workspaceDir}-images`, maxBytes: 20 * 1024 ** 3, mirror: opts.registryMirror ?? null },
+    images: { dir: `${workspaceDir}-images`, maxBytes: opts.imageMaxBytes ?? 20 * 1024 ** 3, mirror: opts.registryMirror ?? null },
   };
 
   // Each part is stopped again, newest first, by stop() or when a later one fails to start (a

@@ -66,7 +66,7 @@ const CreateSuite = z.strictObject({
   examples: [
     { branch: 'master', test_pattern: 'test/**/*.test.js', test_command: 'node --test' },
     { branch: 'main', test_pattern: 'spec/**/*_spec.rb', test_command: 'bundle exec rspec {files}', workers: 4, retry_failed: 1, junit_pattern: 'reports/*.xml', deadline_minutes: 60 },
-    { branch: 'main', test_pattern: 'test/**/*.test.mjs', test_command: 'node --test', image: 'node:22' },
+    { branch: 'next', test_pattern: 'test/**/*.test.mjs', test_command: 'node --test', image: 'node:22' },
   ],
 });
 
