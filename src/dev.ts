@@ -9,7 +9,6 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startApi } from './api/main';
 import { checkServices } from './steps/services';
-import { findCrane } from './steps/image/crane';
 import { DEFAULT_IMAGE_DIR, loadConfig, type Config } from './config';
 import { migrate } from './db/migrate';
 import { createPool, ensureDatabase } from './db/pool';
@@ -18,6 +17,7 @@ import { loadWorkflowIds } from './temporal/ids';
 import { reportInstallation } from './temporal/installationCheck';
 import { startRoleMetrics } from './temporal/metrics';
 import { prepareTemporal } from './temporal/prepare';
+import { findCrane } from './runner/crane';
 import { runRunner } from './runner/run';
 import { runWorker } from './worker/run';
 

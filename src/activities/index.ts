@@ -60,7 +60,7 @@ export function createControlActivities(deps: ActivityDeps): ControlActivities {
 
 /** A runner's activities, on the build queue(s): checkouts, test lanes (with their setup), the push and the post_build hook. */
 export function createRunnerActivities(
-  deps: ActivityDeps & { runner: string; processGroups?: ProcessGroups; runAs?: BuildUser; sandbox?: Sandbox; store?: BlobStore },
+  deps: ActivityDeps & { runner: string; processGroups?: ProcessGroups; runAs?: BuildUser; sandbox?: Sandbox; store?: BlobStore; crane?: string | null },
 ): RunnerActivities {
   const { pushToCiServer } = createPostActivities({ config: deps.config, pool: deps.pool });
   // One store a runner, for its caches and its builds' artifacts.
@@ -83,7 +83,7 @@ export function createRunnerActivities(
  * key never leaves the keyed side).
  */
 export function createTokenRunnerActivities(
-  deps: { config: Config; records: BuildRecords; store: BlobStore; runner: string; processGroups?: ProcessGroups; runAs?: BuildUser; sandbox?: Sandbox },
+  deps: { config: Config; records: BuildRecords; store: BlobStore; runner: string; processGroups?: ProcessGroups; runAs?: BuildUser; sandbox?: Sandbox; crane?: string | null },
 ): Omit<RunnerActivities, 'pushToCiServer'> {
   return createBuildActivities({
     ...deps,

@@ -14,6 +14,7 @@ import { runnerLanes, withLanes } from '../metrics/counts';
 import { startTracing } from '../tracing/setup';
 import { tracedWorker } from '../tracing/temporal';
 import { SLUICE_VERSION } from '../version';
+import { findCrane } from './crane';
 import { isolationWarning, resolveIsolation } from './isolation';
 import { startReaper } from './reaper';
 import { startSweeps } from './sweep';
@@ -63,7 +64,7 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
     },
   );
   const reaper = await startReaper();
-  const activities = createRunnerActivities({ config, pool, runner: name, processGroups: reaper, runAs, sandbox });
+  const activities = createRunnerActivities({ config, pool, runner: name, processGroups: reaper, runAs, sandbox, crane: findCrane(config.images?.crane) });
   const slots = options.slots ?? config.runnerSlots ?? DEFAULT_RUNNER_SLOTS;
   // cicd_worker_count in /metrics: this runner's lanes, busy while an activity runs.
   const lanes = runnerLanes(slots);

@@ -72,7 +72,8 @@ export function planTemporalCli(facts: CliFacts): CliPlan {
   };
 }
 
-function isExecutable(file: string): boolean {
+/** Whether `file` is an executable regular file. */
+export function isExecutable(file: string): boolean {
   try {
     accessSync(file, constants.X_OK);
     return statSync(file).isFile();

@@ -34,7 +34,6 @@ import type { CacheDeps } from '../../steps/cache';
 import { ensureTree, fetchTree, holdTree, homeDir, markUsed, removeTree, treeDeps, TreeGoneError, treeDir } from '../../steps/checkout/tree';
 import { GitPullError } from '../../steps/checkout/git';
 import { RegistryError, resolveImage, type ImageDeps } from '../../steps/image';
-import { findCrane } from '../../steps/image/crane';
 import { DOCKER_AUTH_CONFIG } from '../../steps/image/credentials';
 import { runPostBuildHook, runWorker } from '../../steps/lifecycle';
 import type { BuildUser, ProcessGroups } from '../../steps/process';
@@ -59,17 +58,19 @@ export interface BuildDeps {
   cache?: CacheDeps | null;
   /** Where artifacts go; null: none are kept. */
   artifacts?: ArtifactDeps | null;
+  /** The crane executable builds' images are pulled with (runner/crane.ts); none: builds with an image fail saying so. */
+  crane?: string | null;
 }
 
 /** A build that sets nothing up: what lanes of histories recorded before setups run with. */
 const NO_SETUP: BuildSetup = { hooks: { package_setup: false }, cache: false, services: [], artifacts: [] };
 
-/** Where this runner keeps and pulls images, from its configuration (crane found once). */
-export function imageDeps(config: Pick<Config, 'images'>): ImageDeps {
+/** Where this runner keeps and pulls images, from its configuration and the crane its role found. */
+export function imageDeps(config: Pick<Config, 'images'>, crane: string | null): ImageDeps {
   const images = config.images;
   return {
     store: { dir: images?.dir ?? DEFAULT_IMAGE_DIR, maxBytes: images?.maxBytes ?? DEFAULT_IMAGE_MAX_BYTES },
-    crane: findCrane(images?.crane),
+    crane,
     mirror: images?.mirror ?? null,
   };
 }
@@ -93,9 +94,9 @@ export function checkoutFailure(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
 }
 
-export function createBuildActivities({ config, records, runner, processGroups, runAs, sandbox, cache = null, artifacts = null }: BuildDeps) {
+export function createBuildActivities({ config, records, runner, processGroups, runAs, sandbox, cache = null, artifacts = null, crane = null }: BuildDeps) {
   const trees = treeDeps(config, records);
-  const images = imageDeps(config);
+  const images = imageDeps(config, crane);
   // This installation's id names the services' databases; read once.
   let installationId: Promise<string> | undefined;
   const installation = () => (installationId ??= records.installationId());

@@ -10,6 +10,7 @@ import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { createTokenRunnerActivities } from '../../activities';
+import { findCrane } from '../crane';
 import { runAsJob, type ActivityRun } from '../../activities/heartbeat';
 import { DEFAULT_RUNNER_SLOTS, type Config } from '../../config';
 import { runnerLanes } from '../../metrics/counts';
@@ -41,7 +42,7 @@ export async function runTokenRunner(config: Config & { runnerToken: string }, o
   const isolation = await resolveIsolation(config, { requireSandbox: options.requireSandbox ?? true, trustedBuilds: options.trustedBuilds });
   if (isolation.gaps.length > 0 && !options.trustedBuilds) console.warn(isolationWarning(isolation));
   const reaper = await startReaper();
-  const activities = createTokenRunnerActivities({ config, records, store, runner: name, processGroups: reaper, runAs: isolation.runAs, sandbox: isolation.sandbox });
+  const activities = createTokenRunnerActivities({ config, records, store, runner: name, processGroups: reaper, runAs: isolation.runAs, sandbox: isolation.sandbox, crane: findCrane(config.images?.crane) });
   const slots = options.slots ?? config.runnerSlots ?? DEFAULT_RUNNER_SLOTS;
   // cicd_worker_count in /metrics: this runner's lanes, busy while a job runs.
   const lanes = runnerLanes(slots);
