@@ -8,6 +8,7 @@
  * its hooks runs, then `{event: 'done', status}`; since a post_build hook starts only after the
  * build's result is recorded, following goes on LINGER_MS after the end for one to start.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from 'pg';
 import { HttpError } from './http';
 import { lastOutputSeq, outputFollowState, readOutput, readRunningTails, type OutputRow } from '../db/outputChunks';
@@ -74,7 +75,6 @@ function eventOf(row: OutputRow): OutputEvent {
   };
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The session's output as events, in `seq` order (see the top of this file). The session must exist. */
 export async function* outputEvents(pool: Pool, sessionId: number, options: OutputStreamOptions): AsyncGenerator<OutputEvent | DoneEvent> {

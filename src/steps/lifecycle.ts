@@ -44,7 +44,7 @@ import { provisionServices, ServiceUnavailableError, type WorkerServices } from 
 import { collectJUnitResults } from './tests/junit';
 import { runLane } from './tests/lane';
 import { TEST_PATH, testEnvironment } from './tests/runTestFile';
-import { sleep } from './sleep';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface WorkerJob {
   sessionId: number;
@@ -257,7 +257,8 @@ async function meet(w: Worker): Promise<boolean> {
   if (state.failure === null && state.ready >= job.workers) await deps.allReady({ ...(await deps.records.setupTiming(job.sessionId)), exec: now() });
   while (state.failure === null && state.ready < job.workers) {
     if (deps.signal?.aborted) return false;
-    await sleep(RENDEZVOUS_POLL_MS, deps.signal);
+    // A stop ends the wait early (and the loop sees it).
+    await sleep(RENDEZVOUS_POLL_MS, undefined, { signal: deps.signal }).catch(() => undefined);
     state = await deps.records.rendezvous(job.sessionId);
   }
   if (state.failure !== null) throw new SetupFailed(state.failure, { cause: 'another worker' });

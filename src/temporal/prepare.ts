@@ -5,6 +5,7 @@
  * (docker compose starts them together) and in any number: this retries with backoff while the
  * server is unreachable, and registration is idempotent and taken in turns (see attempt()).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection, defaultGrpcRetryOptions, isGrpcServiceError, makeGrpcRetryInterceptor } from '@temporalio/client';
 import type { Config } from '../config';
 import { SEARCH_ATTRIBUTES_LOCK, withAdvisoryLock } from '../db/locks';
@@ -88,7 +89,10 @@ export async function prepareTemporal(
       if (problem !== lastProblem) log(`waiting for ${where}: ${problem}; trying again`);
       lastProblem = problem;
     }
-    await sleep(delay, signal);
+    // Aborted, the wait rejects with the signal's reason (what callers were promised), not Node's AbortError.
+    await sleep(delay, undefined, { signal }).catch((err: unknown) => {
+      throw signal?.aborted ? signal.reason : err;
+    });
     delay = Math.min(delay * 2, backoff.maxMs);
   }
 }
@@ -135,17 +139,4 @@ function describe(err: unknown): string {
   return (err instanceof Error ? err.message.split('\n')[0]! : String(err)).replace(/\.$/, '');
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
+

@@ -4,6 +4,7 @@
  * starts workflows with SluiceRepo and SluiceBranch) and the worker (workflow code upserts
  * SluiceSession and SluiceStatus).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isGrpcServiceError, type Connection } from '@temporalio/client';
 // Not re-exported from the package index; the SDK's own tests use the encoder the same way.
 import {
@@ -130,6 +131,3 @@ export async function doublyMappedSearchAttributes(
   );
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}

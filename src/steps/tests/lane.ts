@@ -25,7 +25,7 @@ import { maskOutput } from '../output';
 import type { BuildUser, ProcessGroups } from '../process';
 import type { BuildRecords } from '../records';
 import type { Sandbox } from '../sandbox';
-import { sleep } from '../sleep';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { runAlone, runBatch, type BatchPlace } from './batch';
 import { runTestFile } from './runTestFile';
 import { runFilesFromShell } from './shellDriver';
@@ -142,7 +142,8 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
       if (taken.length === 0) {
         const progress = await records.queueProgress(job.sessionId);
         if (progress.unfinished === 0) break;
-        if (progress.takeable === 0) await sleep(WAIT_FOR_OTHERS_MS, signal);
+        // A stop ends the wait early (and the loop sees it).
+        if (progress.takeable === 0) await sleep(WAIT_FOR_OTHERS_MS, undefined, { signal }).catch(() => undefined);
         continue;
       }
       const ctl = new AbortController();
