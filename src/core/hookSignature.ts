@@ -11,7 +11,8 @@
  *
  * One proof that holds is enough. Comparisons take constant time. Pure (no I/O).
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { sameDigest, sameSecret } from '../crypto/compare';
 
 export type SignatureCheck = { ok: true } | { ok: false; field: string; message: string };
 
@@ -27,12 +28,12 @@ export function checkHookSignature(secret: string, headers: Readonly<Record<stri
     if (!value) continue;
     // GitHub's legacy `X-Hub-Signature: sha1=...` is no proof: only SHA-256 counts.
     const hex = /^sha256=([0-9a-f]{64})$/i.exec(value)?.[1];
-    offered.push({ field: `headers.${name}`, ok: hex !== undefined && sameBytes(Buffer.from(hex, 'hex'), expected) });
+    offered.push({ field: `headers.${name}`, ok: hex !== undefined && sameDigest(Buffer.from(hex, 'hex'), expected) });
   }
   for (const name of BARE) {
     const value = headers[name]?.trim();
     if (!value) continue;
-    offered.push({ field: `headers.${name}`, ok: /^[0-9a-f]{64}$/i.test(value) && sameBytes(Buffer.from(value, 'hex'), expected) });
+    offered.push({ field: `headers.${name}`, ok: /^[0-9a-f]{64}$/i.test(value) && sameDigest(Buffer.from(value, 'hex'), expected) });
   }
   const token = headers[TOKEN];
   if (token) offered.push({ field: `headers.${TOKEN}`, ok: sameSecret(token, secret) });
@@ -46,14 +47,4 @@ export function checkHookSignature(secret: string, headers: Readonly<Record<stri
     };
   }
   return { ok: false, field: offered[0]!.field, message: 'the signature does not match this repository\'s webhook secret' };
-}
-
-function sameBytes(a: Buffer, b: Buffer): boolean {
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
-/** Equal strings, compared through their HMACs so neither length nor content leaks through timing. */
-function sameSecret(given: string, secret: string): boolean {
-  const key = 'sluice-token-compare';
-  return timingSafeEqual(createHmac('sha256', key).update(given).digest(), createHmac('sha256', key).update(secret).digest());
 }

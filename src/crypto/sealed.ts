@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 
 /**
  * Secrets at rest (SSH private keys, webhook passwords, repository keys, build secrets) are
@@ -27,11 +27,6 @@ export function unseal(key: Buffer, sealed: string): string {
  */
 export function keyHash(key: string): Buffer {
   return createHash('sha256').update(key, 'utf8').digest();
-}
-
-/** Constant-time comparison of two digests. */
-export function sameDigest(a: Buffer, b: Buffer): boolean {
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /** A repository key: 24 random bytes (192 bits), URL-safe. */

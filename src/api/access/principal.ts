@@ -11,7 +11,8 @@ import { useApiToken } from '../../db/apiTokens';
 import { findUser, rolesOf, type UserRow } from '../../db/people';
 import { claimRefresh, deleteWebSession, findWebSession, type WebSessionRow } from '../../db/webSessions';
 import { keyHash } from '../../crypto/sealed';
-import { bearerToken, sameSecret } from '../auth';
+import { sameSecret } from '../../crypto/compare';
+import { bearerToken } from '../auth';
 
 /** A personal API token: a prefix secret scanners can key on, then 256 random bits. */
 export const newApiToken = (): string => `sluice_pt_${randomBytes(32).toString('base64url')}`;

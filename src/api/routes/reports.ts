@@ -17,7 +17,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps';
-import { sameSecret } from '../auth';
+import { sameSecret } from '../../crypto/compare';
 import { bearerPrincipal } from '../access/principal';
 import { decide } from '../../core/access';
 import { orgOfSession } from '../../db/orgOf';

@@ -23,7 +23,8 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { checkHookSignature } from '../../core/hookSignature';
-import { keyHash, sameDigest, unseal } from '../../crypto/sealed';
+import { sameDigest } from '../../crypto/compare';
+import { keyHash, unseal } from '../../crypto/sealed';
 import { z } from 'zod';
 import { getProvider, parseDelivery, providers } from '../../providers';
 import { JsonTrigger } from '../../providers/generic/json';

@@ -17,7 +17,7 @@ import type { FastifyInstance } from 'fastify';
 import { unisolatedRunners, type UnisolatedRunner } from '../../db/runners';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps';
-import { sameSecret } from '../auth';
+import { sameSecret } from '../../crypto/compare';
 import { signInChoices, type SignInOption } from '../identity/providers';
 import { registerAuthPages } from './auth';
 import { registerPeoplePages } from './people';
