@@ -113,6 +113,14 @@ export const layers = [
     }),
   },
   {
+    files: ['src/ip/**/*.ts', 'src/crypto/**/*.ts'],
+    rule: layer({
+      packages: [...IO_LIBRARIES, ...TEMPORAL, 'prom-client'],
+      folders: ['core', 'providers', 'db', 'api', 'activities', 'steps', 'delivery', 'store', 'workflows', 'temporal', 'worker', 'runner', 'metrics'],
+      why: "ip/ (addresses and ranges) and crypto/ (sealing, hashing, comparing) are leaves every layer may use: Node's net and crypto, nothing of Sluice's",
+    }),
+  },
+  {
     files: ['src/cli/**/*.ts'],
     rule: layer({
       packages: ['pg', 'fastify', 'ssh2', 'nodemailer', 'mysql2', 'mysql2/promise', 'ioredis', 'tar', '@aws-sdk/client-s3', ...TEMPORAL],

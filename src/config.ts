@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { isLoopbackHost } from './core/names';
 import type { PostRetry, RetrySettings } from './core/retry';
-import { parseAllowList, type Cidr } from './delivery/ssrf';
+import { parseAllowList, type Cidr } from './ip/ranges';
 
 /**
  * Everything Sluice reads from its environment, validated once at start. Processes get a

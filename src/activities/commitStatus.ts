@@ -12,7 +12,7 @@ import { attemptStatus, type StatusDeps } from '../delivery/postStatus';
 import { countNotification } from '../metrics/counts';
 import { currentAttempt } from './attempt';
 import { FAILURE_TYPES } from './failures';
-import type { CommitStatusInput, CommitStatusResult } from './types';
+import type { CommitStatusInput, CommitStatusResult } from '../core/commitStatus';
 
 export function createCommitStatusActivity(deps: StatusDeps): (input: CommitStatusInput) => Promise<CommitStatusResult> {
   return async (input) => {

@@ -14,7 +14,7 @@ import { Context } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import type { Config } from '../config';
 import { endAbandonedSession } from '../db/sessions';
-import { presenceQueue } from '../temporal/presence';
+import { presenceQueue } from '../core/queues';
 
 /** Workflow states from which a session's workflow never reports back. */
 const GONE = new Set(['NOT_FOUND', 'COMPLETED', 'FAILED', 'CANCELLED', 'TERMINATED', 'TIMED_OUT']);

@@ -3,99 +3,13 @@
  * (never the implementations), and nothing secret crosses it: activities load keys and
  * passwords from PostgreSQL themselves, so Temporal's history never holds one.
  */
-import type { WebhookRetry } from '../config';
-import type { BuildSetup, BuildSetupSettings } from '../core/buildSetup';
-import type { Profile, RepoConfig } from '../core/profiles';
-import type { PostRetry, RetrySettings } from '../core/retry';
-import type { BuildTrust } from '../core/trust';
-import type { StatusPhase } from '../core/commitStatus';
-import type { OpenLanes, SquashedBatch } from '../core/squash';
+import type { BuildSetup } from '../core/buildSetup';
+import type { CommitStatusInput, CommitStatusResult } from '../core/commitStatus';
 import type { Intake } from '../core/intake';
-import type { Counts, OutgoingPayload, Scm, SessionStatus, Timing } from '../core/types';
-
-/**
- * Everything the session workflow needs to know about its session, loaded once. Read-only:
- * the workflow passes what it decides (the profile it runs, ...) explicitly, never by
- * writing it back here.
- */
-export interface SessionContext {
-  readonly sessionId: number;
-  readonly guid: string;
-  readonly parentSession: number | null;
-  readonly suiteId: number;
-  /** As loaded: `queued` for a session about to build; anything else means it ended already. */
-  readonly status: SessionStatus;
-  /** As loaded: why it ended (null while it has not). */
-  readonly reason: string | null;
-  /** As loaded: the lifecycle times recorded so far. */
-  readonly timing: Timing;
-  readonly repoId: number;
-  readonly repo: { name: string; url: string; orgName: string; scm: Scm };
-  readonly branch: string;
-  readonly ref: string | null;
-  readonly head: string;
-  readonly force: boolean;
-  /** The session's profile as queued (the trigger's `profile_name`, a plan part's, or `default`). */
-  readonly profileName: string;
-  readonly testPattern: string;
-  readonly testCommand: string | null;
-  /** Workers of the session as queued (the suite's setting, or a plan part's). */
-  readonly workers: number;
-  readonly env: Record<string, string>;
-  /** Task queue of this session's build activities: the trigger's `queue`, or the default. */
-  readonly buildQueue: string;
-  readonly webhookIds: number[];
-  /** Report page, `{base_url}/1/reports/<session>`. */
-  readonly url: string;
-  /** ci_received_at, seconds since the epoch. */
-  readonly receivedAt: number;
-  /** The worker's settings, read once per session so the workflow stays deterministic. */
-  readonly settings: {
-    webhookRetry: WebhookRetry;
-    testTimeoutMs: number;
-    /** Retry policies of push, chat and e-mail. */
-    postRetry: PostRetry;
-    /** How long `stop` waits for push, chat and e-mail before it goes out without them. */
-    postBuildWaitMs: number;
-    /** How long the checkout waits on a build queue no runner polls before the build ends in error. */
-    runnerWaitMs?: number;
-    /** Retry policy of commit statuses (absent in histories recorded before them: the default). */
-    statusRetry?: RetrySettings;
-  };
-  /**
-   * Whether the repository posts commit statuses to its hosting site: a status provider, its
-   * repository path and a token (core/commitStatus.ts). Absent in histories recorded before
-   * them: none.
-   */
-  readonly commitStatus?: boolean;
-  /** Whether chat and e-mail have anywhere to go (a chat URL; SMTP_URL and an address). */
-  readonly notify: { chat: boolean; email: boolean };
-  /** The trigger's `refspec`. */
-  readonly refspecs?: string[];
-  /** The suite's JUnit XML glob, if any (its default profile's). */
-  readonly junitPattern: string | null;
-  /** The suite's retry_failed (its default profile's). Absent in histories recorded before it: 0. */
-  readonly retryFailed?: number;
-  /** What the trigger lets this build have: secrets, a push (core/trust.ts). */
-  readonly trust: BuildTrust;
-  /** Named profiles and the build plan configured on the suite (sluice.yml may add or override). */
-  readonly suiteProfiles: Profile[];
-  readonly suitePlan: string[] | undefined;
-  /** The trigger's `profile_name`, when it named one. */
-  readonly requestedProfile: string | null;
-  /** The suite's hooks, cache, services and artifacts (sluice.yml may override them). Absent in histories recorded before them: none. */
-  readonly suiteSetup?: BuildSetupSettings;
-  /** The repository's default branch, whose cache entries its other branches may read. Absent in older histories: master. */
-  readonly defaultBranch?: string;
-  /** A rebuild's image digests, by normalized reference (TriggerEvent.imageDigests). Absent: none. */
-  readonly imageDigests?: Record<string, string>;
-  /**
-   * The suite's deadline for this build in minutes, from its turn to the end of its tests; past
-   * it the build is stopped and ends in `error`. Null (absent in histories recorded before it
-   * existed): none. Always null for a plan's part, which its parent stops.
-   */
-  readonly deadlineMinutes?: number | null;
-}
+import type { RepoConfig } from '../core/profiles';
+import type { SessionContext, TreeRef } from '../core/session';
+import type { OpenLanes, SquashedBatch } from '../core/squash';
+import type { Counts, OutgoingPayload, SessionStatus, Timing } from '../core/types';
 
 export interface CheckoutInput {
   sessionId: number;
@@ -121,18 +35,6 @@ export interface CheckoutResult {
   repoConfig: RepoConfigResult;
   /** Set when the checkout listed the files of `input.list` (queueTests' work, done). */
   listed?: { profileName: string; pattern: string; total: number };
-}
-
-/**
- * The tree a build activity needs, by commit: any runner can make it (steps/checkout/tree.ts),
- * so no step depends on the runner that did an earlier one.
- */
-export interface TreeRef {
-  sessionId: number;
-  repoId: number;
-  branch: string;
-  commitId: string;
-  refspecs?: string[];
 }
 
 export interface QueueTestsInput {
@@ -224,19 +126,6 @@ export interface PostBuildHookInput {
 /** The `firstFail` signal's payload (core/signalNames.ts). */
 export interface FirstFailure {
   counts: Counts;
-}
-
-export interface CollectResultsInput {
-  sessionId: number;
-  workdir: string;
-  pattern?: string | null;
-  /** Whose checkout: each lane stores (and replaces) its own reports. Default 0. */
-  lane?: number;
-}
-
-export interface CollectResultsResult {
-  cases: number;
-  failed: number;
 }
 
 export interface DeliverInput {
@@ -344,29 +233,6 @@ export interface EmailResult {
  * (too large, not UTF-8, not a regular file, not valid settings, with the line).
  */
 export type RepoConfigResult = { config: RepoConfig | null } | { error: string };
-
-/**
- * One commit status on the hosting site, built by the workflow (core/commitStatus.ts); the
- * activity reads where it goes, and the token, from the repository itself.
- */
-export interface CommitStatusInput {
-  sessionId: number;
-  commitId: string;
-  phase: StatusPhase;
-  /** `sluice/<profile>`, or `sluice` for a plan's parent. */
-  context: string;
-  description: string;
-  /** The session's report page. */
-  targetUrl: string;
-  /** The branch, for a build of a push to it (GitLab's `ref`, Bitbucket's `refname`); null for a pull request's or a tag's. */
-  ref: string | null;
-}
-
-export interface CommitStatusResult {
-  /** False when the repository has no status settings any more (nothing sent or logged). */
-  posted: boolean;
-  detail: string;
-}
 
 /** What workers do: records, deliveries, chat and e-mail. */
 export interface ControlActivities {

@@ -93,3 +93,26 @@ export function statusDescription(phase: StatusPhase, facts: DescriptionFacts): 
  * maximum interval.
  */
 export const DEFAULT_STATUS_RETRY: RetrySettings = { initialIntervalMs: 2_000, backoffCoefficient: 2, maximumIntervalMs: 60_000, maximumAttempts: 8 };
+
+/**
+ * One commit status on the hosting site, built by the workflow (core/commitStatus.ts); the
+ * activity reads where it goes, and the token, from the repository itself.
+ */
+export interface CommitStatusInput {
+  sessionId: number;
+  commitId: string;
+  phase: StatusPhase;
+  /** `sluice/<profile>`, or `sluice` for a plan's parent. */
+  context: string;
+  description: string;
+  /** The session's report page. */
+  targetUrl: string;
+  /** The branch, for a build of a push to it (GitLab's `ref`, Bitbucket's `refname`); null for a pull request's or a tag's. */
+  ref: string | null;
+}
+
+export interface CommitStatusResult {
+  /** False when the repository has no status settings any more (nothing sent or logged). */
+  posted: boolean;
+  detail: string;
+}

@@ -4,7 +4,7 @@
  * need it: one query for the session with its suite, repository and organization, one for the
  * organization's active webhooks.
  */
-import type { SessionContext } from '../activities/types';
+import type { SessionContext } from '../core/session';
 import type { SessionStatus } from '../core/types';
 import { DEFAULT_POST_BUILD_WAIT_MS, DEFAULT_RUNNER_WAIT_MS, type Config } from '../config';
 import { reportUrl } from '../core/reportUrl';

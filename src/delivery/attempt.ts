@@ -14,7 +14,7 @@ import { nextDelay, outcomeOf, type DeliveryOutcome, type RetrySchedule } from '
 import type { ClosureLimits, ClosureResult } from './closure';
 import { composeRequest, type EventPayload } from './compose';
 import { redact, sendWebhook, type AttemptResult } from './send';
-import type { Cidr } from './ssrf';
+import type { Cidr } from '../ip/ranges';
 import { DELIVERY_ATTEMPT, DELIVERY_ORIGIN, DELIVERY_OUTCOME, sessionAttributes, WEBHOOK_EVENT, WEBHOOK_ID } from '../tracing/attributes';
 import { inSpan } from '../tracing/spans';
 import { SpanStatusCode } from '@opentelemetry/api';

@@ -11,14 +11,14 @@
  * blocks, settings that cannot make a request.
  */
 import type { Dispatcher } from 'undici';
-import type { CommitStatusInput } from '../activities/types';
+import type { CommitStatusInput } from '../core/commitStatus';
 import { unseal } from '../crypto/sealed';
 import { insertStatusAttempt, loadStatusTarget } from '../db/commitStatuses';
 import type { Db } from '../db/transaction';
 import { nextDelay, outcomeOf, type DeliveryOutcome, type RetrySchedule } from './backoff';
 import { alreadyInState, providerState, rateLimitWaitMs, statusRequest } from './commitStatus';
 import { redact, sendWebhook, type AttemptResult } from './send';
-import type { Cidr } from './ssrf';
+import type { Cidr } from '../ip/ranges';
 
 export interface StatusDeps {
   pool: Db;

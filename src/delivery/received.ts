@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config';
 import { buildPayload, epochSeconds, queuedSnapshot } from '../core/payload';
 import { loadSessionContext, loadSessionContexts } from '../db/sessionContext';
-import type { SessionContext } from '../activities/types';
+import type { SessionContext } from '../core/session';
 import type { DeliverDeps } from './attempt';
 import { firstAttempt } from './firstAttempt';
 

@@ -6,7 +6,8 @@
 import type { ConnectionOptions } from 'node:tls';
 import { Agent, request, type Dispatcher } from 'undici';
 import { FRAMING_HEADERS } from './headers';
-import { BLOCKED_CODE, guardedConnector, type Cidr } from './ssrf';
+import { BLOCKED_CODE, guardedConnector } from './ssrf';
+import { type Cidr } from '../ip/ranges';
 
 export type AttemptKind = 'delivered' | 'retryable' | 'fatal';
 

@@ -8,7 +8,7 @@
  * delivery lanes (workflows/squashed.ts) go on from the log with the same retries as any.
  */
 import { randomUUID } from 'node:crypto';
-import type { SessionContext } from '../activities/types';
+import type { SessionContext } from '../core/session';
 import type { Config } from '../config';
 import { buildPayload } from '../core/payload';
 import { squashedSnapshots, squashReason, type OpenLanes, type SquashedBatch } from '../core/squash';

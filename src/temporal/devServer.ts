@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Connection } from '@temporalio/client';
 import { findTemporalCli } from './cli';
 import { stopLeftoverDevServers } from './leftover';
-import { SLUICE_SEARCH_ATTRIBUTE_FLAGS } from './searchAttributes';
+import { SLUICE_SEARCH_ATTRIBUTE_FLAGS } from '../workflows/searchAttributes';
 
 const HOST = '127.0.0.1';
 

@@ -9,10 +9,9 @@
  * process lives.
  */
 import type { NativeConnection } from '@temporalio/worker';
+import { presenceQueue } from '../core/queues';
 import { Worker } from '@temporalio/worker';
 
-/** The presence queue of a build queue. */
-export const presenceQueue = (buildQueue: string): string => `${buildQueue}-presence`;
 
 /** Runner side: polls the presence queue of `buildQueue` until shut down. */
 export function createPresenceWorker(connection: NativeConnection, namespace: string, buildQueue: string): Promise<Worker> {

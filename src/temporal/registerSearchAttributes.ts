@@ -12,7 +12,7 @@ import {
   type SearchAttributeKey,
   type SearchAttributeType,
 } from '@temporalio/common/lib/search-attributes';
-import { SLUICE_SEARCH_ATTRIBUTES } from './searchAttributes';
+import { SLUICE_SEARCH_ATTRIBUTES } from '../workflows/searchAttributes';
 
 type Keys = readonly SearchAttributeKey<SearchAttributeType>[];
 

@@ -16,7 +16,8 @@ import {
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { CheckoutInput, CheckoutResult, RepoConfigResult, ResolvedImage, SessionContext, TreeRef } from '../activities/types';
+import type { CheckoutInput, CheckoutResult, RepoConfigResult, ResolvedImage } from '../activities/types';
+import type { SessionContext, TreeRef } from '../core/session';
 import { imageOf, resolveBuildSetup, type BuildSetup } from '../core/buildSetup';
 import { checkoutTarget } from '../core/checkoutTarget';
 import { planStatus, sumCounts } from '../core/counts';

@@ -10,7 +10,9 @@
  * the session schedules nothing more than it did before statuses existed.
  */
 import { condition, log, proxyActivities } from '@temporalio/workflow';
-import type { Activities, CommitStatusInput, SessionContext } from '../activities/types';
+import type { Activities } from '../activities/types';
+import type { CommitStatusInput } from '../core/commitStatus';
+import type { SessionContext } from '../core/session';
 import { DEFAULT_STATUS_RETRY, finalPhase, statusContext, statusDescription, type StatusPhase } from '../core/commitStatus';
 import type { SessionSnapshot } from '../core/payload';
 import { retryPolicy } from './proxies';

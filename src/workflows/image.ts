@@ -4,7 +4,8 @@
  * every runner then runs that digest (steps/image/), and the history holds only the reference
  * and the digest: nothing of the image's own configuration, no credential.
  */
-import type { ResolvedImage, SessionContext } from '../activities/types';
+import type { ResolvedImage } from '../activities/types';
+import type { SessionContext } from '../core/session';
 import { normalizeImageRef } from '../core/imageRef';
 import { imageResolver, records } from './proxies';
 

@@ -3,7 +3,8 @@
  * work needs. Workflow code only.
  */
 import { ActivityCancellationType, proxyActivities, proxyLocalActivities, type RetryPolicy } from '@temporalio/workflow';
-import type { Activities, SessionContext } from '../activities/types';
+import type { Activities } from '../activities/types';
+import type { SessionContext } from '../core/session';
 import type { RetrySettings } from '../core/retry';
 
 /**

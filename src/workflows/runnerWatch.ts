@@ -7,7 +7,7 @@
  * them as long as it takes.
  */
 import { ApplicationFailure, CancellationScope, sleep } from '@temporalio/workflow';
-import type { SessionContext } from '../activities/types';
+import type { SessionContext } from '../core/session';
 import { records } from './proxies';
 
 /** How often the queue is looked at while work waits on it, at most. */

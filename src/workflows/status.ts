@@ -2,7 +2,7 @@
 import { upsertSearchAttributes } from '@temporalio/workflow';
 import { epochSeconds, type SessionSnapshot } from '../core/payload';
 import type { SessionStatus } from '../core/types';
-import { SluiceStatus } from '../temporal/searchAttributes';
+import { SluiceStatus } from './searchAttributes';
 
 /** Sets the session's status, and the search attribute operators find it by. */
 export function setStatus(snap: SessionSnapshot, status: SessionStatus): void {

@@ -24,7 +24,7 @@ import {
   workflowInfo,
   WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
-import { SluiceBranch, SluiceRepo, SluiceSession, SluiceStatus } from '../temporal/searchAttributes';
+import { SluiceBranch, SluiceRepo, SluiceSession, SluiceStatus } from './searchAttributes';
 import { sessionWorkflow } from './session';
 import { squashedWorkflow } from './squashed';
 import type { Activities } from '../activities/types';

@@ -7,7 +7,7 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
-import { presenceQueue } from '../../src/temporal/presence';
+import { presenceQueue } from '../../src/core/queues';
 import { eventually } from '../support/sluice';
 import { script, World } from '../support/world';
 

@@ -11,7 +11,7 @@ import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/se
 import { msToTs } from '@temporalio/common/lib/time';
 import { freePort, type DevServer } from '../../src/temporal/devServer';
 import { prepareTemporal } from '../../src/temporal/prepare';
-import { SLUICE_SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes';
+import { SLUICE_SEARCH_ATTRIBUTES } from '../../src/workflows/searchAttributes';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import {
   buildDist,

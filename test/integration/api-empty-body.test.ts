@@ -1,6 +1,6 @@
 // Action endpoints take no body, and many HTTP clients send `content-type: application/json`
 // (or another type) on every request anyway: an empty body is no body, whatever its type.
-import { parseAllowList } from '../../src/delivery/ssrf';
+import { parseAllowList } from '../../src/ip/ranges';
 import { seedRepo, startApiHarness, type ApiHarness } from '../support/apiApp';
 import { startReceiver, type Receiver } from '../support/receiver';
 

@@ -11,13 +11,13 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { createCommitStatusActivity } from '../../src/activities/commitStatus';
 import { FAILURE_TYPES } from '../../src/activities/failures';
-import type { CommitStatusInput } from '../../src/activities/types';
+import type { CommitStatusInput } from '../../src/core/commitStatus';
 import type { Config } from '../../src/config';
 import type { StatusProvider } from '../../src/core/commitStatus';
 import { seal } from '../../src/crypto/sealed';
 import { updateStatusSettings } from '../../src/db/commitStatuses';
 import { closeDefaultAgent } from '../../src/delivery/send';
-import { parseAllowList, type Cidr } from '../../src/delivery/ssrf';
+import { parseAllowList, type Cidr } from '../../src/ip/ranges';
 import { runAttempts, type TestRetryPolicy } from '../support/activityContext';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { insertPostSession, postTestConfig } from '../support/postSession';

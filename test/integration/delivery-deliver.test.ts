@@ -7,7 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { deliverAttempt, FAILURE_TYPES } from '../../src/activities/delivery';
 import type { DeliverDeps } from '../../src/delivery/attempt';
 import { closeDefaultAgent } from '../../src/delivery/send';
-import { parseAllowList } from '../../src/delivery/ssrf';
+import { parseAllowList } from '../../src/ip/ranges';
 import type { DeliverInput } from '../../src/activities/types';
 import type { OutgoingPayload } from '../../src/core/types';
 import { keyHash, seal } from '../../src/crypto/sealed';

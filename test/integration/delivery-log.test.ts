@@ -13,7 +13,7 @@ import type { DeliverDeps } from '../../src/delivery/attempt';
 import { backoffDelay } from '../../src/delivery/backoff';
 import { closeDefaultAgent, USER_AGENT } from '../../src/delivery/send';
 import { newSigningSecret, signatureOf } from '../../src/delivery/signature';
-import { parseAllowList } from '../../src/delivery/ssrf';
+import { parseAllowList } from '../../src/ip/ranges';
 import type { DeliverInput } from '../../src/activities/types';
 import type { OutgoingPayload } from '../../src/core/types';
 import { seal } from '../../src/crypto/sealed';

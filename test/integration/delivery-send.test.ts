@@ -4,7 +4,7 @@
  */
 import { Agent } from 'undici';
 import { closeDefaultAgent, sendWebhook as guardedSend, USER_AGENT } from '../../src/delivery/send';
-import { parseAllowList } from '../../src/delivery/ssrf';
+import { parseAllowList } from '../../src/ip/ranges';
 import { hasOpenssl, startHttpsReceiver, startReceiver, type Receiver } from '../support/receiver';
 
 const BODY = JSON.stringify({ event: 'start', xid: 'xid-1' });

@@ -4,7 +4,7 @@
  * around it.
  */
 import { closeDefaultAgent, newWebhookAgent, sendWebhook } from '../../src/delivery/send';
-import { parseAllowList } from '../../src/delivery/ssrf';
+import { parseAllowList } from '../../src/ip/ranges';
 import { hasOpenssl, startHttpsReceiver, startReceiver, type Receiver } from '../support/receiver';
 
 const BODY = JSON.stringify({ event: 'start', xid: 'xid-ssrf' });

@@ -8,7 +8,7 @@ import { freePort, startDevServer, type DevServer } from '../../src/temporal/dev
 import { devServersOf, stopLeftoverDevServers } from '../../src/temporal/leftover';
 import { isAlive } from '../support/pids';
 import { registerSearchAttributes } from '../../src/temporal/registerSearchAttributes';
-import { SLUICE_SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes';
+import { SLUICE_SEARCH_ATTRIBUTES } from '../../src/workflows/searchAttributes';
 
 // A real `temporal server start-dev` (in-memory, headless); needs the CLI (npm run temporal:install).
 describe('Temporal dev server', () => {

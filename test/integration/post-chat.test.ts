@@ -11,7 +11,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { createPostActivities } from '../../src/activities/post/activities';
 import { FAILURE_TYPES } from '../../src/activities/failures';
 import { closeDefaultAgent } from '../../src/delivery/send';
-import { parseAllowList } from '../../src/delivery/ssrf';
+import { parseAllowList } from '../../src/ip/ranges';
 import type { BuildSummary } from '../../src/activities/types';
 import type { Config } from '../../src/config';
 import { emptyCounts } from '../../src/core/counts';

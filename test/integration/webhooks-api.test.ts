@@ -8,7 +8,7 @@ import { Webhook } from 'standardwebhooks';
 import { deliverAttempt } from '../../src/activities/delivery';
 import type { DeliverDeps } from '../../src/delivery/attempt';
 import { closeDefaultAgent } from '../../src/delivery/send';
-import { parseAllowList } from '../../src/delivery/ssrf';
+import { parseAllowList } from '../../src/ip/ranges';
 import type { OutgoingPayload } from '../../src/core/types';
 import { keyHash, unseal } from '../../src/crypto/sealed';
 import { seedRepo, startApiHarness, type ApiHarness } from '../support/apiApp';

@@ -5,7 +5,7 @@
  */
 import type { Config } from '../../src/config';
 import { closeDefaultAgent } from '../../src/delivery/send';
-import { parseAllowList } from '../../src/delivery/ssrf';
+import { parseAllowList } from '../../src/ip/ranges';
 import { createTestDatabase, type TestDatabase } from './db';
 import { postTestConfig } from './postSession';
 import { startReceiver, type Receiver } from './receiver';

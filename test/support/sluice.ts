@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
-import { parseAllowList } from '../../src/delivery/ssrf';
+import { parseAllowList } from '../../src/ip/ranges';
 import { buildApp } from '../../src/api/app';
 import type { Config, WebhookRetry } from '../../src/config';
 import type { PostRetry } from '../../src/core/retry';

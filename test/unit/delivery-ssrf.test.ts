@@ -3,17 +3,8 @@
  * DNS filter (with dns.lookup stubbed, so names can resolve to whatever the test needs).
  */
 import dns from 'node:dns';
-import {
-  BLOCKED_CODE,
-  BlockedAddressError,
-  checkAddress,
-  forbiddenReason,
-  guardedLookup,
-  isAllowed,
-  isForbiddenAddress,
-  parseAllowList,
-  parseCidr,
-} from '../../src/delivery/ssrf';
+import { BLOCKED_CODE, BlockedAddressError, checkAddress, forbiddenReason, guardedLookup, isAllowed, isForbiddenAddress } from '../../src/delivery/ssrf';
+import { parseAllowList, parseCidr } from '../../src/ip/ranges';
 
 describe('isForbiddenAddress / forbiddenReason: IPv4', () => {
   it.each([

@@ -73,6 +73,9 @@ describe.each([
   ['src/cli/commands/x.ts', "import { loadSessionView } from '../../api/views';", 'API server code in the command-line client (it speaks HTTP)'],
   ['src/cli/x.ts', "import { Client } from '@temporalio/client';", 'Temporal in the command-line client'],
   ['src/cli/x.ts', "import { loadConfig } from '../config';", "the server's configuration in the command-line client"],
+  ['src/ip/x.ts', "import { listSessions } from '../db/sessions';", 'the database in a leaf module (ip/)'],
+  ['src/crypto/x.ts', "import { Pool } from 'pg';", 'pg in a leaf module (crypto/)'],
+  ['src/crypto/x.ts', "import { parseCidr } from '../core/cidr';", 'a layer of Sluice in a leaf module (crypto/)'],
 ])('%s', (file, code, what) => {
   const broken = snippet(file, `${code}\nvoid 0;\n`);
   it(`refuses ${what}`, () => {
@@ -104,6 +107,7 @@ describe('what the layers may do', () => {
     ['src/steps/x.ts', "import { countBatch } from '../metrics/counts';\nexport const c = countBatch;"],
     ['src/metrics/x.ts', "import http from 'node:http';\nimport { Counter } from 'prom-client';\nimport type { Timing } from '../core/types';\nexport type T = Timing;\nexport const c = [http, Counter];"],
     ['src/cli/commands/x.ts', "import { Command } from 'commander';\nimport { z } from 'zod';\nimport { SESSION_STATUSES } from '../../core/types';\nimport { readFileSync } from 'node:fs';\nexport const c = [Command, z, SESSION_STATUSES, readFileSync];"],
+    ['src/ip/x.ts', "import net from 'node:net';\nexport const n = net;"],
     ['src/steps/x.ts', "import type { Claim } from '../db/testQueue';\nimport type { BuildRecords } from './records';\nimport { maskOutput } from './output';\nexport type C = [Claim, BuildRecords];\nexport const m = maskOutput;"],
   ].map(([file, code]) => [file!, snippet(file!, `${code}\n`)] as const))('%s passes', (_file, broken) => {
     expect(broken()).toEqual([]);

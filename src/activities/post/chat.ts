@@ -16,7 +16,7 @@
  */
 import type { Dispatcher } from 'undici';
 import { sendWebhook } from '../../delivery/send';
-import type { Cidr } from '../../delivery/ssrf';
+import type { Cidr } from '../../ip/ranges';
 import { attemptsText } from '../attempt';
 import type { ChatMessage } from './summary';
 

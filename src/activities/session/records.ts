@@ -4,7 +4,8 @@
  */
 import type { Pool } from 'pg';
 import type { Config } from '../../config';
-import type { FinishInput, PlanSessionsInput, ResolvedImage, SessionContext, StartRecord } from '../types';
+import type { FinishInput, PlanSessionsInput, ResolvedImage, StartRecord } from '../types';
+import type { SessionContext } from '../../core/session';
 import type { Counts, Timing } from '../../core/types';
 import {
   ensurePlanSessions,

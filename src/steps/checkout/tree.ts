@@ -12,7 +12,7 @@
 import { lchown, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../../config';
-import type { TreeRef } from '../../activities/types';
+import type { TreeRef } from '../../core/session';
 import { fetchRepository, GitPullError, type FetchRepositoryResult, type HostKeys } from './git';
 import { fetchHgRepository } from './hg';
 import type { BuildUser } from '../process';

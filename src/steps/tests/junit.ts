@@ -12,10 +12,22 @@ import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { decodeReport, parseJUnit, type JUnitCase } from '../../core/junit';
 import { maskSecrets } from '../../core/mask';
-import type { CollectResultsInput, CollectResultsResult } from '../../activities/types';
 import { discoverTests, InvalidPatternError } from './discover';
 import type { JUnitFileResult } from '../../db/testCases';
 import type { BuildRecords } from '../records';
+
+export interface CollectResultsInput {
+  sessionId: number;
+  workdir: string;
+  pattern?: string | null;
+  /** Whose checkout: each lane stores (and replaces) its own reports. Default 0. */
+  lane?: number;
+}
+
+export interface CollectResultsResult {
+  cases: number;
+  failed: number;
+}
 
 export const JUNIT_LIMITS = { maxFiles: 500, maxFileBytes: 16 * 1024 * 1024, maxSessionCases: 20_000 };
 

@@ -2,8 +2,9 @@
  * Sluice's custom search attributes: they make builds findable in the Temporal UI and with
  * `temporal workflow list --query 'SluiceRepo = "acme/app"'`.
  *
- * Workflow code imports these keys, so this module must stay deterministic-sandbox safe:
- * @temporalio/common only, no node: imports.
+ * Workflow code sets them (suite.ts, status.ts), so they live beside it and stay
+ * deterministic-sandbox safe: @temporalio/common only, no node: imports. The roles' start-up
+ * (temporal/) registers them with the server.
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
