@@ -3,8 +3,7 @@
  * unseal the repository's SSH key and build secrets (steps/records.ts says what they are).
  */
 import type { Pool } from 'pg';
-import type { BuildRecords, BuildSecrets } from '../steps/records';
-import type { RegistryLogin } from '../steps/image/credentials';
+import type { BuildRecords, BuildSecrets, RegistryLogin } from '../steps/records';
 import { unseal } from '../crypto/sealed';
 import * as artifacts from './artifacts';
 import * as cacheEntries from './cacheEntries';

@@ -23,7 +23,6 @@ import type * as testBatches from '../db/testBatches';
 import type * as testCases from '../db/testCases';
 import type * as testQueue from '../db/testQueue';
 import type { Scm } from '../core/types';
-import type { RegistryLogin } from './image/credentials';
 
 /** A data-layer function without its connection. */
 type Bound<F> = F extends (db: never, ...args: infer A) => infer R ? (...args: A) => R : never;
@@ -35,6 +34,13 @@ export interface PullSource {
   privateKey: string;
   /** known_hosts lines (trust on first use when null). */
   knownHosts: string | null;
+}
+
+/** A login to one registry, unsealed (registryLogins): what a build pulls private images with (image/credentials.ts). */
+export interface RegistryLogin {
+  host: string;
+  username: string;
+  password: string;
 }
 
 /** Build secrets, applied over the trigger's env (steps/lifecycle.ts says why). */

@@ -10,13 +10,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DOCKER_HUB } from '../../core/imageRef';
+import type { RegistryLogin } from '../records';
 
-/** A login to one registry, unsealed (records.registryLogins). */
-export interface RegistryLogin {
-  host: string;
-  username: string;
-  password: string;
-}
 
 /** The secret whose value is a Docker config.json (GitLab's name for the same thing). */
 export const DOCKER_AUTH_CONFIG = 'DOCKER_AUTH_CONFIG';

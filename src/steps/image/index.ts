@@ -11,14 +11,14 @@ import { rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { formatImageRef, parseImageRef, pinImageRef, type ImageRef } from '../../core/imageRef';
 import type { SandboxImage } from '../sandbox';
-import { dockerConfigJson, writeDockerConfig, type RegistryLogin } from './credentials';
+import type { RegistryLogin } from '../records';
+import { dockerConfigJson, writeDockerConfig } from './credentials';
 import { pullImage } from './pull';
 import { RegistryError, resolveDigest, type RegistryClient } from './registry';
 import { leaseImage, type ImageStoreSettings, type Lease } from './store';
 import { readRootFile } from './unpack';
 
 export { RegistryError } from './registry';
-export type { RegistryLogin } from './credentials';
 
 export interface ImageDeps {
   store: ImageStoreSettings;
