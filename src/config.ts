@@ -30,11 +30,11 @@ export interface Config {
   workspaceDir: string;
   /** Time limit of one test file. */
   testTimeoutMs: number;
-  /** Runners: the unprivileged user tests run as (SLUICE_BUILD_USER); unset, a root runner's own `sluice-build` (runner/buildUser.ts), or a runner's own user when it is not root. */
+  /** Runners: the unprivileged user tests run as (SLUICE_BUILD_USER); unset, a root runner's own `sluice-build` (steps/isolation/buildUser.ts), or a runner's own user when it is not root. */
   buildUser?: string;
   /**
    * Runners: the sandbox around build processes (SLUICE_SANDBOX): `auto` (the default, and
-   * undefined: bubblewrap wherever it works), `bwrap` (required) or `none` (runner/isolation.ts).
+   * undefined: bubblewrap wherever it works), `bwrap` (required) or `none` (steps/isolation).
    */
   sandbox?: 'auto' | 'bwrap' | 'none';
   /** Runners, with the sandbox: whether tests may use the network (SLUICE_SANDBOX_NETWORK=host, the default) or not (`none`). */

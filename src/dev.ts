@@ -91,7 +91,7 @@ async function main(): Promise<void> {
   running.push({ name: 'worker', stop: () => worker.shutdown() });
   const checkPool = createPool(config.databaseUrl, 1);
   await reportInstallation(config, checkPool, await loadWorkflowIds(checkPool), (line) => console.log(line)).finally(() => checkPool.end());
-  // One machine, perhaps a laptop without bubblewrap: run on, warning loudly (runner/isolation.ts).
+  // One machine, perhaps a laptop without bubblewrap: run on, warning loudly (steps/isolation).
   const runner = await runRunner(config, { requireSandbox: false });
   running.push({ name: 'runner', stop: () => runner.shutdown() });
   const api = await startApi(config);

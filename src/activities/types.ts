@@ -6,7 +6,7 @@
 import type { BuildSetup } from '../core/buildSetup';
 import type { CommitStatusInput, CommitStatusResult } from '../core/commitStatus';
 import type { Intake } from '../core/intake';
-import type { RepoConfig } from '../core/profiles';
+import type { RepoConfigResult } from '../core/profiles';
 import type { SessionContext, TreeRef } from '../core/session';
 import type { OpenLanes, SquashedBatch } from '../core/squash';
 import type { Counts, OutgoingPayload, SessionStatus, Timing } from '../core/types';
@@ -227,12 +227,6 @@ export interface EmailResult {
   detail: string;
 }
 
-/**
- * The repository's sluice.yml, read and parsed by the activity (the workflow never parses):
- * `config` is null when the repository has none; `error` says why the file cannot be used
- * (too large, not UTF-8, not a regular file, not valid settings, with the line).
- */
-export type RepoConfigResult = { config: RepoConfig | null } | { error: string };
 
 /** What workers do: records, deliveries, chat and e-mail. */
 export interface ControlActivities {

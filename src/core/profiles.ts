@@ -61,6 +61,13 @@ export interface RepoConfig {
   setup?: BuildSetupSettings;
 }
 
+/**
+ * The repository's sluice.yml, read and parsed by the activity (the workflow never parses):
+ * `config` is null when the repository has none; `error` says why the file cannot be used
+ * (too large, not UTF-8, not a regular file, not valid settings, with the line).
+ */
+export type RepoConfigResult = { config: RepoConfig | null } | { error: string };
+
 export interface ResolveInput {
   /** The suite's own settings as a profile (by convention named `default`). */
   suiteDefault: Profile;

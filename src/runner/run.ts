@@ -15,8 +15,8 @@ import { startTracing } from '../tracing/setup';
 import { tracedWorker } from '../tracing/temporal';
 import { SLUICE_VERSION } from '../version';
 import { findCrane } from './crane';
-import { isolationWarning, resolveIsolation } from './isolation';
-import { startReaper } from './reaper';
+import { isolationWarning, resolveIsolation } from '../steps/isolation';
+import { startReaper } from '../steps/isolation/reaper';
 import { startSweeps } from './sweep';
 
 export interface RunnerHandle {
@@ -32,7 +32,7 @@ export interface RunRunnerOptions {
   slots?: number;
   /**
    * Refuse to start where SLUICE_SANDBOX=auto finds no working bubblewrap (default true, a runner
-   * on its own); `npm start` runs on with a warning (runner/isolation.ts).
+   * on its own); `npm start` runs on with a warning (steps/isolation).
    */
   requireSandbox?: boolean;
   /** See IsolationOptions.trustedBuilds: the test suite's own builds only. */
@@ -41,7 +41,7 @@ export interface RunRunnerOptions {
 
 /**
  * One runner process: checkouts, test lanes and pushes from the build queue(s), nothing else.
- * Test process groups are reported to a reaper (runner/reaper.ts), so they die with the runner
+ * Test process groups are reported to a reaper (steps/isolation/reaper.ts), so they die with the runner
  * however it dies. Start as many as you like, on as many machines; each takes up to `slots`
  * lanes of builds at once.
  */

@@ -8,9 +8,9 @@
 import type { HookName } from '../core/buildSetup';
 import { liveOutput } from './liveOutput';
 import { maskOutput } from './output';
-import { runProcess, type BuildUser, type ProcessGroups, type ProcessResult } from './process';
+import { runProcess, type BuildUser, type ProcessGroups, type ProcessResult } from './isolation/process';
 import type { BuildRecords } from './records';
-import type { Sandbox } from './sandbox';
+import type { Sandbox } from './isolation/sandbox';
 
 export interface HookPlace {
   records: BuildRecords;

@@ -19,7 +19,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { MaskingStream } from '../core/maskStream';
 import type { OutputSource } from '../db/outputChunks';
-import type { ProcessResult } from './process';
+import type { ProcessResult } from './isolation/process';
 import type { BuildRecords } from './records';
 
 export const FLUSH_MS = 250;

@@ -16,7 +16,8 @@ import {
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { CheckoutInput, CheckoutResult, RepoConfigResult, ResolvedImage } from '../activities/types';
+import type { CheckoutInput, CheckoutResult, ResolvedImage } from '../activities/types';
+import type { RepoConfigResult } from '../core/profiles';
 import type { SessionContext, TreeRef } from '../core/session';
 import { imageOf, resolveBuildSetup, type BuildSetup } from '../core/buildSetup';
 import { checkoutTarget } from '../core/checkoutTarget';

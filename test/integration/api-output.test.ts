@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { liveOutput } from '../../src/steps/liveOutput';
-import { runProcess } from '../../src/steps/process';
+import { runProcess } from '../../src/steps/isolation/process';
 import { startApiHarness, type ApiHarness } from '../support/apiApp';
 import { insertPostSession } from '../support/postSession';
 import { eventually } from '../support/wait';

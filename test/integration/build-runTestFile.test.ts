@@ -5,10 +5,10 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { processGroupAlive } from '../../src/steps/process';
+import { processGroupAlive } from '../../src/steps/isolation/process';
 import { runTestFile, type RunTestFileInput, type RunTestFileResult } from '../../src/steps/tests/runTestFile';
 import { runFilesFromShell } from '../../src/steps/tests/shellDriver';
-import type { Sandbox } from '../../src/steps/sandbox';
+import type { Sandbox } from '../../src/steps/isolation/sandbox';
 import { bwrapWorks, isAlive, processesMatching } from '../support/pids';
 import { eventually } from '../support/wait';
 

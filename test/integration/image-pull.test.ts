@@ -18,7 +18,7 @@ import { promisify } from 'node:util';
 import { leaseWorkerImage, resolveImage, type ImageDeps, type WorkerImage } from '../../src/steps/image';
 import { RegistryError } from '../../src/steps/image/registry';
 import { evictImages, listImages } from '../../src/steps/image/store';
-import { launch } from '../../src/steps/sandbox';
+import { launch } from '../../src/steps/isolation/sandbox';
 import { freePort } from '../../src/temporal/devServer';
 import { layerTar } from '../support/tarLayers';
 import { cranePath, pushImage, startMirror, startOpenRegistry, startPrivateRegistry, startRateLimited, testImageLayers, type PushedImage, type TestRegistry } from '../support/registry';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runHook } from '../../src/steps/hooks';
 import { liveOutput, type LiveOutputOptions } from '../../src/steps/liveOutput';
-import { runProcess, type ProcessResult } from '../../src/steps/process';
+import { runProcess, type ProcessResult } from '../../src/steps/isolation/process';
 import { lastOutputSeq, readOutput, type OutputSource } from '../../src/db/outputChunks';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { insertPostSession } from '../support/postSession';

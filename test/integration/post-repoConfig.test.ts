@@ -9,7 +9,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fetchRepository } from '../../src/steps/checkout/git';
-import { MAX_REPO_CONFIG_BYTES, MAX_REPO_CONFIG_JSON_BYTES, readRepoConfig, readRepoConfigText } from '../../src/activities/post/repoConfig';
+import { MAX_REPO_CONFIG_BYTES, MAX_REPO_CONFIG_JSON_BYTES, readRepoConfig, readRepoConfigText } from '../../src/steps/checkout/repoConfig';
 import { resolveProfiles } from '../../src/core/profiles';
 import { generateRepoKeyPair } from '../../src/ssh/keys';
 import { createTestDatabase, type TestDatabase } from '../support/db';

@@ -8,8 +8,8 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type Config } from '../../src/config';
-import { lookupUser } from '../../src/runner/buildUser';
-import { isolationWarning, resolveIsolation } from '../../src/runner/isolation';
+import { lookupUser } from '../../src/steps/isolation/buildUser';
+import { isolationWarning, resolveIsolation } from '../../src/steps/isolation';
 import { bwrapWorks } from '../support/pids';
 
 const root = process.getuid?.() === 0;

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startReaper } from '../../src/runner/reaper';
+import { startReaper } from '../../src/steps/isolation/reaper';
 import { isAlive } from '../support/pids';
 import { eventually } from '../support/wait';
 

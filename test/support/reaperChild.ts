@@ -4,7 +4,7 @@
  * reaper knows the test's group. Its parent then kills it however it likes.
  */
 import { runTestFile } from '../../src/steps/tests/runTestFile';
-import { startReaper } from '../../src/runner/reaper';
+import { startReaper } from '../../src/steps/isolation/reaper';
 
 async function main(): Promise<void> {
   const [, , file, workdir, mode] = process.argv;

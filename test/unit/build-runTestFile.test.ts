@@ -1,4 +1,4 @@
-import { TailBuffer } from '../../src/steps/process';
+import { TailBuffer } from '../../src/steps/isolation/process';
 import { CommandSyntaxError, checkTestPath, splitArgs, testEnvironment } from '../../src/steps/tests/runTestFile';
 
 describe('splitArgs', () => {

@@ -57,7 +57,7 @@ describe.each([
   ['src/api/routes/x.ts', "import { deliverAttempt } from '../../activities/delivery';", 'activity code in the API'],
   ['src/db/x.ts', "import { attemptOnce } from '../delivery/attempt';", 'delivery code in the data layer'],
   ['src/delivery/x.ts', "import { Context } from '@temporalio/activity';", 'Temporal in the delivery module'],
-  ['src/activities/steps/x.ts', "import { startReaper } from '../../runner/reaper';", "a role's entry point in activity code"],
+  ['src/activities/steps/x.ts', "import { runRunner } from '../../runner/run';", "a role's entry point in activity code"],
   ['src/steps/x.ts', "import { Context } from '@temporalio/activity';", "Temporal in the runner's build steps"],
   ['src/steps/x.ts', "import { claimFiles } from '../db/testQueue';", "the database in the runner's build steps (they use BuildRecords)"],
   ['src/steps/x.ts', "import { unseal } from '../crypto/sealed';", "Sluice's secret key in the runner's build steps"],

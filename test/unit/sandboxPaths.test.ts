@@ -1,4 +1,4 @@
-import { insideSandbox, outsideSandbox, sandboxArgv, SANDBOX_HOME, SANDBOX_TREE } from '../../src/steps/sandbox';
+import { insideSandbox, outsideSandbox, sandboxArgv, SANDBOX_HOME, SANDBOX_TREE } from '../../src/steps/isolation/sandbox';
 
 const dirs = { tree: '/ws/session-12-1', home: '/ws/session-12-1.home' };
 

@@ -28,8 +28,8 @@ import { withHeartbeat } from '../heartbeat';
 import type { ChatInput, ChatResult, EmailInput, EmailResult, PushInput, PushResult } from '../types';
 import { postChatMessage } from './chat';
 import { parseSmtpUrl, sendMail } from './email';
-import { hgPushInputProblem, pushHgCommit } from './hgPush';
-import { GitPushError, pushCommit, pushInputProblem } from './push';
+import { hgPushInputProblem, pushHgCommit } from '../../steps/push/hg';
+import { GitPushError, pushCommit, pushInputProblem } from '../../steps/push/git';
 import { pgBuildRecords } from '../../db/buildRecords';
 import { recordStep, type PostStep } from '../../db/postBuildSteps';
 import { countNotification } from '../../metrics/counts';
@@ -104,7 +104,7 @@ export function createPostActivities(deps: PostDeps) {
           const problem = (hg ? hgPushInputProblem : pushInputProblem)({ pushUrl, pullUrl: repo.pullUrl, branch: input.branch, commitId: input.commitId });
           if (problem) throw problem;
           // git pushes from the session's checkout if this runner has it, else from the commit
-          // fetched afresh; hg fetches into a repository of its own (hgPush.ts says why).
+          // fetched afresh; hg fetches into a repository of its own (steps/push/hg.ts says why).
           const workdir = treeDir(config.workspaceDir, input.sessionId);
           // The session has ended: the runner's sweep must not take the tree from under the push.
           release = holdTree(workdir);

@@ -16,7 +16,7 @@ import { FIRST_FAIL_SIGNAL, WORKERS_READY_SIGNAL } from '../../core/signalNames'
 import type { Counts, Timing } from '../../core/types';
 import { FAILURE_TYPES } from '../failures';
 import { runningActivity, withHeartbeat } from '../heartbeat';
-import { readRepoConfig } from '../post/repoConfig';
+import { readRepoConfig } from '../../steps/checkout/repoConfig';
 import type {
   CheckoutInput,
   CheckoutResult,
@@ -36,9 +36,9 @@ import { GitPullError } from '../../steps/checkout/git';
 import { RegistryError, resolveImage, type ImageDeps } from '../../steps/image';
 import { DOCKER_AUTH_CONFIG } from '../../steps/image/credentials';
 import { runPostBuildHook, runWorker } from '../../steps/lifecycle';
-import type { BuildUser, ProcessGroups } from '../../steps/process';
+import type { BuildUser, ProcessGroups } from '../../steps/isolation/process';
 import type { BuildRecords } from '../../steps/records';
-import type { Sandbox } from '../../steps/sandbox';
+import type { Sandbox } from '../../steps/isolation/sandbox';
 import { discoverTests, InvalidPatternError } from '../../steps/tests/discover';
 import { laneHasWork } from '../../steps/tests/lane';
 

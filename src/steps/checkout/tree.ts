@@ -15,7 +15,7 @@ import type { Config } from '../../config';
 import type { TreeRef } from '../../core/session';
 import { fetchRepository, GitPullError, type FetchRepositoryResult, type HostKeys } from './git';
 import { fetchHgRepository } from './hg';
-import type { BuildUser } from '../process';
+import type { BuildUser } from '../isolation/process';
 import type { BuildRecords } from '../records';
 import { discard, emptyTrash } from '../trash';
 

@@ -10,7 +10,7 @@
 import { rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { formatImageRef, parseImageRef, pinImageRef, type ImageRef } from '../../core/imageRef';
-import type { SandboxImage } from '../sandbox';
+import type { SandboxImage } from '../isolation/sandbox';
 import type { RegistryLogin } from '../records';
 import { dockerConfigJson, writeDockerConfig } from './credentials';
 import { pullImage } from './pull';

@@ -42,7 +42,7 @@ export function runnerPlatform(): { os: string; architecture: string; variant?: 
   return { os: 'linux', architecture: arch[process.arch] ?? process.arch, ...(process.arch === 'arm64' ? { variant: 'v8' } : {}) };
 }
 
-/** Where a root filesystem gets the mounts of the sandbox (steps/sandbox.ts): made real, whatever the image put there. */
+/** Where a root filesystem gets the mounts of the sandbox (steps/isolation/sandbox.ts): made real, whatever the image put there. */
 export const MOUNT_POINTS = {
   dirs: ['proc', 'dev', 'tmp', 'var/tmp', 'run', 'sluice/tree', 'sluice/home'],
   files: ['etc/passwd', 'etc/group', 'etc/resolv.conf', 'etc/hosts'],

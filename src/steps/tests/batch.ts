@@ -16,10 +16,10 @@ import { parseJUnit } from '../../core/junit';
 import type { OutputSource } from '../../db/outputChunks';
 import { liveOutput } from '../liveOutput';
 import { maskOutput } from '../output';
-import { runProcess, type BuildUser, type ProcessGroups, type ProcessResult } from '../process';
+import { runProcess, type BuildUser, type ProcessGroups, type ProcessResult } from '../isolation/process';
 import type { BuildRecords } from '../records';
 import { countBatch } from '../../metrics/counts';
-import { outsideSandbox, type Sandbox, type SandboxDirs } from '../sandbox';
+import { outsideSandbox, type Sandbox, type SandboxDirs } from '../isolation/sandbox';
 import { readCapped } from './junit';
 import { testEnvironment } from './runTestFile';
 

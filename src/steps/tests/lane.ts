@@ -22,9 +22,9 @@ import type { Claim, FileResult, QueuedFile } from '../../db/testQueue';
 import { countTestFiles } from '../../metrics/counts';
 import { liveOutput } from '../liveOutput';
 import { maskOutput } from '../output';
-import type { BuildUser, ProcessGroups } from '../process';
+import type { BuildUser, ProcessGroups } from '../isolation/process';
 import type { BuildRecords } from '../records';
-import type { Sandbox } from '../sandbox';
+import type { Sandbox } from '../isolation/sandbox';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runAlone, runBatch, type BatchPlace } from './batch';
 import { runTestFile } from './runTestFile';
@@ -71,11 +71,11 @@ export interface LaneDeps {
   records: BuildRecords;
   /** This runner's name (host-pid): recorded with each file it runs. */
   runner: string;
-  /** Where each test's process group is reported, so none outlives the runner (runner/reaper.ts). */
+  /** Where each test's process group is reported, so none outlives the runner (isolation/reaper.ts). */
   processGroups?: ProcessGroups;
-  /** The unprivileged user tests run as, if any (runner/buildUser.ts). */
+  /** The unprivileged user tests run as, if any (isolation/buildUser.ts). */
   runAs?: BuildUser;
-  /** The further sandbox tests run in, if any (sandbox.ts). */
+  /** The further sandbox tests run in, if any (isolation/sandbox.ts). */
   sandbox?: Sandbox;
   /** Tell the session its first file failed, with the counts as they stood then. */
   firstFailure(counts: Counts): Promise<void>;

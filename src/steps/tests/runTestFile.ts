@@ -4,16 +4,16 @@
  * The file runs as the suite's `test_command` split into argv (no shell) with the file path
  * appended, or as the file itself when there is no command. It gets a clean environment
  * (nothing of the runner's, which holds database URLs and the secret key), and is started as
- * every build process is (steps/process.ts): its own process group, so a timeout or a stop kills
+ * every build process is (steps/isolation/process.ts): its own process group, so a timeout or a stop kills
  * everything it started, the build user and the sandbox, and bounded output capture.
  */
 import { constants } from 'node:fs';
 import { access, chown, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, normalize, sep } from 'node:path';
-import { runProcess, type ProcessResult, type RunProcessInput } from '../process';
+import { runProcess, type ProcessResult, type RunProcessInput } from '../isolation/process';
 
-/** How the file runs: the process settings of steps/process.ts (time limit, stop, user, sandbox), and what names the file. */
+/** How the file runs: the process settings of steps/isolation/process.ts (time limit, stop, user, sandbox), and what names the file. */
 export interface RunTestFileInput
   extends Pick<RunProcessInput, 'timeoutMs' | 'signal' | 'killGraceMs' | 'maxOutputBytes' | 'onOutput' | 'processGroups' | 'runAs' | 'sandbox'> {
   workdir: string;

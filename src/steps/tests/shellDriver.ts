@@ -18,8 +18,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { constants, existsSync } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { killProcessGroup, processGroupAlive, signalOfExitCode, TailBuffer, type ProcessResult, type RunProcessInput } from '../process';
-import { insideSandbox, launch } from '../sandbox';
+import { killProcessGroup, processGroupAlive, signalOfExitCode, TailBuffer, type ProcessResult, type RunProcessInput } from '../isolation/process';
+import { insideSandbox, launch } from '../isolation/sandbox';
 import { checkTestPath, splitArgs, testEnvironment } from './runTestFile';
 
 export interface ShellDriverInput extends Pick<RunProcessInput, 'timeoutMs' | 'signal' | 'killGraceMs' | 'maxOutputBytes' | 'processGroups' | 'runAs' | 'sandbox'> {

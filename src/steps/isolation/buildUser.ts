@@ -8,7 +8,7 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
-import type { BuildUser } from '../steps/process';
+import type { BuildUser } from './process';
 
 /** The user a root runner creates for its builds when SLUICE_BUILD_USER names none. */
 export const OWN_BUILD_USER = 'sluice-build';

@@ -11,9 +11,9 @@
  * to start unless SLUICE_SANDBOX=none says that this is meant.
  */
 import { chmod, mkdir } from 'node:fs/promises';
-import type { Config } from '../config';
-import type { BuildUser } from '../steps/process';
-import { probeSandbox, type Sandbox } from '../steps/sandbox';
+import type { Config } from '../../config';
+import type { BuildUser } from './process';
+import { probeSandbox, type Sandbox } from './sandbox';
 import { ownBuildUser, resolveBuildUser } from './buildUser';
 
 export interface Isolation {

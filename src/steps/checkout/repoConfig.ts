@@ -14,7 +14,7 @@ import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseSluiceYml } from '../../core/sluiceYml';
-import type { RepoConfigResult } from '../types';
+import type { RepoConfigResult } from '../../core/profiles';
 
 export const REPO_CONFIG_FILE = 'sluice.yml';
 export const MAX_REPO_CONFIG_BYTES = 64 * 1024;

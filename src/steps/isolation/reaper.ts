@@ -8,7 +8,7 @@
  * still listed and exits.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { ProcessGroups } from '../steps/process';
+import type { ProcessGroups } from './process';
 
 export interface Reaper extends ProcessGroups {
   /** The watchdog's pid (tests check that it ends). */

@@ -37,8 +37,8 @@ import {
   withKeyFile,
   type GitContext,
   type HostKeys,
-} from '../../steps/checkout/git';
-import { DEFAULT_SCM_TIMEOUT_MS, makeScratch, ScmError } from '../../steps/checkout/scmProcess';
+} from '../checkout/git';
+import { DEFAULT_SCM_TIMEOUT_MS, makeScratch, ScmError } from '../checkout/scmProcess';
 
 export interface PushCommitInput {
   /** `ssh://[user@]host[:port]/path` or scp-like `[user@]host:path`: the repository's ci_push_url. */

@@ -1,6 +1,6 @@
 /**
  * Pushing the tested changeset of a Mercurial repository to its CI server (spec §1 step 4): the
- * hg twin of push.ts, with the same input, result and errors, and the same rules.
+ * hg twin of git.ts, with the same input, result and errors, and the same rules.
  *
  * - The key lives in a 0600 file only while hg talks to the servers (withKeyFile); hg runs
  *   without a shell, with no configuration but ours (hg.ts's hgContext), and its stderr is
@@ -16,10 +16,10 @@
  */
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { displayUrl, scrubSecrets, sshCommand, withKeyFile } from '../../steps/checkout/git';
-import { branchTip, classifyHgFailure, hgContext, hgOrThrow, isHgSshUrl, isSafeHgName, runHg, summarizeHgStderr } from '../../steps/checkout/hg';
-import { makeScratch } from '../../steps/checkout/scmProcess';
-import { GitPushError, type GitPushFailure, type PushCommitInput, type PushCommitResult } from './push';
+import { displayUrl, scrubSecrets, sshCommand, withKeyFile } from '../checkout/git';
+import { branchTip, classifyHgFailure, hgContext, hgOrThrow, isHgSshUrl, isSafeHgName, runHg, summarizeHgStderr } from '../checkout/hg';
+import { makeScratch } from '../checkout/scmProcess';
+import { GitPushError, type GitPushFailure, type PushCommitInput, type PushCommitResult } from './git';
 
 const CHANGESET_ID = /^[0-9a-f]{40}$/;
 

@@ -37,7 +37,7 @@ export interface RunProcessInput {
   maxOutputBytes?: number;
   /** Told of every piece of output as it arrives, stdout and stderr alike (live output: liveOutput.ts). */
   onOutput?: (chunk: Buffer) => void;
-  /** Told of the process group while it lives, so that it dies with the runner (runner/reaper.ts). */
+  /** Told of the process group while it lives, so that it dies with the runner (reaper.ts). */
   processGroups?: ProcessGroups;
   /** Run as this unprivileged user (the runner is root): it cannot read the runner. */
   runAs?: BuildUser;
