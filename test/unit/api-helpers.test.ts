@@ -1,5 +1,5 @@
 import { redactUrl } from '../../src/api/logging';
-import { escapeHtml } from '../../src/api/reportPage';
+import { escapeHtml } from '../../src/api/web/pages';
 import { prefersJson } from '../../src/api/routes/reports';
 
 const KEY = 'Zm9vYmFyYmF6cXV4cXV1eHF1dXhxdXV4cXV1';

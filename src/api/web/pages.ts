@@ -1,7 +1,9 @@
 /**
  * What every web page shares: rendering an Eta template (views/, escaped by default) inside
  * the layout with its security headers, the signed-in user or a redirect to sign in, form
- * values as the JSON API's bodies, and an HttpError shown on the page it came from.
+ * values as the JSON API's bodies, and an HttpError shown on the page it came from. Eta's
+ * escaper is the only HTML escaper of Sluice's pages (the report page's too): `<%= %>` in the
+ * templates, escapeHtml for the few fragments code still builds as strings (the timeline's SVG).
  */
 import path from 'node:path';
 import { Eta } from 'eta';
@@ -11,6 +13,19 @@ import { databaseHttpError, HttpError } from '../http';
 import { signedIn, type SignedIn } from './signIn';
 
 const eta = new Eta({ views: path.join(__dirname, 'views'), autoEscape: true, cache: true });
+
+/**
+ * The HTML escaper `<%= %>` applies (Eta's own: `& < > " '`), for markup built in code, so a
+ * value reads the same in a template and in a fragment; null and undefined are nothing.
+ */
+export function escapeHtml(value: unknown): string {
+  return value === null || value === undefined ? '' : eta.config.escapeFunction(value);
+}
+
+/** A template of views/ rendered with `data` as `it`: the pages below, and the report page (api/reportPage.ts), which has a layout of its own. */
+export function renderTemplate(template: string, data: object): string {
+  return eta.render(`./${template}`, data);
+}
 
 /** What each page module's routes get: the API's dependencies, the CSRF check, the signed-in user. */
 export interface WebScope {
@@ -76,7 +91,7 @@ export function page(reply: FastifyReply, template: string, data: PageData, stat
       'content-security-policy',
       "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     )
-    .send(eta.render(`./${template}`, { csrf: reply.generateCsrf(), unisolated: data.user ? (reply.request.unisolatedRunners ?? []) : [], ...data }));
+    .send(renderTemplate(template, { csrf: reply.generateCsrf(), unisolated: data.user ? (reply.request.unisolatedRunners ?? []) : [], ...data }));
 }
 
 /**

@@ -20,10 +20,11 @@
  * each bin drawn.
  *
  * The picture is a tree of plain data (SvgNode): the server renders it into the page
- * (svgMarkup, every value escaped) and the live page's script (assets/build.js) draws the same
- * tree with DOM calls, text as text. Its numbers are one click away in the page's table.
+ * (svgMarkup, every value escaped by escapeHtml, the templates' own escaper, pages.ts) and the
+ * live page's script (assets/build.js) draws the same tree with DOM calls, text as text. Its
+ * numbers are one click away in the page's table.
  */
-import { formatDuration } from './pages';
+import { escapeHtml, formatDuration } from './pages';
 
 /** An SVG element: its tag, its attributes, its children (elements, or text). */
 export type SvgNode = [tag: string, attrs: Record<string, string | number>, ...children: (SvgNode | string)[]];
@@ -515,19 +516,17 @@ function tickLabel(t: number): string {
   return `${s / 3600} h`;
 }
 
-const escapeXml = (v: string): string => v.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
-
 /** The tags and the attributes the picture is made of; assets/build.js draws the same ones only. */
 export const SVG_TAGS = new Set(['svg', 'g', 'rect', 'line', 'text', 'tspan', 'title', 'desc', 'defs', 'path', 'use']);
 
-/** The picture as markup for the page, every attribute value and text escaped. */
+/** The picture as markup for the page, every attribute value and text escaped as the templates escape theirs. */
 export function svgMarkup(node: SvgNode | string): string {
-  if (typeof node === 'string') return escapeXml(node);
+  if (typeof node === 'string') return escapeHtml(node);
   const [tag, attrs, ...children] = node;
   if (!SVG_TAGS.has(tag)) return '';
   const attributes = Object.entries(attrs)
     .filter(([name, value]) => /^[a-z][a-z0-9-]*$/i.test(name) && !/^on/i.test(name) && (name !== 'href' || String(value).startsWith('#')))
-    .map(([name, value]) => ` ${name}="${escapeXml(String(value))}"`)
+    .map(([name, value]) => ` ${name}="${escapeHtml(value)}"`)
     .join('');
   const xmlns = tag === 'svg' && attrs.class === 'tl' ? ' xmlns="http://www.w3.org/2000/svg"' : '';
   return `<${tag}${xmlns}${attributes}>${children.map(svgMarkup).join('')}</${tag}>`;
