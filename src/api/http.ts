@@ -5,8 +5,7 @@
  * Fastify's own errors, into that shape.
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
-import type { z } from 'zod';
-import { firstProblem } from '../core/issues';
+import { AppError, notFound, type Refusal } from '../app/errors';
 import { foreignKeyViolation } from '../db/transaction';
 
 export interface ErrorBody {
@@ -32,9 +31,23 @@ export class HttpError extends Error {
   }
 }
 
-export const notFound = (what: string): HttpError => new HttpError(404, 'not found', `no such ${what}`);
+/** How each refusal of the application layer (app/errors.ts) is answered. */
+const REFUSALS: Record<Refusal, { status: number; error: string }> = {
+  invalid: { status: 400, error: 'invalid request' },
+  forbidden: { status: 403, error: 'forbidden' },
+  'not found': { status: 404, error: 'not found' },
+  conflict: { status: 409, error: 'conflict' },
+  'not rebuilt': { status: 422, error: 'not rebuilt' },
+  unavailable: { status: 503, error: 'unavailable' },
+};
 
-export const conflict = (field: string, message: string): HttpError => new HttpError(409, 'conflict', message, field);
+/** `err` as the API answers it, when it is one of ours (an HttpError, or a refusal of the application layer); else undefined. */
+export function asHttpError(err: unknown): HttpError | undefined {
+  if (err instanceof HttpError) return err;
+  if (!(err instanceof AppError)) return undefined;
+  const { status, error } = REFUSALS[err.kind];
+  return new HttpError(status, error, err.message, err.field, err.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: err.retryAfterSeconds });
+}
 
 /**
  * What the database refused as an HttpError, or undefined: a foreign-key violation is a request
@@ -59,16 +72,6 @@ export function databaseAway(err: unknown): boolean {
   return /^Connection terminated|connection timeout|timeout exceeded when trying to connect/i.test(message);
 }
 
-/** Parses a request body (or query) with zod; a failure is a 400 naming the first bad field. */
-export function validate<S extends z.ZodType>(schema: S, value: unknown, root = 'body'): z.output<S> {
-  const parsed = schema.safeParse(value, { reportInput: true });
-  if (!parsed.success) {
-    const { field, message } = firstProblem(parsed.error, root);
-    throw new HttpError(400, 'invalid request', message, field);
-  }
-  return parsed.data;
-}
-
 /** A numeric id from the path; anything else cannot name a row, so it is a 404. */
 export function parseId(value: string, what: string): number {
   if (!/^[1-9][0-9]{0,14}$/.test(value)) throw notFound(what);
@@ -86,9 +89,10 @@ const FASTIFY_ERRORS: Record<string, { error: string; field?: string }> = {
 
 export function installErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
-    if (err instanceof HttpError) {
-      if (err.options.retryAfterSeconds !== undefined) reply.header('retry-after', String(err.options.retryAfterSeconds));
-      return reply.code(err.statusCode).send(err.body());
+    const ours = asHttpError(err);
+    if (ours) {
+      if (ours.options.retryAfterSeconds !== undefined) reply.header('retry-after', String(ours.options.retryAfterSeconds));
+      return reply.code(ours.statusCode).send(ours.body());
     }
     // A dependency away is no server error: the caller may try again (issue 26).
     if (databaseAway(err)) {

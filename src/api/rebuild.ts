@@ -7,7 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ApiDeps } from './deps';
-import { HttpError, notFound } from './http';
+import { HttpError } from './http';
+import { notFound } from '../app/errors';
 import { intakesOf, planDelivery } from '../core/intake';
 import { rebuildTrigger } from '../core/rebuild';
 import { hasEnded } from '../core/types';

@@ -4,7 +4,8 @@
  * be reached for a while. Resolves with the session as it stood when the stop was taken.
  */
 import type { ApiDeps } from './deps';
-import { HttpError, notFound } from './http';
+import { HttpError } from './http';
+import { notFound } from '../app/errors';
 import { loadSessionView, type SessionView } from './views';
 import { hasEnded } from '../core/types';
 import { findSessionWithRepo } from '../db/sessions';

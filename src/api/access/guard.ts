@@ -10,7 +10,8 @@ import type { Pool } from 'pg';
 import { decide, type Principal } from '../../core/access';
 import { orgByRef, orgOfDelivery, orgOfRepo, orgOfSession, orgOfWebhook, type OrgOf } from '../../db/orgOf';
 import type { Db } from '../../db/transaction';
-import { HttpError, notFound } from '../http';
+import { HttpError } from '../http';
+import { notFound } from '../../app/errors';
 import { bearerPrincipal, SESSION_COOKIE, sessionPrincipal, type RefreshSession } from './principal';
 import { ruleFor, type AccessRule, type OrgSource } from './rules';
 

@@ -6,7 +6,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../deps';
 import { z } from 'zod';
-import { databaseAway, notFound } from '../http';
+import { databaseAway } from '../http';
+import { notFound } from '../../app/errors';
 import { described, documented, errors } from '../openapi/shapes';
 import { loadCiEventView } from '../views';
 

@@ -28,7 +28,8 @@ import { checkKey, openStore, type BlobStore } from '../../store';
 import type { ApiDeps } from '../deps';
 import { bearerToken } from '../auth';
 import { runnerTokenHash } from './admin/runnerTokens';
-import { HttpError, notFound, parseId, validate } from '../http';
+import { HttpError, parseId } from '../http';
+import { notFound, validate } from '../../app/errors';
 
 /**
  * A records call carries what the build recorded (a claim's results, its JUnit cases: up to

@@ -10,7 +10,7 @@ import { imageDigestsOfBuild, listFailedOutputs, listPlanParts, listSessions } f
 import { listOpenFiles } from '../../db/testQueue';
 import { setupTiming } from '../../db/sessionWorkers';
 import type { ApiDeps } from '../deps';
-import { HttpError, parseId } from '../http';
+import { asHttpError, HttpError, parseId } from '../http';
 import { loadOrg } from '../routes/admin/orgs';
 import { loadRepo } from '../routes/admin/repos';
 import { SessionList } from '../routes/admin/sessions';
@@ -192,8 +192,9 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
     try {
       if (q.data.org !== undefined) orgId = (await loadOrg(pool, q.data.org)).id;
       if (q.data.repo !== undefined) repoId = (await loadRepo(pool, q.data.repo)).id;
-    } catch (err) {
-      if (!(err instanceof HttpError)) throw err;
+    } catch (caught) {
+      const err = asHttpError(caught);
+      if (!err) throw caught;
       return page(reply, 'builds', { ...base, sessions: [], older: null, error: err.message }, err.statusCode);
     }
     const rows = await listSessions(pool, { orgId, orgIds: visibleOrgs(user), repoId, branch: q.data.branch, status: q.data.status, before: q.data.before, limit: q.data.limit });
@@ -260,8 +261,9 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
     const id = parseId(request.params.id, 'build');
     try {
       await requestStop(deps, id, stoppedBy(user) ?? user.name);
-    } catch (err) {
-      if (!(err instanceof HttpError)) throw err;
+    } catch (caught) {
+      const err = asHttpError(caught);
+      if (!err) throw caught;
       return buildPage(request, reply, user, id, err.message, err.statusCode);
     }
     return reply.code(303).header('location', `/builds/${id}`).send();
@@ -276,8 +278,9 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
       const resolveImages = formFields(request).resolve_images === '1';
       const { session } = await rebuildSession(deps, id, (err) => request.log.warn({ err, session: id }, '`received` not sent by the API'), { resolveImages });
       return reply.code(303).header('location', `/builds/${session}`).send();
-    } catch (err) {
-      if (!(err instanceof HttpError)) throw err;
+    } catch (caught) {
+      const err = asHttpError(caught);
+      if (!err) throw caught;
       return buildPage(request, reply, user, id, err.message, err.statusCode);
     }
   });

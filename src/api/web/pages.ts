@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Eta } from 'eta';
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import type { ApiDeps } from '../deps';
-import { databaseHttpError, HttpError } from '../http';
+import { asHttpError, databaseHttpError } from '../http';
 import { signedIn, type SignedIn } from './signIn';
 
 const eta = new Eta({ views: path.join(__dirname, 'views'), autoEscape: true, cache: true });
@@ -160,7 +160,7 @@ export interface FailedForm {
 }
 
 /**
- * Runs an action of the management API on behalf of a form: its result, or the HttpError it
+ * Runs an action of the management API on behalf of a form: its result, or the refusal it
  * threw (a bad field, a conflict, a 404, a row deleted meanwhile) as a FormError for the page to
  * show. Anything else is a real failure and is thrown on.
  */
@@ -168,7 +168,7 @@ export async function tryAction<T>(action: () => Promise<T>): Promise<{ ok: true
   try {
     return { ok: true, value: await action() };
   } catch (caught) {
-    const err = caught instanceof HttpError ? caught : databaseHttpError(caught);
+    const err = asHttpError(caught) ?? databaseHttpError(caught);
     if (!err) throw caught;
     const field = err.field?.replace(/^body\./, '');
     return { ok: false, status: err.statusCode, error: { message: field ? `${field}: ${err.message}` : err.message, field } };

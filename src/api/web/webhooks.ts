@@ -10,7 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { EVENTS } from '../../core/types';
 import { listWebhooks, type DeliveryDetail, type WebhookRow } from '../../db/webhooks';
 import type { OrgRow } from '../../db/orgs';
-import { HttpError } from '../http';
+import { asHttpError } from '../http';
 import { loadDelivery, redeliver } from '../routes/admin/deliveries';
 import { loadOrg } from '../routes/admin/orgs';
 import {
@@ -124,7 +124,7 @@ export function registerWebhookPages(web: FastifyInstance, { deps, csrf, require
     try {
       return await load();
     } catch (err) {
-      if (!(err instanceof HttpError) || err.statusCode !== 404) throw err;
+      if (asHttpError(err)?.statusCode !== 404) throw err;
       notFoundPage(reply, user, what);
       return null;
     }

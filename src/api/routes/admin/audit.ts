@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { orgsWhere } from '../../../core/access';
 import { listAudit, type AuditRow } from '../../../db/audit';
 import type { ApiDeps } from '../../deps';
-import { validate } from '../../http';
+import { validate } from '../../../app/errors';
 import { documented, errors, OrgParams } from '../../openapi/shapes';
 
 export const AuditQuery = z.object({

@@ -11,7 +11,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../../deps';
-import { validate } from '../../http';
+import { validate } from '../../../app/errors';
 import { findBranchView, listBranches, updateBranch, type BranchListRow } from '../../../db/branches';
 import type { RepoRow } from '../../../db/repos';
 import type { Db } from '../../../db/transaction';

@@ -15,7 +15,8 @@ import type { RepoRow } from '../../../db/repos';
 import type { Db } from '../../../db/transaction';
 import { DEFAULT_STATUS_API_URLS, repoPathFromPullUrl, statusRepoProblem } from '../../../delivery/commitStatus';
 import type { ApiDeps } from '../../deps';
-import { HttpError, validate } from '../../http';
+import { HttpError } from '../../http';
+import { validate } from '../../../app/errors';
 import { described, documented, errors, RepoParams } from '../../openapi/shapes';
 import { httpUrl, plainText, withoutCredentials } from './fields';
 

@@ -3,7 +3,7 @@ import { visibleOrgs } from '../../../core/access';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../../deps';
-import { conflict, notFound, validate } from '../../http';
+import { conflict, notFound, validate } from '../../../app/errors';
 import type { Db } from '../../../db/transaction';
 import { uniqueViolation } from '../../../db/transaction';
 import { findOrg, insertOrg, listOrgs, type OrgRow } from '../../../db/orgs';

@@ -13,7 +13,8 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { outputFollowState } from '../../../db/outputChunks';
 import type { ApiDeps } from '../../deps';
-import { notFound, parseId, validate } from '../../http';
+import { parseId } from '../../http';
+import { notFound, validate } from '../../../app/errors';
 import { asServerSentEvents, outputEvents, startAfter } from '../../output';
 import { documented, errors, SessionParams } from '../../openapi/shapes';
 

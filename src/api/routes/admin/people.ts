@@ -32,7 +32,8 @@ import {
 } from '../../../db/people';
 import type { Db } from '../../../db/transaction';
 import type { ApiDeps } from '../../deps';
-import { HttpError, notFound, parseId, validate } from '../../http';
+import { HttpError, parseId } from '../../http';
+import { notFound, validate } from '../../../app/errors';
 import { documented, errors, IdParams, NoBody, OrgParams } from '../../openapi/shapes';
 
 const Role = z.enum(ROLES);

@@ -13,7 +13,7 @@ import type { Config } from '../../../config';
 import { keyHash, newRepoKey, seal, unseal } from '../../../crypto/sealed';
 import { generateRepoKeyPair } from '../../../ssh/keys';
 import type { ApiDeps } from '../../deps';
-import { conflict, notFound, validate } from '../../http';
+import { conflict, notFound, validate } from '../../../app/errors';
 import { uniqueViolation, type Db } from '../../../db/transaction';
 import { findRepoById, findRepoByRef, insertRepo, listRepos, setKnownHosts, setWebhookSecret, updateRepoSettings, type RepoRow } from '../../../db/repos';
 import { checkStatusSettings, registerCommitStatusRoutes, statusSettingFields, statusSettingsView, storeStatusSettings } from './commitStatuses';

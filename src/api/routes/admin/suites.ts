@@ -2,7 +2,8 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../../deps';
-import { conflict, notFound, parseId, validate } from '../../http';
+import { parseId } from '../../http';
+import { conflict, notFound, validate } from '../../../app/errors';
 import { uniqueViolation, type Db } from '../../../db/transaction';
 import type { RepoRow } from '../../../db/repos';
 import { insertSuite, listSuites, updateSuiteSettings, type SuiteRow } from '../../../db/suites';

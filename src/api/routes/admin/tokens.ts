@@ -13,7 +13,8 @@ import { uniqueViolation, type Db } from '../../../db/transaction';
 import { keyHash } from '../../../crypto/sealed';
 import { newApiToken } from '../../access/principal';
 import type { ApiDeps } from '../../deps';
-import { conflict, HttpError, notFound, parseId, validate } from '../../http';
+import { HttpError, parseId } from '../../http';
+import { conflict, notFound, validate } from '../../../app/errors';
 import { documented, errors, IdParams, NoBody } from '../../openapi/shapes';
 import { requirePerson } from './people';
 

@@ -20,7 +20,8 @@ import { buildPayload, type PayloadContext, type SessionSnapshot } from '../../.
 import { COUNT_KEYS, EVENTS, type Counts, type EventName } from '../../../core/types';
 import { seal } from '../../../crypto/sealed';
 import type { ApiDeps } from '../../deps';
-import { HttpError, notFound, parseId, validate } from '../../http';
+import { HttpError, parseId } from '../../http';
+import { notFound, validate } from '../../../app/errors';
 import type { Db } from '../../../db/transaction';
 import { findOrg, findOrgWithFirstRepo, type OrgRow } from '../../../db/orgs';
 import {
