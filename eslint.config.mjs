@@ -113,6 +113,14 @@ export const layers = [
     }),
   },
   {
+    files: ['src/app/**/*.ts'],
+    rule: layer({
+      packages: ['fastify', '@temporalio/activity', '@temporalio/worker', '@temporalio/workflow'],
+      folders: ['api', 'activities', 'steps', 'workflows', 'worker', 'runner'],
+      why: 'the application layer decides (validates, checks, calls db/ and delivery/) and knows nothing of HTTP: the JSON API and the web pages call it',
+    }),
+  },
+  {
     files: ['src/ip/**/*.ts', 'src/crypto/**/*.ts'],
     rule: layer({
       packages: [...IO_LIBRARIES, ...TEMPORAL, 'prom-client'],

@@ -12,7 +12,7 @@ import { listWebhooks, type DeliveryDetail, type WebhookRow } from '../../db/web
 import type { OrgRow } from '../../db/orgs';
 import { asHttpError } from '../http';
 import { loadDelivery, redeliver } from '../routes/admin/deliveries';
-import { loadOrg } from '../routes/admin/orgs';
+import { loadOrg } from '../../app/orgs';
 import {
   createWebhook,
   DELIVERY_EVENTS,

@@ -17,7 +17,7 @@ import type { RepoRow } from '../../../db/repos';
 import type { Db } from '../../../db/transaction';
 import { documented, errors, RepoParams } from '../../openapi/shapes';
 import { branchName } from './fields';
-import { loadRepo } from './repos';
+import { loadRepo } from '../../../app/repos';
 
 const PutBranch = z.strictObject({
   enabled: z.boolean().optional(),

@@ -19,8 +19,9 @@ import type { ApiDeps } from '../../deps';
 import { parseId } from '../../http';
 import { notFound, validate } from '../../../app/errors';
 import { stopAndRemove } from '../../remove';
-import { loadOrg } from './orgs';
-import { loadRepo, reloadRepo, Repo, repoView } from './repos';
+import { loadOrg } from '../../../app/orgs';
+import { Repo, repoView } from './repos';
+import { loadRepo, reloadRepo } from '../../../app/repos';
 import { documented, errors, NoBody, OrgParams, RepoParams, SuiteParams } from '../../openapi/shapes';
 
 const REMOVE_NOTE = 'Builds under way are stopped first (`stopped_by`), then the rows go. 409 while builds are still stopping; `force=true` removes them anyway.';

@@ -3,10 +3,11 @@ import { visibleOrgs } from '../../../core/access';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../../deps';
-import { conflict, notFound, validate } from '../../../app/errors';
+import { conflict, validate } from '../../../app/errors';
 import type { Db } from '../../../db/transaction';
 import { uniqueViolation } from '../../../db/transaction';
-import { findOrg, insertOrg, listOrgs, type OrgRow } from '../../../db/orgs';
+import { insertOrg, listOrgs, type OrgRow } from '../../../db/orgs';
+import { loadOrg } from '../../../app/orgs';
 import { documented, errors, OrgParams } from '../../openapi/shapes';
 import { resourceName } from './fields';
 
@@ -18,13 +19,6 @@ const CreateOrg = z.strictObject({
 export const Org = z.object({ id: z.number().int(), name: z.string(), email: z.string(), created_at: z.date() });
 
 export const orgView = (o: OrgRow): z.output<typeof Org> => ({ id: o.id, name: o.name, email: o.email, created_at: o.created_at });
-
-/** The org a `:org` path parameter (id or name) names, or a 404. */
-export async function loadOrg(db: Db, ref: string): Promise<OrgRow> {
-  const org = await findOrg(db, ref);
-  if (!org) throw notFound('organization');
-  return org;
-}
 
 /** Creates an organization from a body of POST /orgs: a 400 naming a bad field, a 409 for a name taken. */
 export async function createOrg(db: Db, input: unknown): Promise<OrgRow> {

@@ -16,7 +16,7 @@ import { notFound, validate } from '../../../app/errors';
 import type { RepoRow } from '../../../db/repos';
 import { deleteRegistryLogin, listRegistryLogins, upsertRegistryLogin, type RegistryLoginRow } from '../../../db/registryLogins';
 import type { Db } from '../../../db/transaction';
-import { loadRepo } from './repos';
+import { loadRepo } from '../../../app/repos';
 import { documented, errors, NoBody, RepoParams } from '../../openapi/shapes';
 
 const MAX_CREDENTIAL = 4 * 1024;

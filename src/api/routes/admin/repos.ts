@@ -13,12 +13,13 @@ import type { Config } from '../../../config';
 import { keyHash, newRepoKey, seal, unseal } from '../../../crypto/sealed';
 import { generateRepoKeyPair } from '../../../ssh/keys';
 import type { ApiDeps } from '../../deps';
-import { conflict, notFound, validate } from '../../../app/errors';
-import { uniqueViolation, type Db } from '../../../db/transaction';
-import { findRepoById, findRepoByRef, insertRepo, listRepos, setKnownHosts, setWebhookSecret, updateRepoSettings, type RepoRow } from '../../../db/repos';
+import { conflict, validate } from '../../../app/errors';
+import { uniqueViolation } from '../../../db/transaction';
+import { loadRepo, reloadRepo } from '../../../app/repos';
+import { insertRepo, listRepos, setKnownHosts, setWebhookSecret, updateRepoSettings, type RepoRow } from '../../../db/repos';
 import { checkStatusSettings, registerCommitStatusRoutes, statusSettingFields, statusSettingsView, storeStatusSettings } from './commitStatuses';
 import { branchName, httpUrl, plainText, resourceName, scmUrl } from './fields';
-import { loadOrg } from './orgs';
+import { loadOrg } from '../../../app/orgs';
 import { documented, errors, OrgParams, RepoParams } from '../../openapi/shapes';
 import { STATUS_PROVIDERS } from '../../../core/commitStatus';
 import type { OrgRow } from '../../../db/orgs';
@@ -131,20 +132,6 @@ export function repoView(r: RepoRow, config: Config, withKey = true): z.output<t
 
 /** Whether the caller may see the trigger keys of the route's organization (api/access). */
 const seesKeys = (request: FastifyRequest): boolean => decide(request.principal!, 'maintainer', request.accessOrg!.id, false).allowed;
-
-/** The repository a `:repo` parameter names, or a 404. */
-export async function loadRepo(db: Db, ref: string): Promise<RepoRow> {
-  const repo = await findRepoByRef(db, ref);
-  if (!repo) throw notFound('repository');
-  return repo;
-}
-
-/** The repository again after a change: a 404 when a DELETE racing the request removed it meanwhile. */
-export async function reloadRepo(db: Db, id: number): Promise<RepoRow> {
-  const repo = await findRepoById(db, id);
-  if (!repo) throw notFound('repository');
-  return repo;
-}
 
 /**
  * Creates a repository of `org` from a body of POST /orgs/:org/repos, with a fresh key and

@@ -18,7 +18,7 @@ import { notFound, validate } from '../../../app/errors';
 import { withTransaction, type Db } from '../../../db/transaction';
 import type { RepoRow } from '../../../db/repos';
 import { countSecrets, deleteSecret, listSecrets, lockRepoSecrets, secretExists, upsertSecret, type SecretRow } from '../../../db/secrets';
-import { loadRepo } from './repos';
+import { loadRepo } from '../../../app/repos';
 import { documented, errors, NoBody, RepoParams } from '../../openapi/shapes';
 
 /**

@@ -22,8 +22,8 @@ import { SESSION_STATUSES } from '../../../core/types';
 import { rebuildSession } from '../../rebuild';
 import { requestStop } from '../../stopSession';
 import { listSessions, reportTokenOf } from '../../../db/sessions';
-import { loadOrg } from './orgs';
-import { loadRepo } from './repos';
+import { loadOrg } from '../../../app/orgs';
+import { loadRepo } from '../../../app/repos';
 import { described, documented, errors, SessionParams } from '../../openapi/shapes';
 
 const StopBody = z.strictObject({

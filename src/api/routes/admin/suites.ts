@@ -10,7 +10,7 @@ import { insertSuite, listSuites, updateSuiteSettings, type SuiteRow } from '../
 import { MAX_PLAN_PROFILES, MAX_RETRY_FAILED, MAX_WORKERS, PROFILE_NAME } from '../../../core/profiles';
 import { buildSetupShape, hookSettingsOf, imageSchema } from '../../../core/buildSetupSchema';
 import { branchName, plainText, testPattern } from './fields';
-import { loadRepo } from './repos';
+import { loadRepo } from '../../../app/repos';
 import { described, documented, errors, RepoParams, SuiteParams } from '../../openapi/shapes';
 
 const envMap = z

@@ -38,7 +38,7 @@ import {
 } from '../../../db/webhooks';
 import { deliveryDetailView, manualAttempt } from './deliveries';
 import { httpUrl, plainText, withoutCredentials } from './fields';
-import { loadOrg } from './orgs';
+import { loadOrg } from '../../../app/orgs';
 import { described, documented, errors, IdParams, NoBody, OrgParams } from '../../openapi/shapes';
 import { reportUrl } from '../../../core/reportUrl';
 
