@@ -7,7 +7,7 @@ import type { BuildSetup } from '../core/buildSetup';
 import type { CommitStatusInput, CommitStatusResult } from '../core/commitStatus';
 import type { Intake } from '../core/intake';
 import type { RepoConfigResult } from '../core/profiles';
-import type { SessionContext, TreeRef } from '../core/session';
+import type { LaneSettings, ResolvedImage, SessionContext, TreeRef } from '../core/session';
 import type { OpenLanes, SquashedBatch } from '../core/squash';
 import type { Counts, OutgoingPayload, SessionStatus, Timing } from '../core/types';
 
@@ -50,7 +50,7 @@ export interface QueueTestsResult {
   total: number;
 }
 
-export interface RunLaneInput {
+export interface RunLaneInput extends LaneSettings {
   tree: TreeRef;
   /** 0 .. workers-1; lane 0 reuses the session's first checkout when it runs where that is. */
   lane: number;
@@ -62,25 +62,6 @@ export interface RunLaneInput {
   cache?: { readScopes: string[]; writeScope: string | null };
   /** The session workflow, told of the first failure. */
   workflowId: string;
-  command: string | null;
-  /** The profile's and the trigger's variables; the runner adds the repository's secrets when `secrets`. */
-  env: Record<string, string>;
-  /** Whether the repository's secrets reach the tests (not for a pull request: core/trust.ts). */
-  secrets: boolean;
-  timeoutMs: number;
-  junitPattern: string | null;
-  /** How many times a failing file runs again (the profile's retry_failed). Absent in older histories: 0. */
-  retryFailed?: number;
-  /** The image its hooks and tests run in, resolved once for the build (absent: the runner's own `/`). */
-  image?: ResolvedImage;
-}
-
-/** An image as a build resolved it when it started: every worker on every runner runs `digest`. */
-export interface ResolvedImage {
-  /** The reference as read, normalized (`docker.io/library/node:22`): what the session records and a rebuild is keyed by. */
-  reference: string;
-  /** `sha256:…`: the manifest (or index) the reference named then. */
-  digest: string;
 }
 
 /** The build's image, resolved on a runner: its tag to a digest, or a rebuild's digest checked. */

@@ -105,3 +105,27 @@ export interface TreeRef {
   commitId: string;
   refspecs?: string[];
 }
+
+/** An image as a build resolved it when it started: every worker on every runner runs `digest`. */
+export interface ResolvedImage {
+  /** The reference as read, normalized (`docker.io/library/node:22`): what the session records and a rebuild is keyed by. */
+  reference: string;
+  /** `sha256:…`: the manifest (or index) the reference named then. */
+  digest: string;
+}
+
+/** How a lane runs its files, as the workflow decides it for each lane (RunLaneInput) and the lane's worker runs it (steps/lifecycle.ts WorkerJob). */
+export interface LaneSettings {
+  /** The test command (`{files}`: a batch of files a process); null: each file runs itself. */
+  command: string | null;
+  /** The profile's and the trigger's variables; the runner adds the repository's secrets when `secrets`. */
+  env: Record<string, string>;
+  /** Whether the repository's secrets reach hooks and tests (not for a pull request: core/trust.ts). */
+  secrets: boolean;
+  timeoutMs: number;
+  junitPattern: string | null;
+  /** How many times a failing file runs again (the profile's retry_failed). Absent in older histories: 0. */
+  retryFailed?: number;
+  /** The image its hooks and tests run in, resolved once for the build (absent: the runner's own `/`). */
+  image?: ResolvedImage;
+}

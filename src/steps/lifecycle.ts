@@ -30,6 +30,7 @@
 import { chown, mkdir } from 'node:fs/promises';
 import type { ServiceAdmins } from '../config';
 import type { BuildSetup, CacheSettings, HookName } from '../core/buildSetup';
+import type { LaneSettings, ResolvedImage } from '../core/session';
 import type { Counts, Timing } from '../core/types';
 import { collectArtifacts, type ArtifactDeps } from './artifacts';
 import { restoreCache, saveCache, type CacheDeps, type Restored } from './cache';
@@ -46,7 +47,7 @@ import { runLane } from './tests/lane';
 import { TEST_PATH, testEnvironment } from './tests/runTestFile';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-export interface WorkerJob {
+export interface WorkerJob extends LaneSettings {
   sessionId: number;
   repoId: number;
   /** 1..N (the lane's number + 1): SLUICE_WORKER_ID. */
@@ -59,23 +60,12 @@ export interface WorkerJob {
   tree: string;
   /** The worker's home: made here, shared by its hooks and tests (`~` of cache paths). */
   home: string;
-  command: string | null;
-  /** The profile's and the trigger's variables. */
-  env: Record<string, string>;
-  /** Whether the repository's secrets reach hooks and tests (not for a pull request: core/trust.ts). */
-  secrets: boolean;
-  timeoutMs: number;
-  junitPattern: string | null;
-  /** How many times a failing file runs again (the profile's retry_failed). */
-  retryFailed?: number;
   setup: BuildSetup;
   cache: { readScopes: string[]; writeScope: string | null };
   /** This worker saves the build's cache entry (one worker does: the first). */
   savesCache: boolean;
   /** This installation's id: names the worker's service databases. */
   installation: string;
-  /** The image its hooks and tests run in, as the build resolved it; none: the runner's own `/`. */
-  image?: { reference: string; digest: string };
 }
 
 export interface WorkerDeps {
@@ -406,7 +396,7 @@ export interface PostBuildJob {
   /** SLUICE_BUILD_STATUS: passed, failed or error. */
   status: string;
   /** The build's image, as resolved; none: the runner's own `/`. */
-  image?: { reference: string; digest: string };
+  image?: ResolvedImage;
 }
 
 /** The `post_build` hook, once a build after its results are recorded (in its image); its failure changes nothing. */
@@ -465,7 +455,7 @@ interface StepPlace {
  */
 async function getImage(
   place: StepPlace,
-  image: { reference: string; digest: string },
+  image: ResolvedImage,
   deps: Pick<WorkerDeps, 'sandbox' | 'images' | 'runAs' | 'signal'>,
   credentials: () => Promise<RegistryCredentials>,
 ): Promise<{ image: WorkerImage; sandbox: Sandbox } | { failure: string }> {

@@ -16,9 +16,9 @@ import {
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { CheckoutInput, CheckoutResult, ResolvedImage } from '../activities/types';
+import type { CheckoutInput, CheckoutResult } from '../activities/types';
+import type { ResolvedImage, SessionContext, TreeRef } from '../core/session';
 import type { RepoConfigResult } from '../core/profiles';
-import type { SessionContext, TreeRef } from '../core/session';
 import { imageOf, resolveBuildSetup, type BuildSetup } from '../core/buildSetup';
 import { checkoutTarget } from '../core/checkoutTarget';
 import { planStatus, sumCounts } from '../core/counts';

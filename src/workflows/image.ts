@@ -4,8 +4,7 @@
  * every runner then runs that digest (steps/image/), and the history holds only the reference
  * and the digest: nothing of the image's own configuration, no credential.
  */
-import type { ResolvedImage } from '../activities/types';
-import type { SessionContext } from '../core/session';
+import type { ResolvedImage, SessionContext } from '../core/session';
 import { normalizeImageRef } from '../core/imageRef';
 import { imageResolver, records } from './proxies';
 

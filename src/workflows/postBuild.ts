@@ -5,8 +5,8 @@
  * step, so none of them changes the build's status.
  */
 import { log } from '@temporalio/workflow';
-import type { BuildSummary, ResolvedImage } from '../activities/types';
-import type { SessionContext, TreeRef } from '../core/session';
+import type { BuildSummary } from '../activities/types';
+import type { ResolvedImage, SessionContext, TreeRef } from '../core/session';
 import type { BuildSetup } from '../core/buildSetup';
 import type { SessionSnapshot } from '../core/payload';
 import { resolveBuildImage } from './image';

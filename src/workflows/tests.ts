@@ -11,8 +11,8 @@
  * others, and no test runs.
  */
 import { CancellationScope, isCancellation, log, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { ResolvedImage, RunLaneResult } from '../activities/types';
-import type { SessionContext, TreeRef } from '../core/session';
+import type { RunLaneResult } from '../activities/types';
+import type { ResolvedImage, SessionContext, TreeRef } from '../core/session';
 import { cacheScopes, imageOf, type BuildSetup } from '../core/buildSetup';
 import { countTests } from '../core/counts';
 import type { SessionSnapshot } from '../core/payload';

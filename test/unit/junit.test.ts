@@ -150,6 +150,20 @@ describe('parseJUnit over real flavours', () => {
     expect(notes).toEqual([]);
     expect(cases).toEqual([expect.objectContaining({ name: 'a & b AB &lol2; \ufffd \ufffd', classname: 'single "quoted"' })]);
   });
+
+  it('neither fetches nor expands an external entity, a parameter entity included', () => {
+    const xml =
+      '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY xxe SYSTEM "file:///etc/passwd"><!ENTITY web SYSTEM "http://127.0.0.1:1/x">' +
+      '<!ENTITY % p SYSTEM "http://127.0.0.1:1/p.dtd"> %p;]><testsuite><testcase name="&xxe;" classname="&web;"/></testsuite>';
+    expect(parseJUnit(xml)).toEqual({ cases: [expect.objectContaining({ name: '&xxe;', classname: '&web;' })], notes: [] });
+  });
+
+  it('reads past control characters, raw or as references, undefined entities and text after the root', () => {
+    const xml = '<testsuite><testcase name="a&nbsp;b" classname="k"><failure>\x1b[31mred\x1b[0m &#27;[0m</failure></testcase></testsuite>\ntrailing';
+    const { cases, notes } = parseJUnit(xml);
+    expect(notes).toEqual([]);
+    expect(cases[0]).toMatchObject({ name: 'a&nbsp;b', output: '\x1b[31mred\x1b[0m \x1b[0m' });
+  });
 });
 
 describe('parseJUnit over garbage', () => {
@@ -173,6 +187,11 @@ describe('parseJUnit over garbage', () => {
       const result = parseJUnit(xml);
       expect(result.notes).toEqual([expect.stringMatching(note)]);
     }
+  });
+
+  it('keeps the cases before an end tag that does not match', () => {
+    const mismatch = parseJUnit('<testsuite><testcase name="a"/><testcase name="b"></testsuite>');
+    expect(mismatch.cases.map((c) => c.name)).toEqual(['a']);
   });
 
   it('keeps the cases before a problem: a truncated report', () => {

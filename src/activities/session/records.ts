@@ -4,8 +4,8 @@
  */
 import type { Pool } from 'pg';
 import type { Config } from '../../config';
-import type { FinishInput, PlanSessionsInput, ResolvedImage, StartRecord } from '../types';
-import type { SessionContext } from '../../core/session';
+import type { FinishInput, PlanSessionsInput, StartRecord } from '../types';
+import type { ResolvedImage, SessionContext } from '../../core/session';
 import type { Counts, Timing } from '../../core/types';
 import {
   ensurePlanSessions,

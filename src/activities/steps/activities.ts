@@ -17,18 +17,8 @@ import type { Counts, Timing } from '../../core/types';
 import { FAILURE_TYPES } from '../failures';
 import { runningActivity, withHeartbeat } from '../heartbeat';
 import { readRepoConfig } from '../../steps/checkout/repoConfig';
-import type {
-  CheckoutInput,
-  CheckoutResult,
-  PostBuildHookInput,
-  QueueTestsInput,
-  QueueTestsResult,
-  ResolvedImage,
-  ResolveImageInput,
-  RunLaneInput,
-  RunLaneResult,
-  WorkersReady,
-} from '../types';
+import type { CheckoutInput, CheckoutResult, PostBuildHookInput, QueueTestsInput, QueueTestsResult, ResolveImageInput, RunLaneInput, RunLaneResult, WorkersReady } from '../types';
+import type { ResolvedImage } from '../../core/session';
 import type { ArtifactDeps } from '../../steps/artifacts';
 import type { CacheDeps } from '../../steps/cache';
 import { ensureTree, fetchTree, holdTree, homeDir, markUsed, removeTree, treeDeps, TreeGoneError, treeDir } from '../../steps/checkout/tree';

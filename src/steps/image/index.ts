@@ -10,6 +10,7 @@
 import { rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { formatImageRef, parseImageRef, pinImageRef, type ImageRef } from '../../core/imageRef';
+import type { ResolvedImage } from '../../core/session';
 import type { SandboxImage } from '../isolation/sandbox';
 import type { RegistryLogin } from '../records';
 import { dockerConfigJson, writeDockerConfig } from './credentials';
@@ -152,7 +153,7 @@ const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(bytes < 10 * 102
  */
 export async function leaseWorkerImage(
   deps: ImageDeps,
-  image: { reference: string; digest: string },
+  image: ResolvedImage,
   credentials: () => Promise<RegistryCredentials>,
   user: { uid: number; gid: number },
   signal?: AbortSignal,
