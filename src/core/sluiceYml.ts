@@ -77,6 +77,14 @@ const envValue = z
   .transform(String)
   .pipe(z.string().max(MAX_ENV_VALUE, `must be at most ${MAX_ENV_VALUE} characters`).refine((v) => !v.includes('\0'), 'must not contain NUL'));
 
+/** A whole number from `min` to `max`, each mistake worded with the range. */
+const wholeNumber = (min: number, max: number) =>
+  z
+    .number({ error: `must be a number from ${min} to ${max}` })
+    .int(`must be a whole number from ${min} to ${max}`)
+    .min(min, `must be from ${min} to ${max}`)
+    .max(max, `must be from ${min} to ${max}`);
+
 const profileSchema = z.strictObject(
   {
     test_pattern: pattern.optional(),
@@ -95,19 +103,9 @@ const profileSchema = z.strictObject(
         { error: typeError('must be a mapping of variable names to values') },
       )
       .optional(),
-    workers: z
-      .number({ error: `must be a number from 1 to ${MAX_WORKERS}` })
-      .int(`must be a whole number from 1 to ${MAX_WORKERS}`)
-      .min(1, `must be from 1 to ${MAX_WORKERS}`)
-      .max(MAX_WORKERS, `must be from 1 to ${MAX_WORKERS}`)
-      .optional(),
+    workers: wholeNumber(1, MAX_WORKERS).optional(),
     junit_pattern: pattern.nullable().optional(),
-    retry_failed: z
-      .number({ error: `must be a number from 0 to ${MAX_RETRY_FAILED}` })
-      .int(`must be a whole number from 0 to ${MAX_RETRY_FAILED}`)
-      .min(0, `must be from 0 to ${MAX_RETRY_FAILED}`)
-      .max(MAX_RETRY_FAILED, `must be from 0 to ${MAX_RETRY_FAILED}`)
-      .optional(),
+    retry_failed: wholeNumber(0, MAX_RETRY_FAILED).optional(),
     // The profile's own image, over the file's top-level `image` (null: none for this profile).
     image: imageSchema.optional(),
   },

@@ -7,8 +7,8 @@
 // so it only waits for Temporal; the api and workers register search attributes.
 import { loadConfig } from '../config';
 import { startRoleMetrics } from '../temporal/metrics';
-import { prepareTemporal } from '../temporal/prepare';
-import { runRunner, type RunnerHandle } from './run';
+import { exitOnSignals, prepareTemporal } from '../temporal/prepare';
+import { runRunner } from './run';
 import { runTokenRunner } from './token/run';
 
 async function main(): Promise<void> {
@@ -19,23 +19,18 @@ async function main(): Promise<void> {
   const metrics = await startRoleMetrics(config, { temporalSdk: !config.runnerToken });
   if (metrics) log(`metrics at ${metrics.url}`);
 
-  const started: { runner?: RunnerHandle } = {};
-  const stop = () => {
-    // Still waiting for Temporal or starting: nothing to drain.
-    if (!started.runner) process.exit(0);
-    void started.runner.shutdown().then(() => process.exit(0));
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  const signals = exitOnSignals();
 
   const queues = [config.buildQueue, ...extra].join(', ');
   if (config.runnerToken) {
-    const runner = (started.runner = await runTokenRunner({ ...config, runnerToken: config.runnerToken }, { buildQueues: extra }));
+    const runner = await runTokenRunner({ ...config, runnerToken: config.runnerToken }, { buildQueues: extra });
+    signals.started(runner);
     log(`${runner.name} serving ${queues} through the API at ${config.baseUrl}, with a runner token and no keys`);
     return;
   }
   await prepareTemporal(config, { searchAttributes: false, log });
-  const runner = (started.runner = await runRunner(config, { buildQueues: extra }));
+  const runner = await runRunner(config, { buildQueues: extra });
+  signals.started(runner);
   log(`${runner.name} serving ${queues}`);
 }
 

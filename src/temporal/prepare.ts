@@ -139,4 +139,17 @@ function describe(err: unknown): string {
   return (err instanceof Error ? err.message.split('\n')[0]! : String(err)).replace(/\.$/, '');
 }
 
-
+/**
+ * A role's SIGINT and SIGTERM: the process exits at once while it is still starting (waiting
+ * for Temporal or PostgreSQL: nothing to drain), else once what `started` was given shut down.
+ */
+export function exitOnSignals(): { started(role: { shutdown(): Promise<void> }): void } {
+  let running: { shutdown(): Promise<void> } | undefined;
+  const stop = () => {
+    if (!running) process.exit(0);
+    void running.shutdown().then(() => process.exit(0));
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  return { started: (role) => void (running = role) };
+}

@@ -8,8 +8,8 @@ import { createPool, untilDatabaseAnswers } from '../db/pool';
 import { loadWorkflowIds } from '../temporal/ids';
 import { reportInstallation } from '../temporal/installationCheck';
 import { startRoleMetrics } from '../temporal/metrics';
-import { prepareTemporal } from '../temporal/prepare';
-import { runWorker, type WorkerHandle } from './run';
+import { exitOnSignals, prepareTemporal } from '../temporal/prepare';
+import { runWorker } from './run';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env, 'worker');
@@ -18,14 +18,7 @@ async function main(): Promise<void> {
   const metrics = await startRoleMetrics(config, { temporalSdk: true });
   if (metrics) log(`metrics at ${metrics.url}`);
 
-  const started: { worker?: WorkerHandle } = {};
-  const stop = () => {
-    // Still waiting for Temporal or starting: nothing to drain.
-    if (!started.worker) process.exit(0);
-    void started.worker.shutdown().then(() => process.exit(0));
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  const signals = exitOnSignals();
 
   // Its records need the schema (migrations take a lock: roles may start together); started
   // while PostgreSQL is away, it waits for it.
@@ -37,7 +30,7 @@ async function main(): Promise<void> {
       (err) => log(`waiting for PostgreSQL (${(err as Error).message})`),
     );
     await prepareTemporal(config, { log });
-    started.worker = await runWorker(config);
+    signals.started(await runWorker(config));
     log(`serving ${config.taskQueue}: workflows, records, deliveries, chat and e-mail`);
     await reportInstallation(config, pool, await loadWorkflowIds(pool), log);
   } finally {
