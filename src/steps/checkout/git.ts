@@ -23,25 +23,33 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { DEFAULT_SCM_TIMEOUT_MS, exists, makeScratch, parseCommitters, runScmProcess, ScmError, SSH_DENIED, summarizeStderr, type ScmContext, type ScmOutcome, type ScmScratch } from './scmProcess';
 
-export interface FetchRepositoryInput {
-  /** `ssh://[user@]host[:port]/path` or scp-like `[user@]host:path`. */
+/**
+ * A pull of a repository, git's or hg's: where from, with what key, into which working tree, at
+ * which head (`HEAD`/`tip`: the branch's tip; else a commit, a branch, a tag or a ref), and since
+ * which commit `committers` are listed.
+ */
+export interface FetchInput {
+  /** `ssh://[user@]host[:port]/path` (git also takes scp-like `[user@]host:path`). */
   pullUrl: string;
   /** OpenSSH private key text. */
   privateKey: string;
-  /** The repository's working tree; created (and initialized) when it holds no checkout. */
+  /** The working tree; created (and initialized) when it holds no checkout. */
   workdir: string;
+  /** The suite's branch (for hg: a named branch or a bookmark). */
   branch: string;
-  /** `HEAD` (the tip of `branch`), a commit id, a branch or tag name, or a full ref. */
   head: string;
-  /** The suite's last built commit: `committers` then lists the authors of `since..head`. */
+  /** The suite's last built commit: `committers` then lists the authors since it. */
   since?: string | null;
-  /** Extra refspecs to fetch (the trigger's `refspec`), in addition to all branches and tags. */
-  refspecs?: string[];
-  /** Limit for each git command. Default 10 minutes. */
+  /** Limit for each git or hg command. Default 10 minutes. */
   timeoutMs?: number;
   signal?: AbortSignal;
   /** The host keys the repository trusts; `learned` is set to what ssh knows after. */
   hostKeys?: HostKeys;
+}
+
+export interface FetchRepositoryInput extends FetchInput {
+  /** Extra refspecs to fetch (the trigger's `refspec`), in addition to all branches and tags. */
+  refspecs?: string[];
 }
 
 export interface FetchRepositoryResult {

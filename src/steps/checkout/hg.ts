@@ -38,31 +38,14 @@ import {
   scrubSecrets,
   sshCommand,
   withKeyFile,
+  type FetchInput,
   type FetchRepositoryResult,
   type GitPullFailure,
-  type HostKeys,
 } from './git';
 import { DEFAULT_SCM_TIMEOUT_MS, exists, makeScratch, parseCommitters, runScmProcess, SSH_DENIED, summarizeStderr, type ScmContext, type ScmOutcome, type ScmScratch } from './scmProcess';
 
-export interface FetchHgRepositoryInput {
-  /** `ssh://[user@]host[:port]/path` (relative to the remote home) or `ssh://host//abs/path`. */
-  pullUrl: string;
-  /** OpenSSH private key text. */
-  privateKey: string;
-  /** The working copy; created (and initialized) when it holds no hg repository. */
-  workdir: string;
-  /** The suite's branch: a named branch or a bookmark. */
-  branch: string;
-  /** `tip` or `HEAD` (the tip of `branch`), a changeset id, a bookmark, tag or branch name. */
-  head: string;
-  /** The suite's last built changeset: `committers` then lists the authors since it. */
-  since?: string | null;
-  /** Limit for each hg command. Default 10 minutes. */
-  timeoutMs?: number;
-  signal?: AbortSignal;
-  /** The host keys the repository trusts; `learned` is set to what ssh knows after. */
-  hostKeys?: HostKeys;
-}
+/** An hg pull (`ssh://host//abs/path` names an absolute path; `tip` is the branch's tip, as `HEAD`). */
+export type FetchHgRepositoryInput = FetchInput;
 
 const MAX_COMMITTER_COMMITS = 500;
 const NULL_NODE = '0'.repeat(40);
