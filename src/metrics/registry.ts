@@ -17,57 +17,33 @@ const registers = [registry];
 const SHORT = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const LONG = [1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200];
 
+/** A counter of this registry, by `labelNames`. */
+function counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {
+  return new Counter({ name, help, labelNames, registers });
+}
+
+/** A histogram of this registry, by `labelNames`, in `buckets` (SHORT or LONG). */
+function histogram<L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]): Histogram<L> {
+  return new Histogram({ name, help, labelNames, buckets, registers });
+}
+
 // ---- HTTP (the API) ----
 
-export const httpRequestDuration = new Histogram({
-  name: 'http_server_request_duration_seconds',
-  help: 'HTTP requests the API answered, by method, route pattern (never the raw URL) and status code (OpenTelemetry http.server.request.duration)',
-  labelNames: ['http_request_method', 'http_route', 'http_response_status_code'] as const,
-  buckets: SHORT,
-  registers,
-});
+export const httpRequestDuration = histogram('http_server_request_duration_seconds', 'HTTP requests the API answered, by method, route pattern (never the raw URL) and status code (OpenTelemetry http.server.request.duration)', ['http_request_method', 'http_route', 'http_response_status_code'], SHORT);
 
 // ---- Triggers (the API) ----
 
-export const triggers = new Counter({
-  name: 'sluice_triggers_total',
-  help: 'Triggers answered, by provider, decision (build, skip, drop, ignore, unavailable) and reason code ("" for a build)',
-  labelNames: ['provider', 'decision', 'reason'] as const,
-  registers,
-});
+export const triggers = counter('sluice_triggers_total', 'Triggers answered, by provider, decision (build, skip, drop, ignore, unavailable) and reason code ("" for a build)', ['provider', 'decision', 'reason']);
 
 // ---- Builds (the worker records their ends) ----
 
-export const pipelineRunDuration = new Histogram({
-  name: 'cicd_pipeline_run_duration_seconds',
-  help: 'Ended builds by suite (cicd_pipeline_name, the suite id), state (pending: queued until runners were assigned; executing: until results were stored; finalizing: after) and result (OpenTelemetry cicd.pipeline.run.duration)',
-  labelNames: ['cicd_pipeline_name', 'cicd_pipeline_run_state', 'cicd_pipeline_result'] as const,
-  buckets: LONG,
-  registers,
-});
+export const pipelineRunDuration = histogram('cicd_pipeline_run_duration_seconds', 'Ended builds by suite (cicd_pipeline_name, the suite id), state (pending: queued until runners were assigned; executing: until results were stored; finalizing: after) and result (OpenTelemetry cicd.pipeline.run.duration)', ['cicd_pipeline_name', 'cicd_pipeline_run_state', 'cicd_pipeline_result'], LONG);
 
-export const builds = new Counter({
-  name: 'sluice_builds_total',
-  help: 'Ended builds, by suite id and status (passed, failed, error, stopped, skipped)',
-  labelNames: ['suite', 'status'] as const,
-  registers,
-});
+export const builds = counter('sluice_builds_total', 'Ended builds, by suite id and status (passed, failed, error, stopped, skipped)', ['suite', 'status']);
 
-export const buildPhaseDuration = new Histogram({
-  name: 'sluice_build_phase_duration_seconds',
-  help: "Time each step of an ended build took, by the timing key that ends it (spec §6: setup, package_setup, exec, post_build, ...): from the key before it to this one",
-  labelNames: ['phase'] as const,
-  buckets: LONG,
-  registers,
-});
+export const buildPhaseDuration = histogram('sluice_build_phase_duration_seconds', "Time each step of an ended build took, by the timing key that ends it (spec §6: setup, package_setup, exec, post_build, ...): from the key before it to this one", ['phase'], LONG);
 
-export const queueWait = new Histogram({
-  name: 'sluice_queue_wait_seconds',
-  help: "Time an ended build waited in its suite's queue (queue_first_seen_at to queue_first_allowed_at), by suite id",
-  labelNames: ['suite'] as const,
-  buckets: LONG,
-  registers,
-});
+export const queueWait = histogram('sluice_queue_wait_seconds', "Time an ended build waited in its suite's queue (queue_first_seen_at to queue_first_allowed_at), by suite id", ['suite'], LONG);
 
 /** Collected at scrape time from PostgreSQL by the API (setInstallationSource). */
 export const pipelineRunActive = new Gauge({
@@ -82,12 +58,7 @@ export const pipelineRunActive = new Gauge({
 
 // ---- Tests (the runners) ----
 
-export const testFiles = new Counter({
-  name: 'sluice_test_files_total',
-  help: 'Test files whose verdict a runner recorded, by result (passed, failed, error, skipped)',
-  labelNames: ['result'] as const,
-  registers,
-});
+export const testFiles = counter('sluice_test_files_total', 'Test files whose verdict a runner recorded, by result (passed, failed, error, skipped)', ['result']);
 
 export const flakyTestFiles = new Counter({
   name: 'sluice_test_files_flaky_total',
@@ -95,59 +66,23 @@ export const flakyTestFiles = new Counter({
   registers,
 });
 
-export const testBatches = new Counter({
-  name: 'sluice_test_batches_total',
-  help: 'Batches of test files run as one process (a test_command with {files}), by result',
-  labelNames: ['result'] as const,
-  registers,
-});
+export const testBatches = counter('sluice_test_batches_total', 'Batches of test files run as one process (a test_command with {files}), by result', ['result']);
 
 // ---- Outgoing: webhooks, commit statuses, push, chat, e-mail ----
 
-export const webhookDeliveries = new Counter({
-  name: 'sluice_webhook_deliveries_total',
-  help: 'Webhook delivery attempts, by event, outcome (delivered, retrying, gave_up, dropped), attempt number (1, 2, 3, 4-9, 10+) and origin (event, redeliver, ping)',
-  labelNames: ['event', 'outcome', 'attempt', 'origin'] as const,
-  registers,
-});
+export const webhookDeliveries = counter('sluice_webhook_deliveries_total', 'Webhook delivery attempts, by event, outcome (delivered, retrying, gave_up, dropped), attempt number (1, 2, 3, 4-9, 10+) and origin (event, redeliver, ping)', ['event', 'outcome', 'attempt', 'origin']);
 
-export const webhookDeliveryDuration = new Histogram({
-  name: 'sluice_webhook_delivery_duration_seconds',
-  help: 'How long one webhook delivery attempt took, by outcome',
-  labelNames: ['outcome'] as const,
-  buckets: SHORT,
-  registers,
-});
+export const webhookDeliveryDuration = histogram('sluice_webhook_delivery_duration_seconds', 'How long one webhook delivery attempt took, by outcome', ['outcome'], SHORT);
 
-export const notifications = new Counter({
-  name: 'sluice_notifications_total',
-  help: 'Commit statuses, pushes to a CI server, chat messages and e-mails, by channel (commit_status, push, chat, email) and outcome (delivered, retrying, failed; commit statuses: gave_up, dropped)',
-  labelNames: ['channel', 'outcome'] as const,
-  registers,
-});
+export const notifications = counter('sluice_notifications_total', 'Commit statuses, pushes to a CI server, chat messages and e-mails, by channel (commit_status, push, chat, email) and outcome (delivered, retrying, failed; commit statuses: gave_up, dropped)', ['channel', 'outcome']);
 
 // ---- Cache (the runners) ----
 
-export const cacheRestores = new Counter({
-  name: 'sluice_cache_restores_total',
-  help: "Dependency cache look-ups, by result: exact (the key's entry), fallback (a restore key's), miss",
-  labelNames: ['result'] as const,
-  registers,
-});
+export const cacheRestores = counter('sluice_cache_restores_total', "Dependency cache look-ups, by result: exact (the key's entry), fallback (a restore key's), miss", ['result']);
 
-export const cacheSaves = new Counter({
-  name: 'sluice_cache_saves_total',
-  help: 'Dependency cache saves, by whether an entry was saved (true) or not (false: an exact hit, an untrusted build, a limit)',
-  labelNames: ['saved'] as const,
-  registers,
-});
+export const cacheSaves = counter('sluice_cache_saves_total', 'Dependency cache saves, by whether an entry was saved (true) or not (false: an exact hit, an untrusted build, a limit)', ['saved']);
 
-export const cacheBytes = new Counter({
-  name: 'sluice_cache_bytes_total',
-  help: 'Bytes of dependency cache entries, by direction (restored, saved)',
-  labelNames: ['direction'] as const,
-  registers,
-});
+export const cacheBytes = counter('sluice_cache_bytes_total', 'Bytes of dependency cache entries, by direction (restored, saved)', ['direction']);
 
 // ---- Runners ----
 
