@@ -9,12 +9,13 @@
  * Not opened (null) when the repository posts no statuses (SessionContext.commitStatus): then
  * the session schedules nothing more than it did before statuses existed.
  */
-import { condition, log, proxyActivities } from '@temporalio/workflow';
+import { log, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities/types';
 import type { CommitStatusInput } from '../core/commitStatus';
 import type { SessionContext } from '../core/session';
 import { DEFAULT_STATUS_RETRY, finalPhase, statusContext, statusDescription, type StatusPhase } from '../core/commitStatus';
 import type { SessionSnapshot } from '../core/payload';
+import { orderedLane } from './orderedLane';
 import { retryPolicy } from './proxies';
 import { failureMessage } from './status';
 
@@ -42,13 +43,15 @@ export function openCommitStatuses(ctx: SessionContext): CommitStatuses | null {
     retry: retryPolicy(ctx.settings.statusRetry ?? DEFAULT_STATUS_RETRY),
   });
 
-  const pending: CommitStatusInput[] = [];
+  const lane = orderedLane<CommitStatusInput>(postCommitStatus, (next, err) =>
+    // Refused or given up: every attempt and why is in the log; the outcome still goes out.
+    log.info('commit status not posted', { sessionId: ctx.sessionId, phase: next.phase, error: failureMessage(err) }),
+  );
   let context: string | null = null;
-  let closed = false;
   const post = (phase: StatusPhase, snap: SessionSnapshot, profileName: string | null, reason: string | null) => {
     if (snap.commitId === null) return;
     context ??= statusContext(profileName);
-    pending.push({
+    lane.push({
       sessionId: ctx.sessionId,
       commitId: snap.commitId,
       phase,
@@ -60,20 +63,6 @@ export function openCommitStatuses(ctx: SessionContext): CommitStatuses | null {
     });
   };
 
-  const done = (async () => {
-    for (;;) {
-      await condition(() => pending.length > 0 || closed);
-      const next = pending.shift();
-      if (!next) return;
-      try {
-        await postCommitStatus(next);
-      } catch (err) {
-        // Refused or given up: every attempt and why is in the log; the outcome still goes out.
-        log.info('commit status not posted', { sessionId: ctx.sessionId, phase: next.phase, error: failureMessage(err) });
-      }
-    }
-  })();
-
   return {
     running(snap, profileName) {
       if (context === null) post('running', snap, profileName, null);
@@ -82,9 +71,6 @@ export function openCommitStatuses(ctx: SessionContext): CommitStatuses | null {
       const phase = finalPhase(snap.status);
       if (phase) post(phase, snap, profileName, reason);
     },
-    async drain() {
-      closed = true;
-      await done;
-    },
+    drain: () => lane.drain(),
   };
 }

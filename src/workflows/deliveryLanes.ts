@@ -3,10 +3,11 @@
  * events go out in lifecycle order, the next one only after the previous was delivered or given
  * up, and a slow or dead receiver holds up neither the build nor the other receivers.
  */
-import { condition, log, proxyActivities } from '@temporalio/workflow';
+import { log, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities/types';
 import type { EventName, OutgoingPayload } from '../core/types';
 import type { WebhookRetry } from '../config';
+import { orderedLane } from './orderedLane';
 import { retryPolicy } from './proxies';
 import { failureMessage } from './status';
 
@@ -32,34 +33,25 @@ export function openDeliveryLanes(
     retry: retryPolicy(retry),
   });
 
-  const lanes = webhookIds.map((webhookId) => {
-    const pending: OutgoingPayload[] = [];
-    let closed = false;
-    const done = (async () => {
-      for (;;) {
-        await condition(() => pending.length > 0 || closed);
-        const payload = pending.shift();
-        if (!payload) return;
-        try {
-          const claimFirst = claimed.includes(payload.event) ? { claimFirst: true } : {};
-          await deliverWebhook({ webhookId, sessionId, payload, maxAttempts: retry.maximumAttempts, ...claimFirst });
-        } catch (err) {
-          // Given up or dropped: every attempt and the reason are in the delivery log. The
-          // receiver still gets the session's later events, so the lane goes on.
-          log.info('webhook event not delivered', { webhookId, sessionId, event: payload.event, xid: payload.xid, error: failureMessage(err) });
-        }
-      }
-    })();
-    return { webhookId, pending, done, close: () => (closed = true) };
-  });
+  const lanes = webhookIds.map((webhookId) => ({
+    webhookId,
+    lane: orderedLane<OutgoingPayload>(
+      (payload) => {
+        const claimFirst = claimed.includes(payload.event) ? { claimFirst: true } : {};
+        return deliverWebhook({ webhookId, sessionId, payload, maxAttempts: retry.maximumAttempts, ...claimFirst });
+      },
+      // Given up or dropped: every attempt and the reason are in the delivery log. The
+      // receiver still gets the session's later events, so the lane goes on.
+      (payload, err) => log.info('webhook event not delivered', { webhookId, sessionId, event: payload.event, xid: payload.xid, error: failureMessage(err) }),
+    ),
+  }));
 
   return {
     push(build) {
-      for (const lane of lanes) lane.pending.push(build(lane.webhookId));
+      for (const { webhookId, lane } of lanes) lane.push(build(webhookId));
     },
     async drain() {
-      for (const lane of lanes) lane.close();
-      await Promise.all(lanes.map((l) => l.done));
+      await Promise.all(lanes.map(({ lane }) => lane.drain()));
     },
   };
 }

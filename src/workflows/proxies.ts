@@ -2,7 +2,7 @@
  * Activity proxies of the session workflow (and the suite's intake), with the timeouts and retry policies each kind of
  * work needs. Workflow code only.
  */
-import { ActivityCancellationType, proxyActivities, proxyLocalActivities, type RetryPolicy } from '@temporalio/workflow';
+import { ActivityCancellationType, proxyActivities, proxyLocalActivities, type ActivityOptions, type RetryPolicy } from '@temporalio/workflow';
 import type { Activities } from '../activities/types';
 import type { SessionContext } from '../core/session';
 import type { RetrySettings } from '../core/retry';
@@ -31,13 +31,13 @@ export const intakeRecords = proxyLocalActivities<Activities>({
  * Heartbeats every second or two and a 10 s heartbeat timeout notice a dead runner within
  * seconds; the retry then runs on a live one.
  */
-const ON_RUNNER = { heartbeatTimeout: '10 seconds' } as const;
+function onRunner(ctx: SessionContext, options: Omit<ActivityOptions, 'taskQueue' | 'heartbeatTimeout'>) {
+  return proxyActivities<Activities>({ heartbeatTimeout: '10 seconds', taskQueue: ctx.buildQueue, ...options });
+}
 
 /** The first checkout (with sluice.yml) and the list of test files. */
 export function runner(ctx: SessionContext) {
-  return proxyActivities<Activities>({
-    ...ON_RUNNER,
-    taskQueue: ctx.buildQueue,
+  return onRunner(ctx, {
     startToCloseTimeout: '30 minutes',
     summary: 'checkout',
     // checkout throws non-retryable for what retrying cannot mend (wrong key, unknown commit).
@@ -51,9 +51,7 @@ export function runner(ctx: SessionContext) {
  * is tried a few times, and then the build ends saying which registry.
  */
 export function imageResolver(ctx: SessionContext) {
-  return proxyActivities<Activities>({
-    ...ON_RUNNER,
-    taskQueue: ctx.buildQueue,
+  return onRunner(ctx, {
     startToCloseTimeout: '5 minutes',
     summary: 'resolve the image',
     retry: { maximumAttempts: 3, initialInterval: '1 second' },
@@ -67,9 +65,7 @@ export function imageResolver(ctx: SessionContext) {
  * its tests' process groups before the suite moves on.
  */
 export function lanes(ctx: SessionContext) {
-  return proxyActivities<Activities>({
-    ...ON_RUNNER,
-    taskQueue: ctx.buildQueue,
+  return onRunner(ctx, {
     startToCloseTimeout: '7 days',
     summary: 'test lane',
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
@@ -96,9 +92,7 @@ export function retryPolicy(r: RetrySettings): RetryPolicy {
 
 /** Push, on a runner (it pushes from the session's checkout, or fetches the commit again). */
 export function pushing(ctx: SessionContext) {
-  return proxyActivities<Activities>({
-    ...ON_RUNNER,
-    taskQueue: ctx.buildQueue,
+  return onRunner(ctx, {
     startToCloseTimeout: '30 minutes',
     summary: 'push to the CI server',
     retry: retryPolicy(ctx.settings.postRetry.push),
@@ -111,9 +105,7 @@ export function pushing(ctx: SessionContext) {
  * runner lost under it. Its own time limit (SLUICE_HOOK_TIMEOUT_MS) bounds it, not this one.
  */
 export function postBuildHooks(ctx: SessionContext) {
-  return proxyActivities<Activities>({
-    ...ON_RUNNER,
-    taskQueue: ctx.buildQueue,
+  return onRunner(ctx, {
     startToCloseTimeout: '1 day',
     summary: 'post_build hook',
     retry: { maximumAttempts: 3, initialInterval: '2 seconds' },
