@@ -21,7 +21,7 @@ import { lstat, mkdtemp, open, readlink, realpath, rm, stat, writeFile, type Fil
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { glob } from 'tinyglobby';
+import { matchFiles } from './files';
 import { MAX_ARTIFACT_FILES } from '../config';
 import type { BlobStore } from '../store';
 import type { BuildRecords } from './records';
@@ -117,13 +117,7 @@ export async function collectArtifacts(deps: ArtifactDeps, job: ArtifactJob): Pr
   // Each pattern apart, so one that matches nothing can be named.
   const matched = new Set<string>();
   for (const pattern of patterns) {
-    const found = await glob(pattern, {
-      cwd: root,
-      onlyFiles: true,
-      followSymbolicLinks: false,
-      expandDirectories: false,
-      ignore: ['**/.git', '**/.git/**'],
-    }).catch((err: Error) => {
+    const found = await matchFiles(root, pattern).catch((err: Error) => {
       notes.add(`artifacts: ${JSON.stringify(pattern)} could not be matched (${err.message})`);
       return null;
     });

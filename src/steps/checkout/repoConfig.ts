@@ -15,6 +15,7 @@ import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseSluiceYml } from '../../core/sluiceYml';
 import type { RepoConfigResult } from '../../core/profiles';
+import { readUpTo } from '../files';
 
 export const REPO_CONFIG_FILE = 'sluice.yml';
 export const MAX_REPO_CONFIG_BYTES = 64 * 1024;
@@ -57,16 +58,10 @@ export async function readRepoConfigText(workdir: string): Promise<{ text: strin
       return { error: `${REPO_CONFIG_FILE} is larger than ${MAX_REPO_CONFIG_BYTES / 1024} KiB (${info.size} bytes)` };
     }
     // Read at most one byte past the cap, in case the file grew since stat.
-    const buffer = Buffer.alloc(MAX_REPO_CONFIG_BYTES + 1);
-    let length = 0;
-    while (length < buffer.length) {
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
-      if (bytesRead === 0) break;
-      length += bytesRead;
-    }
-    if (length > MAX_REPO_CONFIG_BYTES) return { error: `${REPO_CONFIG_FILE} is larger than ${MAX_REPO_CONFIG_BYTES / 1024} KiB` };
+    const bytes = await readUpTo(handle, MAX_REPO_CONFIG_BYTES + 1);
+    if (bytes.length > MAX_REPO_CONFIG_BYTES) return { error: `${REPO_CONFIG_FILE} is larger than ${MAX_REPO_CONFIG_BYTES / 1024} KiB` };
     try {
-      const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(buffer.subarray(0, length));
+      const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
       return { text };
     } catch {
       return { error: `${REPO_CONFIG_FILE} is not UTF-8 text` };

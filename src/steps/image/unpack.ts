@@ -38,6 +38,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { setImmediate as turn } from 'node:timers/promises';
 import { Parser, type ReadEntry } from 'tar';
+import { readUpTo } from '../files';
 
 /** One layer written by extractLayer: what applyLayer needs to merge it, and what was left out. */
 export interface ExtractedLayer {
@@ -662,14 +663,7 @@ export async function readRootFile(root: string, rel: string, maxBytes: number):
   try {
     const info = await file.stat();
     if (!info.isFile()) return null;
-    const buffer = Buffer.alloc(Math.max(0, Math.min(maxBytes, info.size)));
-    let filled = 0;
-    while (filled < buffer.length) {
-      const { bytesRead } = await file.read(buffer, filled, buffer.length - filled, filled);
-      if (bytesRead === 0) break;
-      filled += bytesRead;
-    }
-    return buffer.toString('utf8', 0, filled);
+    return (await readUpTo(file, Math.max(0, Math.min(maxBytes, info.size)))).toString('utf8');
   } finally {
     await file.close();
   }

@@ -5,7 +5,7 @@
  */
 import { lstat, realpath } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
-import { glob } from 'tinyglobby';
+import { matchFiles } from '../files';
 
 /** Thrown for a pattern we refuse to glob with; the message says why. */
 export class InvalidPatternError extends Error {
@@ -48,14 +48,7 @@ export async function discoverTests(workdir: string, pattern: string): Promise<s
   if (problem) throw new InvalidPatternError(problem);
 
   const root = await realpath(workdir);
-  const matches = await glob(pattern, {
-    cwd: root,
-    onlyFiles: true,
-    followSymbolicLinks: false,
-    // A pattern names files; `tests` should not silently mean `tests/**`.
-    expandDirectories: false,
-    ignore: ['**/.git', '**/.git/**'],
-  });
+  const matches = await matchFiles(root, pattern);
 
   // Defence in depth, should the glob library ever report a link: the real path must be a
   // regular file inside the tree and outside .git.

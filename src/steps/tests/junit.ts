@@ -15,6 +15,7 @@ import { maskSecrets } from '../../core/mask';
 import { discoverTests, InvalidPatternError } from './discover';
 import type { JUnitFileResult } from '../../db/testCases';
 import type { BuildRecords } from '../records';
+import { readUpTo } from '../files';
 
 export interface CollectResultsInput {
   sessionId: number;
@@ -39,15 +40,8 @@ export interface CollectDeps {
 export async function readCapped(path: string, max: number): Promise<{ text: string; truncated: boolean }> {
   const handle = await open(path, 'r');
   try {
-    const buffer = Buffer.alloc(max + 1);
-    let length = 0;
-    while (length < buffer.length) {
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
-      if (bytesRead === 0) break;
-      length += bytesRead;
-    }
-    const truncated = length > max;
-    return { text: decodeReport(buffer.subarray(0, Math.min(length, max))), truncated };
+    const bytes = await readUpTo(handle, max + 1);
+    return { text: decodeReport(bytes.subarray(0, max)), truncated: bytes.length > max };
   } finally {
     await handle.close();
   }
