@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import { SESSION_STATUSES } from '../../core/types';
 import { ApiClient, errorOf } from '../client';
-import { withCommonOptions, type Options } from '../common';
+import { commandOnId, withCommonOptions, type Options } from '../common';
 import { connect } from '../connection';
 import { CliError } from '../errors';
 import { envPair, oneOf, orgRef, positiveId, repoRef } from '../inputs';
@@ -18,6 +18,9 @@ import { CiEvent, Rebuilt, Repo, Session, SessionListItem, TriggerAnswer } from 
 import { watchSession } from '../watch';
 
 const repoPath = (repo: string): string => `/api/v1/repos/${encodeURIComponent(repo)}`;
+
+/** `<name> <session>`: a command on one build. */
+const sessionCommand = (program: Command, name: string, description: string): Command => commandOnId(program, name, description, '<session>', 'the session id');
 
 function showSession(s: z.infer<typeof Session>): string {
   const head = fields([
@@ -138,28 +141,20 @@ export function registerBuildCommands(program: Command): void {
     );
   });
 
-  withCommonOptions(program.command('show').description('show a build and its tests').argument('<session>', 'the session id', positiveId)).action(
-    async (id: number, opts: Options) => {
-      const { data, raw } = await connect(opts).call('GET', `/api/v1/sessions/${id}`, Session);
-      if (opts.json) printJson(raw);
-      else print(showSession(data));
-    },
-  );
+  withCommonOptions(sessionCommand(program, 'show', 'show a build and its tests')).action(async (id: number, opts: Options) => {
+    const { data, raw } = await connect(opts).call('GET', `/api/v1/sessions/${id}`, Session);
+    if (opts.json) printJson(raw);
+    else print(showSession(data));
+  });
 
   withCommonOptions(
-    program
-      .command('watch')
-      .description("follow a build live, with its output, and exit with its result (0 passed, 1 failed, 2 error, 3 stopped, 4 skipped)")
-      .argument('<session>', 'the session id', positiveId),
+    sessionCommand(program, 'watch', 'follow a build live, with its output, and exit with its result (0 passed, 1 failed, 2 error, 3 stopped, 4 skipped)'),
   ).action(async (id: number, opts: Options) => {
     process.exitCode = await watchSession(connect(opts), id, !!opts.json);
   });
 
   withCommonOptions(
-    program
-      .command('rebuild')
-      .description('build a session’s trigger again, at the commit it built')
-      .argument('<session>', 'the session id', positiveId)
+    sessionCommand(program, 'rebuild', 'build a session’s trigger again, at the commit it built')
       .option('-w, --watch', 'follow the new build and exit with its result'),
   ).action(async (id: number, opts: Options<{ watch?: boolean }>) => {
     const client = connect(opts);
@@ -174,10 +169,7 @@ export function registerBuildCommands(program: Command): void {
   });
 
   withCommonOptions(
-    program
-      .command('stop')
-      .description('stop a build, queued or running')
-      .argument('<session>', 'the session id', positiveId)
+    sessionCommand(program, 'stop', 'stop a build, queued or running')
       .option('--by <who>', 'who stops it, as its stop event says (default: your user name); a personal token always stops as its owner'),
   ).action(async (id: number, opts: Options<{ by?: string }>) => {
     const by = opts.by ?? userName();

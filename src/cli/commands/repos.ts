@@ -5,35 +5,50 @@ import type { ApiClient } from '../client';
 import { withCommonOptions, type Options } from '../common';
 import { connect } from '../connection';
 import { orgRef, repoRef } from '../inputs';
-import { print, printJson, shortCommit, table } from '../render';
+import { print, printJson, shortCommit, table, type Cell } from '../render';
 import { Org, Repo, Suite } from '../schemas';
 
 /** The organizations named, or all of them: the API lists repositories and webhooks by organization. */
-export async function orgsOf(client: ApiClient, org: string | undefined): Promise<z.infer<typeof Org>[]> {
+async function orgsOf(client: ApiClient, org: string | undefined): Promise<z.infer<typeof Org>[]> {
   if (org !== undefined) return [(await client.call('GET', `/api/v1/orgs/${encodeURIComponent(org)}`, Org)).data];
   return (await client.call('GET', '/api/v1/orgs', z.array(Org))).data;
 }
 
+/** How `orgListCommand` shows what it lists: each item a table row (its organization at hand), or a line saying there are none. */
+interface OrgList<S extends z.ZodType> {
+  item: S;
+  header: string[];
+  row: (item: z.output<S>, org: z.infer<typeof Org>) => Cell[];
+  none: string;
+}
+
+/**
+ * `<name> [org]`: lists what the API keeps by organization (`GET /api/v1/orgs/:org/<name>`), of
+ * the one named or of all, in one table; with `--json`, the answers of every organization in one array.
+ */
+export function orgListCommand<S extends z.ZodType>(program: Command, name: 'repos' | 'webhooks', description: string, list: OrgList<S>): void {
+  withCommonOptions(program.command(name).description(description).argument('[org]', 'an organization (name or id)', orgRef)).action(
+    async (org: string | undefined, opts: Options) => {
+      const client = connect(opts);
+      const answers: unknown[] = [];
+      const rows: Cell[][] = [];
+      for (const o of await orgsOf(client, org)) {
+        const { data, raw } = await client.call('GET', `/api/v1/orgs/${o.id}/${name}`, z.array(list.item));
+        answers.push(...(raw as unknown[]));
+        rows.push(...data.map((item) => list.row(item, o)));
+      }
+      if (opts.json) return printJson(answers);
+      print(table(list.header, rows, list.none));
+    },
+  );
+}
+
 export function registerRepoCommands(program: Command): void {
-  withCommonOptions(
-    program.command('repos').description("list repositories, of one organization or all").argument('[org]', 'an organization (name or id)', orgRef),
-  ).action(async (org: string | undefined, opts: Options) => {
-    const client = connect(opts);
-    const repos: unknown[] = [];
-    const rows: z.infer<typeof Repo>[] = [];
-    for (const o of await orgsOf(client, org)) {
-      const { data, raw } = await client.call('GET', `/api/v1/orgs/${o.id}/repos`, z.array(Repo));
-      repos.push(...(raw as unknown[]));
-      rows.push(...data);
-    }
-    if (opts.json) return printJson(repos);
-    print(
-      table(
-        ['ID', 'REPOSITORY', 'SCM', 'DEFAULT BRANCH', 'PULL URL'],
-        rows.map((r) => [r.id, `${r.org_name}/${r.name}`, r.scm, r.default_branch, r.pull_url]),
-        '(no repositories)',
-      ),
-    );
+  orgListCommand(program, 'repos', 'list repositories, of one organization or all', {
+    item: Repo,
+    header: ['ID', 'REPOSITORY', 'SCM', 'DEFAULT BRANCH', 'PULL URL'],
+    row: (r) => [r.id, `${r.org_name}/${r.name}`, r.scm, r.default_branch, r.pull_url],
+    none: '(no repositories)',
   });
 
   withCommonOptions(

@@ -5,44 +5,27 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { EVENTS } from '../../core/types';
-import { withCommonOptions, type Options } from '../common';
+import { commandOnId, withCommonOptions, type Options } from '../common';
 import { connect } from '../connection';
 import { EXIT } from '../errors';
-import { oneOf, orgRef, positiveId } from '../inputs';
+import { oneOf, positiveId } from '../inputs';
 import { durationText, print, printJson, table, timeText } from '../render';
 import { Delivery, Webhook } from '../schemas';
-import { orgsOf } from './repos';
+import { orgListCommand } from './repos';
 
 const DELIVERY_EVENTS = [...EVENTS, 'ping'] as const;
 const OUTCOMES = ['delivered', 'retrying', 'gave_up', 'dropped'] as const;
 
 export function registerWebhookCommands(program: Command): void {
-  withCommonOptions(
-    program.command('webhooks').description('list outgoing webhooks, of one organization or all').argument('[org]', 'an organization (name or id)', orgRef),
-  ).action(async (org: string | undefined, opts: Options) => {
-    const client = connect(opts);
-    const hooks: unknown[] = [];
-    const rows: [string, z.infer<typeof Webhook>][] = [];
-    for (const o of await orgsOf(client, org)) {
-      const { data, raw } = await client.call('GET', `/api/v1/orgs/${o.id}/webhooks`, z.array(Webhook));
-      hooks.push(...(raw as unknown[]));
-      rows.push(...data.map((w): [string, z.infer<typeof Webhook>] => [o.name, w]));
-    }
-    if (opts.json) return printJson(hooks);
-    print(
-      table(
-        ['ID', 'ORG', 'URL', 'ACTIVE', 'SIGNED', 'AUTH', 'CLOSURE'],
-        rows.map(([o, w]) => [w.id, o, w.url, w.active ? 'yes' : 'no', w.signed ? 'yes' : 'no', w.username ?? (w.has_password ? 'password' : null), w.closure ? 'yes' : 'no']),
-        '(no webhooks)',
-      ),
-    );
+  orgListCommand(program, 'webhooks', 'list outgoing webhooks, of one organization or all', {
+    item: Webhook,
+    header: ['ID', 'ORG', 'URL', 'ACTIVE', 'SIGNED', 'AUTH', 'CLOSURE'],
+    row: (w, org) => [w.id, org.name, w.url, w.active ? 'yes' : 'no', w.signed ? 'yes' : 'no', w.username ?? (w.has_password ? 'password' : null), w.closure ? 'yes' : 'no'],
+    none: '(no webhooks)',
   });
 
   withCommonOptions(
-    program
-      .command('deliveries')
-      .description("a webhook's delivery attempts, newest first")
-      .argument('<webhook>', 'the webhook id', positiveId)
+    commandOnId(program, 'deliveries', "a webhook's delivery attempts, newest first", '<webhook>', 'the webhook id')
       .option('--event <event>', `only this event (${DELIVERY_EVENTS.join(', ')})`, oneOf(DELIVERY_EVENTS))
       .option('--outcome <outcome>', `only this outcome (${OUTCOMES.join(', ')})`, oneOf(OUTCOMES))
       .option('--session <session>', "only this session's", positiveId)
@@ -63,10 +46,7 @@ export function registerWebhookCommands(program: Command): void {
   });
 
   withCommonOptions(
-    program
-      .command('redeliver')
-      .description("send an attempt's event again, now, with the same xid; exits 1 unless the receiver took it")
-      .argument('<delivery>', 'the delivery (attempt) id', positiveId),
+    commandOnId(program, 'redeliver', "send an attempt's event again, now, with the same xid; exits 1 unless the receiver took it", '<delivery>', 'the delivery (attempt) id'),
   ).action(async (id: number, opts: Options) => {
     const { data, raw } = await connect(opts).call('POST', `/api/v1/deliveries/${id}/redeliver`, Delivery);
     if (opts.json) printJson(raw);
