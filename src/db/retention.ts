@@ -10,6 +10,16 @@ import type { Db } from './transaction';
 export const RETENTION_BATCH = 500;
 
 /**
+ * Deletes the rows of `table` whose ids `select` names (a SELECT of the oldest first, `$1` the
+ * days, `$2` the limit), locking them as it goes: rows another transaction holds are skipped
+ * until the next batch, never waited for.
+ */
+async function deleteBatch(db: Db, table: 'sessions' | 'ci_events' | 'deliveries', days: number, limit: number, select: string): Promise<number> {
+  const { rowCount } = await db.query(`DELETE FROM ${table} WHERE id IN (${select} FOR UPDATE SKIP LOCKED)`, [days, limit]);
+  return rowCount ?? 0;
+}
+
+/**
  * Deletes up to `limit` sessions that ended more than `days` days ago, with everything recorded
  * of them (test results and their output, JUnit cases and files, the shared list, post-build
  * steps: the foreign keys cascade). A plan's parts go with their parent, never on their own,
@@ -17,17 +27,11 @@ export const RETENTION_BATCH = 500;
  * the log, without the session, until deleteOldDeliveries. Returns how many were deleted.
  */
 export async function deleteOldSessions(db: Db, days: number, limit = RETENTION_BATCH): Promise<number> {
-  const { rowCount } = await db.query(
-    `DELETE FROM sessions WHERE id IN (
-       SELECT s.id FROM sessions s
-        WHERE s.status NOT IN ('queued', 'running') AND s.parent_id IS NULL
-          AND s.updated_at < now() - make_interval(days => $1::int)
-          AND NOT EXISTS (SELECT 1 FROM sessions p WHERE p.parent_id = s.id AND p.status IN ('queued', 'running'))
-        ORDER BY s.updated_at LIMIT $2
-        FOR UPDATE SKIP LOCKED)`,
-    [days, limit],
-  );
-  return rowCount ?? 0;
+  return deleteBatch(db, 'sessions', days, limit, `SELECT s.id FROM sessions s
+      WHERE s.status NOT IN ('queued', 'running') AND s.parent_id IS NULL
+        AND s.updated_at < now() - make_interval(days => $1::int)
+        AND NOT EXISTS (SELECT 1 FROM sessions p WHERE p.parent_id = s.id AND p.status IN ('queued', 'running'))
+      ORDER BY s.updated_at LIMIT $2`);
 }
 
 /**
@@ -35,26 +39,14 @@ export async function deleteOldSessions(db: Db, days: number, limit = RETENTION_
  * any more (their sessions deleted, or none: skipped). Their status URL then answers 404.
  */
 export async function deleteOldCiEvents(db: Db, days: number, limit = RETENTION_BATCH): Promise<number> {
-  const { rowCount } = await db.query(
-    `DELETE FROM ci_events WHERE id IN (
-       SELECT e.id FROM ci_events e
-        WHERE e.received_at < now() - make_interval(days => $1::int)
-          AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.ci_event_id = e.id)
-        ORDER BY e.received_at LIMIT $2
-        FOR UPDATE SKIP LOCKED)`,
-    [days, limit],
-  );
-  return rowCount ?? 0;
+  return deleteBatch(db, 'ci_events', days, limit, `SELECT e.id FROM ci_events e
+      WHERE e.received_at < now() - make_interval(days => $1::int)
+        AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.ci_event_id = e.id)
+      ORDER BY e.received_at LIMIT $2`);
 }
 
 /** Deletes up to `limit` delivery attempts (pings and redeliveries too) made more than `days` days ago. */
 export async function deleteOldDeliveries(db: Db, days: number, limit = RETENTION_BATCH): Promise<number> {
-  const { rowCount } = await db.query(
-    `DELETE FROM deliveries WHERE id IN (
-       SELECT id FROM deliveries WHERE created_at < now() - make_interval(days => $1::int)
-        ORDER BY created_at LIMIT $2
-        FOR UPDATE SKIP LOCKED)`,
-    [days, limit],
-  );
-  return rowCount ?? 0;
+  return deleteBatch(db, 'deliveries', days, limit, `SELECT id FROM deliveries WHERE created_at < now() - make_interval(days => $1::int)
+      ORDER BY created_at LIMIT $2`);
 }
