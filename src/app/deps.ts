@@ -7,8 +7,7 @@ import type { Pool } from 'pg';
 import type { Config } from '../config';
 import type { EnqueueRequest } from '../core/intake';
 import type { BranchState } from '../core/selection';
-import type { WorkflowIds } from '../temporal/ids';
-import type { StopTarget } from '../temporal/stop';
+import type { StopTarget, WorkflowIds } from '../core/workflowIds';
 
 export interface AppDeps {
   config: Config;

@@ -1,7 +1,8 @@
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { EnqueueRequest, Intake } from '../core/intake';
-import { enqueueManySignal, recordManySignal, type SuiteWorkflowInput, type WorkflowIds } from '../workflows/signals';
+import type { WorkflowIds } from '../core/workflowIds';
+import { enqueueManySignal, recordManySignal, type SuiteWorkflowInput } from '../workflows/signals';
 import { SluiceBranch, SluiceRepo } from '../workflows/searchAttributes';
 
 /** Sessions per signal at most: a signal's payload stays small. */

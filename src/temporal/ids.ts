@@ -5,9 +5,7 @@
  */
 import { loadInstallation } from '../db/installation';
 import type { Db } from '../db/transaction';
-import { workflowIds, type WorkflowIds } from '../workflows/signals';
-
-export type { WorkflowIds };
+import { workflowIds, type WorkflowIds } from '../core/workflowIds';
 
 export async function loadWorkflowIds(db: Db): Promise<WorkflowIds> {
   return workflowIds(await loadInstallation(db));

@@ -14,7 +14,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { Config } from '../config';
 import { suitesInProgress } from '../db/installation';
 import type { Db } from '../db/transaction';
-import { installationOf, type WorkflowIds } from '../workflows/signals';
+import { installationOf, type WorkflowIds } from '../core/workflowIds';
 
 export interface InstallationReport {
   installation: string;

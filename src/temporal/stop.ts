@@ -1,11 +1,6 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { stopQueuedSignal, stopSignal, type WorkflowIds } from '../workflows/signals';
-
-/** The session to stop, and the suite whose queue it may still wait in (null for a plan's part). */
-export interface StopTarget {
-  sessionId: number;
-  suiteId: number | null;
-}
+import type { StopTarget, WorkflowIds } from '../core/workflowIds';
+import { stopQueuedSignal, stopSignal } from '../workflows/signals';
 
 /**
  * Asks a session to stop, queued or building. A queued session may have no workflow yet (the

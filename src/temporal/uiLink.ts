@@ -5,7 +5,7 @@
  * ids (the API's tests without Temporal).
  */
 import type { Config } from '../config';
-import type { WorkflowIds } from '../workflows/signals';
+import type { WorkflowIds } from '../core/workflowIds';
 
 export function sessionWorkflowLink(config: Pick<Config, 'temporalUiUrl' | 'temporalNamespace'>, ids: WorkflowIds | undefined, sessionId: number): string | null {
   if (!config.temporalUiUrl || !ids) return null;

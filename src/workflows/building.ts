@@ -28,7 +28,8 @@ import { skipTagReason } from '../core/skipTags';
 import type { Counts, EventName, SessionStatus } from '../core/types';
 import { records, runner } from './proxies';
 import { whileServed } from './runnerWatch';
-import { idsOf, partDoneSignal, stopSignal, type PlanPart } from './signals';
+import { idsOf } from '../core/workflowIds';
+import { partDoneSignal, stopSignal, type PlanPart } from './signals';
 import { failureMessage, now, setStatus } from './status';
 import { runProfile } from './tests';
 

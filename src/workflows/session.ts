@@ -18,7 +18,8 @@ import { BuildDeadline } from './deadline';
 import { openDeliveryLanes } from './deliveryLanes';
 import { notify, postBuildHook, pushIfPassed } from './postBuild';
 import { records } from './proxies';
-import { buildDoneSignal, goSignal, idsOf, partDoneSignal, squashedSignal, stopSignal, type SessionWorkflowInput } from './signals';
+import { idsOf } from '../core/workflowIds';
+import { buildDoneSignal, goSignal, partDoneSignal, squashedSignal, stopSignal, type SessionWorkflowInput } from './signals';
 import { failureMessage, now, setStatus } from './status';
 
 export async function sessionWorkflow(input: SessionWorkflowInput): Promise<SessionResult> {

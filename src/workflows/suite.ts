@@ -12,6 +12,7 @@
  * (activities/received.ts); a session whose receiver did not get it is woken here
  * (retryReceived).
  */
+import { idsOf } from '../core/workflowIds';
 import {
   condition,
   continueAsNew,
@@ -33,7 +34,6 @@ import {
   enqueueManySignal,
   enqueueSignal,
   goSignal,
-  idsOf,
   retryReceivedSignal,
   squashedSignal,
   stopQueuedSignal,

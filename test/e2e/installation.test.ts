@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { loadInstallation } from '../../src/db/installation';
 import { checkInstallation, describeInstallation } from '../../src/temporal/installationCheck';
-import { workflowIds } from '../../src/workflows/signals';
+import { workflowIds } from '../../src/core/workflowIds';
 import { eventually } from '../support/sluice';
 import { script, World } from '../support/world';
 

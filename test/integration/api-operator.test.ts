@@ -10,7 +10,7 @@ import { claimFirstAttempt, insertDeliveryAttempt } from '../../src/db/deliverie
 import { recordStep } from '../../src/db/postBuildSteps';
 import type { ApiDeps } from '../../src/api/app';
 import { stopAndRemove } from '../../src/api/remove';
-import type { StopTarget } from '../../src/temporal/stop';
+import type { StopTarget } from '../../src/core/workflowIds';
 import { seedRepo, startApiHarness, type ApiHarness } from '../support/apiApp';
 import { triggerKnowledge } from '../../src/api/triggerKnowledge';
 

@@ -1,4 +1,4 @@
-import { idsOf, installationOf, workflowIds } from '../../src/workflows/signals';
+import { idsOf, installationOf, workflowIds } from '../../src/core/workflowIds';
 
 describe('workflow ids of an installation', () => {
   const ids = workflowIds('0a1b2c3d');
