@@ -42,7 +42,8 @@ import { registerWebRoutes } from './web/routes';
 import { tracingOn } from '../tracing/spans';
 
 // Callers that build the app name its dependencies from here too.
-export type { ApiDeps, HealthReport } from './deps';
+export type { ApiDeps } from './deps';
+export type { HealthReport } from '../app/health';
 
 /** Largest request body accepted; more is a 413. Trigger payloads are a few KiB. */
 export const BODY_LIMIT = 1024 * 1024;

@@ -1,6 +1,6 @@
 /**
- * A build's artifacts as the API serves them: the blob store it reads them from, their
- * download URL, and the download itself.
+ * A build's artifacts as the API serves them: the blob store it reads them from and the
+ * download itself (their download URL is app/builds.ts's, with the views that list them).
  *
  * A download is a file the build wrote, and anyone who can open a pull request writes builds:
  * an HTML file from a build must never run as a page of Sluice's origin (where the sign-in
@@ -12,24 +12,7 @@
  */
 import path from 'node:path';
 import type { FastifyReply } from 'fastify';
-import { DEFAULT_CACHE_DIR, type Config, type StoreSettings } from '../config';
-import { openStore, type BlobStore } from '../store';
-
-const stores = new WeakMap<Config, { settings: StoreSettings | undefined; store: BlobStore }>();
-
-/** The store the API reads artifacts from (SLUICE_CACHE_URL; DEFAULT_CACHE_DIR when unset): one per configuration. */
-export function apiStore(config: Config): BlobStore {
-  const known = stores.get(config);
-  if (known && known.settings === config.store) return known.store;
-  const store = openStore(config.store ?? { kind: 'dir', dir: DEFAULT_CACHE_DIR });
-  stores.set(config, { settings: config.store, store });
-  return store;
-}
-
-/** Where one artifact downloads: under its session's report, opened by the same token. */
-export function artifactUrl(baseUrl: string, session: number, artifact: number, token: string): string {
-  return `${baseUrl}/1/reports/${session}/artifacts/${artifact}?token=${encodeURIComponent(token)}`;
-}
+import type { BlobStore } from '../store';
 
 /**
  * The file name a download is saved as: the last segment of the artifact's path, without

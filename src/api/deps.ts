@@ -3,16 +3,11 @@
  * only HTTP needs. Its own module, so route modules never import app.ts (which imports them).
  */
 import type { AppDeps } from '../app/deps';
+import type { HealthReport } from '../app/health';
 import type { Intake } from '../core/intake';
 import type { ApiLogOptions } from './logging';
 import type { PendingTriggers } from './pendingTriggers';
 import type { TriggerKnowledge } from './triggerKnowledge';
-
-export interface HealthReport {
-  ok: boolean;
-  /** What did not answer, e.g. `postgresql`, `temporal`. */
-  missing: string[];
-}
 
 export interface ApiDeps extends AppDeps {
   /** Hands a delivery that builds nothing to its repository's intake, to be recorded. */

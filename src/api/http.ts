@@ -5,7 +5,7 @@
  * Fastify's own errors, into that shape.
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { AppError, notFound, type Refusal } from '../app/errors';
+import { AppError, type Refusal } from '../app/errors';
 import { foreignKeyViolation } from '../db/transaction';
 
 export interface ErrorBody {
@@ -70,12 +70,6 @@ export function databaseAway(err: unknown): boolean {
   if (/^08...$/.test(code) || ['57P01', '57P02', '57P03'].includes(code)) return true;
   const message = typeof e?.message === 'string' ? e.message : '';
   return /^Connection terminated|connection timeout|timeout exceeded when trying to connect/i.test(message);
-}
-
-/** A numeric id from the path; anything else cannot name a row, so it is a 404. */
-export function parseId(value: string, what: string): number {
-  if (!/^[1-9][0-9]{0,14}$/.test(value)) throw notFound(what);
-  return Number(value);
 }
 
 /** Fastify's own 4xx errors, named in our vocabulary. */

@@ -22,7 +22,7 @@ import { activeTraceparent, annotateActiveSpan } from '../tracing/spans';
 import { tracedClient } from '../tracing/temporal';
 import { buildApp, type HealthReport } from './app';
 import { HttpError } from './http';
-import { pingPostgres } from './routes/health';
+import { pingPostgres } from '../app/health';
 import { triggerKnowledge } from './triggerKnowledge';
 
 export interface RunningApi {

@@ -6,7 +6,7 @@
  * escapes as every page does (`<%= %>`); the route sends a Content-Security-Policy that forbids
  * scripts anyway.
  */
-import type { ReportView, SessionView } from './views';
+import type { ReportView, SessionView } from '../app/builds';
 import { renderTemplate } from './web/pages';
 
 /** A test's or a batch's duration: `1.23 s`. */

@@ -25,6 +25,12 @@ export class AppError extends Error {
 
 export const notFound = (what: string): AppError => new AppError('not found', `no such ${what}`);
 
+/** A numeric id as a path names it; anything else cannot name a row, so it is not found. */
+export function parseId(value: string, what: string): number {
+  if (!/^[1-9][0-9]{0,14}$/.test(value)) throw notFound(what);
+  return Number(value);
+}
+
 export const conflict = (field: string, message: string): AppError => new AppError('conflict', message, field);
 
 /** Parses input with zod; a failure is `invalid`, naming the first bad field. */

@@ -44,7 +44,7 @@ export interface DeliveryAttempt {
 
 /**
  * Writes the attempt's log row; the next attempt is due `nextDelayMs` after it, by the database's
- * clock. An attempt for a session deleted meanwhile (its repository was, api/remove.ts) is logged
+ * clock. An attempt for a session deleted meanwhile (its repository was, app/remove.ts) is logged
  * without it, as the ones before were kept when it went (ON DELETE SET NULL).
  */
 export async function insertDeliveryAttempt(db: Db, a: DeliveryAttempt): Promise<{ id: number; nextAttemptAt: Date | null }> {
@@ -91,7 +91,7 @@ export async function claimFirstAttempt(
   key: { sessionId: number; webhookId: number; event: string },
   takeOverAfterMs: number,
 ): Promise<boolean> {
-  // A session or webhook deleted meanwhile (api/remove.ts): nobody else will make the attempt.
+  // A session or webhook deleted meanwhile (app/remove.ts): nobody else will make the attempt.
   const gone = (err: unknown) => {
     if ((err as { code?: string }).code === '23503') return { rows: [{ claimed: true }] };
     throw err;

@@ -25,7 +25,7 @@ const MAX_DETAIL_CHARS = 2_000;
 export async function recordStep(db: Db, sessionId: number, step: PostStep, ok: boolean, detail: string): Promise<void> {
   // A server's answer may hold NUL, which PostgreSQL text cannot.
   const text = storableText(detail);
-  // Nothing to record on once the session was deleted (its repository was, api/remove.ts).
+  // Nothing to record on once the session was deleted (its repository was, app/remove.ts).
   await db.query('INSERT INTO post_build_steps (session_id, step, ok, detail) SELECT $1::bigint, $2, $3::boolean, $4 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = $1::bigint)', [
     sessionId,
     step,

@@ -1,5 +1,5 @@
 /**
- * SQL of deleting an organization, a repository or a suite (api/remove.ts says when): the
+ * SQL of deleting an organization, a repository or a suite (app/remove.ts says when): the
  * sessions of it that have not ended, and the delete itself, which the foreign keys of 001
  * cascade to everything below (repositories, suites, branches, secrets, webhooks, triggers,
  * sessions with their results, cases, outputs and post-build steps). Delivery attempts of its

@@ -14,10 +14,18 @@ export interface WebSessionRow {
   expires_at: Date;
 }
 
-export async function insertWebSession(
-  db: Db,
-  s: { idHash: Buffer; userId: number | null; name: string; provider: string | null; refreshToken: string | null; refreshAt: Date | null; expiresAt: Date; ip: string },
-): Promise<void> {
+/** A browser's session as it is written, but for the hash of its id. */
+export interface NewWebSessionRow {
+  userId: number | null;
+  name: string;
+  provider: string | null;
+  refreshToken: string | null;
+  refreshAt: Date | null;
+  expiresAt: Date;
+  ip: string;
+}
+
+export async function insertWebSession(db: Db, s: NewWebSessionRow & { idHash: Buffer }): Promise<void> {
   await db.query(
     'INSERT INTO web_sessions (id_hash, user_id, name, provider, refresh_token, refresh_at, expires_at, ip) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
     [s.idHash, s.userId, s.name, s.provider, s.refreshToken, s.refreshAt, s.expiresAt, s.ip],

@@ -9,7 +9,8 @@ import { loadSessionContext } from '../../src/db/sessionContext';
 import { claimFirstAttempt, insertDeliveryAttempt } from '../../src/db/deliveries';
 import { recordStep } from '../../src/db/postBuildSteps';
 import type { ApiDeps } from '../../src/api/app';
-import { stopAndRemove } from '../../src/api/remove';
+import { stopAndRemove } from '../../src/app/remove';
+import { asHttpError } from '../../src/api/http';
 import type { StopTarget } from '../../src/core/workflowIds';
 import { seedRepo, startApiHarness, type ApiHarness } from '../support/apiApp';
 import { triggerKnowledge } from '../../src/api/triggerKnowledge';
@@ -237,7 +238,8 @@ describe('stopAndRemove', () => {
   it('409 when a build has not ended in time: nothing deleted, and the message says how to go on', async () => {
     const { repo } = await seedRepo(h);
     const session = await trigger(repo.key);
-    const err = await stopAndRemove(deps(), { repo: repo.id }, { stoppedBy: 'dave', what: 'repository x', waitMs: 500 }).catch((e: unknown) => e);
+    // As the API answers it (stopAndRemove is the application layer's: it refuses, HTTP maps).
+    const err = await stopAndRemove(deps(), { repo: repo.id }, { stoppedBy: 'dave', what: 'repository x', waitMs: 500 }).catch(asHttpError);
     expect(err).toMatchObject({ statusCode: 409, message: expect.stringMatching(new RegExp(`1 build still stopping \\(session ${session}\\).*force=true`)) });
     expect(await statusOf(session)).toBe('queued');
   });
@@ -246,7 +248,7 @@ describe('stopAndRemove', () => {
     const { repo } = await seedRepo(h);
     await trigger(repo.key);
     const none = { ...deps(), stop: undefined };
-    await expect(stopAndRemove(none, { repo: repo.id }, { stoppedBy: 'x', what: 'repository x' })).rejects.toMatchObject({ statusCode: 503 });
+    await expect(stopAndRemove(none, { repo: repo.id }, { stoppedBy: 'x', what: 'repository x' }).catch(asHttpError)).resolves.toMatchObject({ statusCode: 503 });
     const idle = await seedRepo(h);
     await expect(stopAndRemove(none, { repo: idle.repo.id }, { stoppedBy: 'x', what: 'repository x' })).resolves.toBe(true);
   });

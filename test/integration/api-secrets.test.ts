@@ -1,7 +1,7 @@
 // Build secrets through the management API against a real PostgreSQL: set, list, replace,
 // delete; values sealed at rest and never in any answer; and the suite's junit_pattern.
 import { unseal } from '../../src/crypto/sealed';
-import { MAX_SECRETS_PER_REPO } from '../../src/api/routes/admin/secrets';
+import { MAX_SECRETS_PER_REPO } from '../../src/app/secrets';
 import { seedRepo, startApiHarness, type ApiHarness } from '../support/apiApp';
 
 let h: ApiHarness;

@@ -9,7 +9,7 @@ import { emptyCounts } from '../../src/core/counts';
 import { startApiHarness, type ApiHarness } from '../support/apiApp';
 import { insertPostSession } from '../support/postSession';
 import { reportPath } from '../support/reports';
-import { REPORT_FILES_PER_PAGE } from '../../src/api/views';
+import { REPORT_FILES_PER_PAGE } from '../../src/app/builds';
 
 let h: ApiHarness;
 

@@ -9,14 +9,11 @@ import type { Pool } from 'pg';
 import type { Principal, Role } from '../../core/access';
 import { useApiToken } from '../../db/apiTokens';
 import { findUser, rolesOf, type UserRow } from '../../db/people';
-import { claimRefresh, deleteWebSession, findWebSession, type WebSessionRow } from '../../db/webSessions';
+import { claimRefresh, deleteWebSession, deleteWebSessionsOf, findWebSession, insertWebSession, type NewWebSessionRow, type WebSessionRow } from '../../db/webSessions';
 import { keyHash } from '../../crypto/sealed';
 import { sameSecret } from '../../crypto/compare';
+import { isApiToken } from '../../app/tokens';
 import { bearerToken } from '../auth';
-
-/** A personal API token: a prefix secret scanners can key on, then 256 random bits. */
-export const newApiToken = (): string => `sluice_pt_${randomBytes(32).toString('base64url')}`;
-const API_TOKEN = /^sluice_pt_[A-Za-z0-9_-]{43}$/;
 
 /** The cookie of a signed-in browser: a random id, its sha256 the key of its row. */
 export const SESSION_COOKIE = 'sluice_session';
@@ -39,7 +36,7 @@ export async function bearerPrincipal(pool: Pool, adminToken: string, request: F
   const given = bearerToken(request);
   if (given === undefined) return undefined;
   if (adminToken.length > 0 && sameSecret(given, adminToken)) return adminTokenPrincipal();
-  if (!API_TOKEN.test(given)) return null;
+  if (!isApiToken(given)) return null;
   const token = await useApiToken(pool, keyHash(given));
   const user = token && (await findUser(pool, token.user_id));
   if (!token || !user) return null;
@@ -71,3 +68,16 @@ export async function sessionPrincipal(pool: Pool, sessionId: string, refresh?: 
   const user = await findUser(pool, row.user_id);
   return user ? userPrincipal(user, await rolesOf(pool, user.id)) : null;
 }
+
+/** Starts a browser's session (web/signIn.ts gives it its cookie); its id, whose sha256 keys the row. */
+export async function startWebSession(pool: Pool, session: NewWebSessionRow): Promise<string> {
+  const id = newSessionId();
+  await insertWebSession(pool, { ...session, idHash: keyHash(id) });
+  return id;
+}
+
+/** Ends a browser's session, wherever its cookie was copied to. */
+export const endWebSession = (pool: Pool, sessionId: string): Promise<void> => deleteWebSession(pool, keyHash(sessionId));
+
+/** Ends every session of a person: signed out everywhere. */
+export const endWebSessionsOf = (pool: Pool, userId: number): Promise<number> => deleteWebSessionsOf(pool, userId);

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { databaseAway } from '../http';
 import { notFound } from '../../app/errors';
 import { described, documented, errors } from '../openapi/shapes';
-import { loadCiEventView } from '../views';
+import { loadCiEventView } from '../../app/builds';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

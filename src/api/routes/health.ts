@@ -1,9 +1,8 @@
 /** `GET /healthz`: 200 once PostgreSQL (and, in the api process, Temporal) answer; 503 naming what is missing. */
 import type { FastifyInstance } from 'fastify';
-import type { Pool } from 'pg';
-import { ping } from '../../db/pool';
 import { z } from 'zod';
-import type { ApiDeps, HealthReport } from '../deps';
+import { postgresHealth, type HealthReport } from '../../app/health';
+import type { ApiDeps } from '../deps';
 import { documented } from '../openapi/shapes';
 
 const healthDoc = documented({
@@ -23,26 +22,4 @@ export function registerHealthRoutes(app: FastifyInstance, deps: ApiDeps): void 
     if (report.ok) return reply.code(200).send({ ok: true });
     return reply.code(503).send({ ok: false, missing: report.missing });
   });
-}
-
-export async function postgresHealth(pool: Pool): Promise<HealthReport> {
-  const ok = await pingPostgres(pool);
-  return ok ? { ok: true, missing: [] } : { ok: false, missing: ['postgresql'] };
-}
-
-/** `SELECT 1`, given up after `timeoutMs` so a hung database makes the check fail, not hang. */
-export async function pingPostgres(pool: Pool, timeoutMs = 2000): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), timeoutMs);
-  });
-  const answered = ping(pool).then(
-    () => true,
-    () => false,
-  );
-  try {
-    return await Promise.race([answered, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -17,18 +17,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps';
-import { sameSecret } from '../../crypto/compare';
 import { bearerPrincipal } from '../access/principal';
-import { decide } from '../../core/access';
-import { orgOfSession } from '../../db/orgOf';
-import { parseId } from '../http';
-import { notFound, validate } from '../../app/errors';
+import { notFound, parseId, validate } from '../../app/errors';
 import { described, documented, errors, SessionParams } from '../openapi/shapes';
 import { renderReport } from '../reportPage';
-import { loadReportView } from '../views';
-import { reportTokenOf } from '../../db/sessions';
-import { findArtifact } from '../../db/artifacts';
-import { apiStore, sendArtifact } from '../artifacts';
+import { loadReportView, opensReport, reportArtifact } from '../../app/builds';
+import { apiStore } from '../../app/store';
+import { sendArtifact } from '../artifacts';
 
 /** Far beyond any build's last page (5,000 files make 50), and small enough that its offset stays exact. */
 export const MAX_REPORT_PAGE = 100_000;
@@ -64,15 +59,9 @@ const artifactDoc = documented({
 });
 
 export function registerReportRoutes(app: FastifyInstance, deps: ApiDeps): void {
-  /** Whether the request opens the session's report: its token, or a Bearer token that may see its build (a viewer's, or the admin token). */
-  const opens = async (request: FastifyRequest<{ Querystring: { token?: unknown } }>, id: number): Promise<boolean> => {
-    const expected = await reportTokenOf(deps.pool, id);
-    const { token } = request.query;
-    if (typeof token === 'string' && expected !== undefined && sameSecret(token, expected)) return true;
-    const principal = await bearerPrincipal(deps.pool, deps.config.adminToken, request);
-    const org = principal ? await orgOfSession(deps.pool, String(id)) : undefined;
-    return org !== undefined && decide(principal!, 'viewer', org.id, false).allowed;
-  };
+  /** Whether the request opens the session's report: its token, or a Bearer token that may see its build (app/builds.ts). */
+  const opens = (request: FastifyRequest<{ Querystring: { token?: unknown } }>, id: number): Promise<boolean> =>
+    opensReport(deps.pool, id, request.query.token, () => bearerPrincipal(deps.pool, deps.config.adminToken, request));
 
   app.get<{ Params: { session: string }; Querystring: { token?: unknown } }>('/1/reports/:session', reportDoc, async (request, reply) => {
     const id = parseId(request.params.session, 'session');
@@ -93,7 +82,7 @@ export function registerReportRoutes(app: FastifyInstance, deps: ApiDeps): void 
   app.get<{ Params: { session: string; artifact: string }; Querystring: { token?: unknown } }>('/1/reports/:session/artifacts/:artifact', artifactDoc, async (request, reply) => {
     const id = parseId(request.params.session, 'session');
     const artifactId = parseId(request.params.artifact, 'artifact');
-    const artifact = (await opens(request, id)) ? await findArtifact(deps.pool, id, artifactId) : undefined;
+    const artifact = (await opens(request, id)) ? await reportArtifact(deps.pool, id, artifactId) : undefined;
     if (!artifact || !(await sendArtifact(reply, apiStore(deps.config), artifact.store_key, artifact.path))) throw notFound('artifact');
     return reply;
   });

@@ -1,22 +1,16 @@
 /**
  * The builds list (the home page) and a build's page: live while it runs (server-sent events,
  * assets/build.js), with Stop while it runs and Rebuild once it has ended (in the image digests
- * it ran, or, with a second button, resolving its image's tag again).
+ * it ran, or, with a second button, resolving its image's tag again). What they read and do is
+ * the application layer's (app/builds.ts); here is what the pages show of it.
  */
-import { decide, stoppedBy, visibleOrgs } from '../../core/access';
+import { decide, stoppedBy } from '../../core/access';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasEnded, SESSION_STATUSES } from '../../core/types';
-import { imageDigestsOfBuild, listFailedOutputs, listPlanParts, listSessions } from '../../db/sessions';
-import { listOpenFiles } from '../../db/testQueue';
-import { setupTiming } from '../../db/sessionWorkers';
 import type { ApiDeps } from '../deps';
-import { asHttpError, HttpError, parseId } from '../http';
-import { loadOrg } from '../../app/orgs';
-import { loadRepo } from '../../app/repos';
-import { SessionList } from '../routes/admin/sessions';
-import { rebuildSession } from '../rebuild';
-import { loadSessionView, sessionListView, type SessionView } from '../views';
-import { requestStop } from '../stopSession';
+import { parseId } from '../../app/errors';
+import { asHttpError, HttpError } from '../http';
+import { listBuilds, loadBuild, rebuildSession, requestStop, SessionList, type BuildPageData, type SessionListView, type SessionView } from '../../app/builds';
 import { sessionWorkflowLink } from '../../temporal/uiLink';
 import { formatDuration, formatTime, formFields, notFoundPage, page, type WebScope } from './pages';
 import { formatBytes } from '../reportPage';
@@ -31,29 +25,6 @@ const LIVE_POLL_MS = 1_000;
  * result is recorded, and the page should show it start and end without a reload.
  */
 const FOLLOW_AFTER_END_MS = 60_000;
-
-/** Failed files whose output the build page shows first, and how much of each (the report has it all). */
-const FAILURES_SHOWN = 20;
-const FAILURE_TAIL_CHARS = 4_000;
-
-/**
- * A build as its page shows it: the session, the files of its list not done yet (while it
- * runs), a plan's parts, the failures' output, whether a rebuild would pin image digests (once
- * it ended: it or a plan's part ran in an image); undefined if there is none.
- */
-async function loadBuild(pool: ApiDeps['pool'], config: ApiDeps['config'], id: number) {
-  const view = await loadSessionView(pool, config, id);
-  if (!view) return undefined;
-  const [open, parts, failures, setup, pinned] = await Promise.all([
-    hasEnded(view.status) ? [] : listOpenFiles(pool, id),
-    listPlanParts(pool, id),
-    view.counts.failed + view.counts.error > 0 ? listFailedOutputs(pool, id, FAILURES_SHOWN, FAILURE_TAIL_CHARS) : [],
-    // While it runs, the session's timing keys are written at its end: its workers' say how far setup went.
-    hasEnded(view.status) ? {} : setupTiming(pool, id),
-    hasEnded(view.status) ? imageDigestsOfBuild(pool, id) : {},
-  ]);
-  return { view, open, parts, failures, setup, pinsImages: Object.keys(pinned).length > 0 };
-}
 
 /** Hex digits of a digest the page shows; the whole one is in its tooltip. */
 const SHORT_DIGEST = 12;
@@ -72,7 +43,7 @@ function imageFacts(image: SessionView['image']) {
 
 /** What the build page shows that changes while it runs, as the page renders it and its stream sends it. */
 export function liveView(
-  { view, open, parts, failures, setup, pinsImages }: NonNullable<Awaited<ReturnType<typeof loadBuild>>>,
+  { view, open, parts, failures, setup, pinsImages }: BuildPageData,
   canStopHere: boolean,
   config: ApiDeps['config'],
   workflowIds: ApiDeps['workflowIds'],
@@ -173,7 +144,7 @@ export function liveView(
 
 
 export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUser }: WebScope): void {
-  const { config, pool } = deps;
+  const { config } = deps;
 
   web.get<{ Querystring: Record<string, string | undefined> }>('/', async (request, reply) => {
     const user = requireUser(request, reply);
@@ -187,31 +158,25 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
       const issue = q.error.issues[0];
       return page(reply, 'builds', { ...base, sessions: [], older: null, error: `${String(issue?.path[0] ?? 'filter')}: ${issue?.message ?? 'invalid'}` }, 400);
     }
-    let orgId: number | undefined;
-    let repoId: number | undefined;
+    let views: SessionListView[];
     try {
-      if (q.data.org !== undefined) orgId = (await loadOrg(pool, q.data.org)).id;
-      if (q.data.repo !== undefined) repoId = (await loadRepo(pool, q.data.repo)).id;
+      views = await listBuilds(deps, q.data, user);
     } catch (caught) {
       const err = asHttpError(caught);
       if (!err) throw caught;
       return page(reply, 'builds', { ...base, sessions: [], older: null, error: err.message }, err.statusCode);
     }
-    const rows = await listSessions(pool, { orgId, orgIds: visibleOrgs(user), repoId, branch: q.data.branch, status: q.data.status, before: q.data.before, limit: q.data.limit });
-    const sessions = rows.map((r) => {
-      const view = sessionListView(r, config);
-      return {
-        ...view,
-        duration: formatDuration(view.duration_ms),
-        received_iso: r.received_at.toISOString(),
-        received_text: formatTime(r.received_at),
-        who: view.stopped_by ? `stopped by ${view.stopped_by}` : (view.committers[0] ?? ''),
-      };
-    });
+    const sessions = views.map((view) => ({
+      ...view,
+      duration: formatDuration(view.duration_ms),
+      received_iso: view.received_at.toISOString(),
+      received_text: formatTime(view.received_at),
+      who: view.stopped_by ? `stopped by ${view.stopped_by}` : (view.committers[0] ?? ''),
+    }));
     const older =
-      rows.length === q.data.limit
+      views.length === q.data.limit
         ? `/?${new URLSearchParams(
-            Object.entries({ ...filters, before: String(rows.at(-1)!.id) }).filter((e): e is [string, string] => e[1] !== undefined),
+            Object.entries({ ...filters, before: String(views.at(-1)!.session) }).filter((e): e is [string, string] => e[1] !== undefined),
           ).toString()}`
         : null;
     return page(reply, 'builds', { ...base, sessions, older, error: null });
@@ -219,7 +184,7 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
 
   /** A build: status, counts, files, timeline; Stop while it runs, Rebuild once it ended; live (assets/build.js). */
   const buildPage = async (request: FastifyRequest, reply: FastifyReply, user: SignedIn, id: number, error: string | null, status = 200) => {
-    const build = await loadBuild(pool, config, id);
+    const build = await loadBuild(deps, id);
     if (!build) return notFoundPage(reply, user, `build #${id}`);
     const live = liveView(build, Boolean(deps.stop), config, deps.workflowIds);
     // Stop and Rebuild are a maintainer's: a viewer does not get the buttons (the door would refuse them).
@@ -237,7 +202,7 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
     const id = parseId(request.params.id, 'build');
     let last = '';
     while (reply.sse.isConnected && !closing) {
-      const build = await loadBuild(pool, config, id);
+      const build = await loadBuild(deps, id);
       if (!build) throw new HttpError(404, 'not found', `no build #${id}`);
       const live = liveView(build, Boolean(deps.stop), config, deps.workflowIds);
       const text = JSON.stringify(live);

@@ -3,28 +3,22 @@
  * page) with a form for a new organization and, under each, one for a new repository. Each
  * repository links its CI Setup and Branches pages, each organization its Web Hooks page, so
  * all of them are two clicks from the builds list. Each can be deleted from here, after a
- * second click (no JavaScript): its builds under way are stopped first (api/remove.ts).
+ * second click (no JavaScript): its builds under way are stopped first (app/remove.ts).
  */
-import { decide, stoppedBy, visibleOrgs } from '../../core/access';
+import { parseId } from '../../app/errors';
+import { decide, stoppedBy } from '../../core/access';
 import type { FastifyInstance } from 'fastify';
-import { listOrgs } from '../../db/orgs';
-import { listRepos } from '../../db/repos';
-import { createOrg } from '../routes/admin/orgs';
-import { loadOrg } from '../../app/orgs';
-import { removeOrg, removeRepo } from '../routes/admin/operator';
-import { createRepo } from '../routes/admin/repos';
-import { loadRepo } from '../../app/repos';
-import { parseId } from '../http';
+import { createOrg, loadOrg, orgsVisibleTo, removeOrg } from '../../app/orgs';
+import { createRepo, loadRepo, removeRepo, reposOf } from '../../app/repos';
 import { formFields, given, page, tryAction, type FailedForm, type WebScope } from './pages';
 import type { SignedIn } from './signIn';
-
 
 export function registerOrgPages(web: FastifyInstance, { deps, csrf, requireUser }: WebScope): void {
   const { pool } = deps;
 
   const orgsPage = async (reply: Parameters<typeof page>[0], user: SignedIn, failed: FailedForm | null, status = 200, notice: string | null = null) => {
-    const orgs = await listOrgs(pool, visibleOrgs(user));
-    const repos = await Promise.all(orgs.map((o) => listRepos(pool, o.id)));
+    const orgs = await orgsVisibleTo(pool, user);
+    const repos = await Promise.all(orgs.map((o) => reposOf(pool, o)));
     const list = orgs.map((o, i) => ({
       ...o,
       // Its admin's controls (new repository, deletes, web hooks, audit trail) for those who may use them.

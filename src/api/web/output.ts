@@ -3,12 +3,13 @@
  * signed-in page (assets/output.js), as the page's `/builds/:id/live` is for its status. A page
  * that opens gets the processes running now, the last PAGE_TAIL_CHARS of each, then what they
  * print next until the build is over; a reconnecting EventSource (Last-Event-ID) gets every row
- * after its last one. The same events as `GET /api/v1/sessions/:id/output` (api/output.ts).
+ * after its last one. The same events as `GET /api/v1/sessions/:id/output` (app/output.ts).
  */
 import type { FastifyInstance } from 'fastify';
-import { outputFollowState } from '../../db/outputChunks';
-import { HttpError, parseId } from '../http';
-import { asServerSentEvents, outputEvents, startAfter } from '../output';
+import { parseId } from '../../app/errors';
+import { HttpError } from '../http';
+import { outputEvents, sessionExists } from '../../app/output';
+import { asServerSentEvents, startAfter } from '../output';
 import type { WebScope } from './pages';
 
 /** What a page that opens gets of each running process: about what it keeps (output.js). */
@@ -23,7 +24,7 @@ export function registerOutputPages(web: FastifyInstance, { deps }: WebScope): v
     const id = parseId(request.params.id, 'build');
     const lastEventId = request.headers['last-event-id'];
     const after = startAfter(undefined, lastEventId);
-    if (!(await outputFollowState(deps.pool, id))) throw new HttpError(404, 'not found', `no build #${id}`);
+    if (!(await sessionExists(deps.pool, id))) throw new HttpError(404, 'not found', `no build #${id}`);
     const events = outputEvents(deps.pool, id, {
       after,
       follow: true,

@@ -2,19 +2,18 @@
  * People on the web pages (issue 25): an organization's Members page (`/orgs/:org/members`:
  * members and their roles, invitations, the provider claims that make members; admins change
  * them here), the API tokens page (`/tokens`: a person's own tokens, made (shown once) and
- * revoked) and an organization's Audit page (`/orgs/:org/audit`). Forms act through the JSON
- * API's functions (routes/admin/people.ts, tokens.ts); the door (api/access) already checked the role.
+ * revoked) and an organization's Audit page (`/orgs/:org/audit`). Forms act through the
+ * application's operations (app/people.ts, tokens.ts, audit.ts), as the JSON API does; the door
+ * (api/access) already checked the role.
  */
+import { parseId } from '../../app/errors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { decide, nameOf, ROLES, visibleOrgs } from '../../core/access';
-import { listOrgs } from '../../db/orgs';
-import { listApiTokens } from '../../db/apiTokens';
+import { ROLES } from '../../core/access';
+import { auditPage, orgAuditTrail } from '../../app/audit';
+import { addMembershipRule, invite, orgPeople, removeMemberOf, removeMembershipRule, setMemberRole, takeBackInvitation } from '../../app/people';
+import { orgsVisibleTo } from '../../app/orgs';
+import { createApiToken, DEFAULT_TOKEN_DAYS, MAX_TOKEN_DAYS, ownTokens, revokeOwnToken } from '../../app/tokens';
 import { signInChoices } from '../identity/providers';
-import { listAudit } from '../../db/audit';
-import { listInvitations, listMembers, listMembershipRules } from '../../db/people';
-import { AuditQuery, auditView } from '../routes/admin/audit';
-import { addMembershipRule, invite, removeMemberOf, removeMembershipRule, setMemberRole, takeBackInvitation } from '../routes/admin/people';
-import { apiTokenView, createApiToken, DEFAULT_TOKEN_DAYS, MAX_TOKEN_DAYS, revokeOwnToken } from '../routes/admin/tokens';
 import { checked, formFields, formatTime, given, page, tryAction, type FailedForm, type WebScope } from './pages';
 import type { SignedIn } from './signIn';
 
@@ -24,12 +23,7 @@ export function registerPeoplePages(web: FastifyInstance, { deps, csrf, requireU
 
   const membersPage = async (request: FastifyRequest, reply: FastifyReply, user: SignedIn, failed: FailedForm | null = null, status = 200) => {
     const org = request.accessOrg!;
-    const isAdmin = decide(user, 'admin', org.id, true).allowed;
-    const [members, invitations, rules] = await Promise.all([
-      listMembers(pool, org.id),
-      isAdmin ? listInvitations(pool, org.id) : [],
-      isAdmin ? listMembershipRules(pool, org.id) : [],
-    ]);
+    const { isAdmin, members, invitations, rules } = await orgPeople(pool, user, org.id);
     return page(reply, 'members', { title: `${org.name}: members`, section: 'orgs', user, org, isAdmin, members, invitations, rules, roles: ROLES, providers, failed }, status);
   };
 
@@ -49,26 +43,25 @@ export function registerPeoplePages(web: FastifyInstance, { deps, csrf, requireU
     const user = requireUser(request, reply);
     return user ? membersPage(request, reply, user) : reply;
   });
-  web.post<{ Params: { org: string } }>('/orgs/:org/members', csrf, memberForm(() => 'invite', (request, user, v) => invite(pool, request.accessOrg!.id, { email: given(v.email) ?? '', role: v.role }, nameOf(user))));
+  web.post<{ Params: { org: string } }>('/orgs/:org/members', csrf, memberForm(() => 'invite', (request, user, v) => invite(pool, request.accessOrg!.id, { email: given(v.email) ?? '', role: v.role }, user)));
   web.post<{ Params: { org: string; user: string } }>('/orgs/:org/members/:user', csrf, memberForm((p) => `member:${p.user}`, (request, _user, v) => setMemberRole(pool, request.accessOrg!.id, request.params.user, { role: v.role })));
-  web.post<{ Params: { org: string; user: string } }>('/orgs/:org/members/:user/remove', csrf, memberForm((p) => `member:${p.user}`, (request) => removeMemberOf(pool, request.accessOrg!.id, request.params.user)));
-  web.post<{ Params: { org: string; id: string } }>('/orgs/:org/invitations/:id/delete', csrf, memberForm((p) => `invitation:${p.id}`, (request) => takeBackInvitation(pool, request.accessOrg!.id, request.params.id)));
+  web.post<{ Params: { org: string; user: string } }>('/orgs/:org/members/:user/remove', csrf, memberForm((p) => `member:${p.user}`, (request) => removeMemberOf(pool, request.accessOrg!.id, parseId(request.params.user, 'user'))));
+  web.post<{ Params: { org: string; id: string } }>('/orgs/:org/invitations/:id/delete', csrf, memberForm((p) => `invitation:${p.id}`, (request) => takeBackInvitation(pool, request.accessOrg!.id, parseId(request.params.id, 'invitation'))));
   web.post<{ Params: { org: string } }>('/orgs/:org/membership-rules', csrf, memberForm(() => 'rule', (request, _user, v) => addMembershipRule(pool, request.accessOrg!.id, { provider: v.provider, claim: v.claim, value: given(v.value) ?? '', role: v.role })));
-  web.post<{ Params: { org: string; id: string } }>('/orgs/:org/membership-rules/:id/delete', csrf, memberForm((p) => `rule:${p.id}`, (request) => removeMembershipRule(pool, request.accessOrg!.id, request.params.id)));
+  web.post<{ Params: { org: string; id: string } }>('/orgs/:org/membership-rules/:id/delete', csrf, memberForm((p) => `rule:${p.id}`, (request) => removeMembershipRule(pool, request.accessOrg!.id, parseId(request.params.id, 'rule'))));
 
   web.get<{ Params: { org: string }; Querystring: Record<string, string> }>('/orgs/:org/audit', async (request, reply) => {
     const user = requireUser(request, reply);
     if (!user) return reply;
-    const q = AuditQuery.safeParse(request.query);
-    const query = q.success ? q.data : { limit: 100 };
-    const entries = (await listAudit(pool, { orgIds: [request.accessOrg!.id], ...query })).map((a) => ({ ...auditView(a), when: formatTime(a.at) }));
+    const query = auditPage(request.query);
+    const entries = (await orgAuditTrail(pool, request.accessOrg!.id, query)).map((a) => ({ ...a, when: formatTime(a.at) }));
     const older = entries.length === query.limit ? `?before=${entries.at(-1)!.id}` : null;
     return page(reply, 'audit', { title: `${request.accessOrg!.name}: audit trail`, section: 'orgs', user, org: request.accessOrg, entries, older });
   });
 
   const tokensPage = async (reply: FastifyReply, user: SignedIn, shown: { made?: { name: string; token: string }; failed?: FailedForm } = {}, status = 200) => {
-    const tokens = user.userId === null ? [] : (await listApiTokens(pool, user.userId)).map(apiTokenView);
-    const orgs = await listOrgs(pool, visibleOrgs(user));
+    const tokens = await ownTokens(pool, user);
+    const orgs = await orgsVisibleTo(pool, user);
     return page(reply, 'tokens', { title: 'API tokens', section: 'tokens', user, tokens, orgs, apiUrl: config.baseUrl, defaultDays: DEFAULT_TOKEN_DAYS, maxDays: MAX_TOKEN_DAYS, ...shown }, status);
   };
 

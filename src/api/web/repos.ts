@@ -2,31 +2,25 @@
  * A repository's CI Setup page (`/repos/:id`: how to connect it, its settings, suites, secrets
  * and registry logins) and its Branches page (`/repos/:id/branches`: every known branch with its
  * toggles and last build). Each form posts to a route here that turns its fields into the JSON API's
- * body and calls the same function as the JSON route (routes/admin/), so the rules and their
- * messages are the API's; a refused field is shown next to the form it came from.
+ * body and calls the same operation of the application layer as the JSON route (app/), so the
+ * rules and their messages are the API's; a refused field is shown next to the form it came from.
  */
 import { decide, stoppedBy } from '../../core/access';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
-import { listBranches } from '../../db/branches';
 import type { RepoRow } from '../../db/repos';
-import { listRegistryLogins } from '../../db/registryLogins';
-import { listSecrets } from '../../db/secrets';
-import { lastBuildsOfRepo } from '../../db/sessions';
-import { listSuites, type SuiteRow } from '../../db/suites';
+import type { SuiteRow } from '../../db/suites';
 import { STATUS_PROVIDERS, type StatusProvider } from '../../core/commitStatus';
 import { providers } from '../../providers';
-import { HttpError, parseId } from '../http';
-import { setBranch } from '../routes/admin/branches';
-import { repoView, updateRepo } from '../routes/admin/repos';
-import { loadRepo } from '../../app/repos';
-import { putRegistryLogin, registryLoginView, removeRegistryLogin } from '../routes/admin/registries';
-import { putSecret, removeSecret, secretView } from '../routes/admin/secrets';
-import { createSuite, updateSuite } from '../routes/admin/suites';
-import { removeSuite, rotateRepoKey, rotateRepoSshKey } from '../routes/admin/operator';
+import { branchesWithLastBuild, setBranch } from '../../app/branches';
+import { putRegistryLogin, registryLoginsOf, removeRegistryLogin } from '../../app/registries';
+import { loadRepo, repoView, rotateRepoKey, rotateRepoSshKey, updateRepo } from '../../app/repos';
+import { putSecret, removeSecret, secretsOf } from '../../app/secrets';
+import { createSuite, removeSuite, suitesOf, updateSuite } from '../../app/suites';
+import { parseId } from '../../app/errors';
+import { HttpError } from '../http';
 import { checked, formatTime, formFields, given, lines, notFoundPage, orNull, page, tryAction, type FailedForm, type WebScope } from './pages';
 import type { SignedIn } from './signIn';
-
 
 // The pages' forms, as FailedForm names them: `settings`, `webhook-secret`, `known-hosts`, `commit-status`,
 // `suite:new`, `suite:<id>`, `secret`, `secrets`, `registry`, `registries`, `branch:<name>`,
@@ -179,7 +173,7 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
     const view = repoView(repo, config);
     // Keys, settings, statuses, secrets and registry logins are an admin's; a maintainer's page shows suites.
     const isAdmin = decide(user, 'admin', repo.org_id, true).allowed;
-    const [suites, secrets, registries] = await Promise.all([listSuites(pool, repo.id), listSecrets(pool, repo.id), isAdmin ? listRegistryLogins(pool, repo.id) : []]);
+    const [suites, secrets, registries] = await Promise.all([suitesOf(pool, repo), secretsOf(deps, repo), isAdmin ? registryLoginsOf(pool, repo) : []]);
     return page(
       reply,
       'repoSetup',
@@ -214,26 +208,21 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
         // with the provider's path segment in place of `builds`.
         hooks: Object.keys(providers).map((name) => ({ name, label: PROVIDER_LABELS[name] ?? name, url: `${config.baseUrl}/1/${name}/${view.key}` })),
         suites: suites.map(suiteForm),
-        secrets: secrets.map((row) => secretView(row, config.secretKey)),
-        // Hosts and users only: registryLoginView leaves the sealed password behind.
-        registries: registries.map((row) => ({ ...registryLoginView(row), path: encodeURIComponent(row.host), updated: formatTime(row.updated_at) })),
+        secrets,
+        // Hosts and users only: the logins' view leaves the sealed password behind.
+        registries: registries.map((login) => ({ ...login, path: encodeURIComponent(login.host), updated: formatTime(login.updated_at) })),
       },
       status,
     );
   };
 
   const branchesPage = async (reply: FastifyReply, user: SignedIn, repo: RepoRow, failed: FailedForm | null, status = 200, notice?: string) => {
-    const [branches, builds] = await Promise.all([listBranches(pool, repo.id), lastBuildsOfRepo(pool, repo.id)]);
-    const last = new Map(builds.map((b) => [b.branch, b]));
-    const list = branches.map((b) => {
-      const build = last.get(b.name);
-      return {
-        ...b,
-        anchor: branchAnchor(b.name),
-        path: encodeURIComponent(b.name),
-        last: build ? { session: build.id, status: build.status, when: formatTime(build.received_at) } : null,
-      };
-    });
+    const list = (await branchesWithLastBuild(pool, repo)).map(({ branch: b, last: build }) => ({
+      ...b,
+      anchor: branchAnchor(b.name),
+      path: encodeURIComponent(b.name),
+      last: build ? { session: build.id, status: build.status, when: formatTime(build.received_at) } : null,
+    }));
     // Turning branches on and off is a maintainer's: a viewer sees them without the buttons.
     const mayChange = decide(user, 'maintainer', repo.org_id, true).allowed;
     return page(reply, 'branches', { title: `Branches of ${repo.org_name}/${repo.name}`, section: 'orgs', user, notice: notice ?? null, failed, repo: heading(repo), branches: list, mayChange }, status);
@@ -251,8 +240,9 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
     });
 
   /**
-   * A form of one repository's page: `act` calls the management API and answers where to go
-   * (303); an HttpError it throws shows the page again with the message next to form `form`.
+   * A form of one repository's page: `act` calls the application layer and answers where to go
+   * (303); a refusal it throws (the application layer's, or a form field's own) shows the page
+   * again with the message next to form `form`.
    */
   const repoPost = <P extends Record<string, string>>(
     path: string,

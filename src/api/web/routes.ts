@@ -14,8 +14,10 @@ import fastifyCsrf from '@fastify/csrf-protection';
 import fastifyFormbody from '@fastify/formbody';
 import fastifySse from '@fastify/sse';
 import type { FastifyInstance } from 'fastify';
-import { unisolatedRunners, type UnisolatedRunner } from '../../db/runners';
 import { z } from 'zod';
+import { runnersWithoutIsolation } from '../../app/runners';
+import type { UnisolatedRunner } from '../../db/runners';
+import { endWebSessionsOf } from '../access/principal';
 import type { ApiDeps } from '../deps';
 import { sameSecret } from '../../crypto/compare';
 import { signInChoices, type SignInOption } from '../identity/providers';
@@ -29,7 +31,6 @@ import { registerRunnerPages } from './runners';
 import { registerWebhookPages } from './webhooks';
 import { page, safeNext, webScope } from './pages';
 import { cookieOptions, cookieSecret, CSRF_COOKIE, signedIn, signIn, signOut } from './signIn';
-import { deleteWebSessionsOf } from '../../db/webSessions';
 
 /**
  * Scripts in assets/: build.js follows a build live, output.js its running processes' output,
@@ -59,7 +60,7 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps, opt
   web.decorateRequest('unisolatedRunners', null);
   web.addHook('preHandler', async (request) => {
     if (request.method !== 'GET' || !signedIn(request)?.installationAdmin) return;
-    request.unisolatedRunners = await unisolatedRunners(deps.pool).catch(() => null);
+    request.unisolatedRunners = await runnersWithoutIsolation(deps.pool).catch(() => null);
   });
 
   web.get<{ Querystring: { next?: string } }>('/sign-in', async (request, reply) => {
@@ -86,7 +87,7 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps, opt
   // Every browser this person signed in with: a lost laptop, a shared machine.
   web.post('/sign-out-everywhere', csrf, async (request, reply) => {
     const userId = request.principal?.userId;
-    if (userId != null) await deleteWebSessionsOf(deps.pool, userId);
+    if (userId != null) await endWebSessionsOf(deps.pool, userId);
     await signOut(request, reply, config, deps.pool);
     return reply.code(303).header('location', '/sign-in').send();
   });

@@ -5,13 +5,9 @@
  * the form that made it, with the command that starts a runner with it), listed with what their
  * runner last said, and revoked.
  */
+import { parseId } from '../../app/errors';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { listOrgs } from '../../db/orgs';
-import { listRunners } from '../../db/runners';
-import { listRunnerTokens, revokeRunnerToken } from '../../db/runnerTokens';
-import { runnerView } from '../routes/admin/runners';
-import { createRunnerToken, runnerTokenView } from '../routes/admin/runnerTokens';
-import { parseId } from '../http';
+import { createRunnerToken, revokeRunnerToken, runnersUp, runnerTokenOrgs, runnerTokens } from '../../app/runners';
 import type { SignedIn } from './signIn';
 import { formFields, page, tryAction, type FormError, type WebScope } from './pages';
 
@@ -25,11 +21,11 @@ export function registerRunnerPages(web: FastifyInstance, { deps, csrf, requireU
   const { pool, config } = deps;
 
   const runnersPage = async (reply: FastifyReply, user: SignedIn, shown: Shown = {}, status = 200) => {
-    const [runners, tokens, orgs] = await Promise.all([listRunners(pool), listRunnerTokens(pool), listOrgs(pool)]);
+    const [runners, tokens, orgs] = await Promise.all([runnersUp(pool), runnerTokens(pool), runnerTokenOrgs(pool)]);
     return page(
       reply,
       'runners',
-      { title: 'Runners', section: 'runners', user, runners: runners.map(runnerView), tokens: tokens.map(runnerTokenView), orgs, apiUrl: config.baseUrl, buildQueue: config.buildQueue, ...shown },
+      { title: 'Runners', section: 'runners', user, runners, tokens, orgs, apiUrl: config.baseUrl, buildQueue: config.buildQueue, ...shown },
       status,
     );
   };
@@ -54,7 +50,8 @@ export function registerRunnerPages(web: FastifyInstance, { deps, csrf, requireU
     const user = requireUser(request, reply);
     if (!user) return reply;
     const id = parseId(request.params.id, 'runner token');
-    await revokeRunnerToken(pool, id);
+    // A token already revoked (from another tab) is no error here: the form goes back to the list either way.
+    await tryAction(() => revokeRunnerToken(pool, id));
     return reply.code(303).header('location', `/runners?revoked=${id}#runner-tokens`).send();
   });
 }

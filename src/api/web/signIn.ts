@@ -10,9 +10,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Pool } from 'pg';
 import type { Config } from '../../config';
 import type { Principal } from '../../core/access';
-import { deleteWebSession, insertWebSession } from '../../db/webSessions';
-import { newSessionId, SESSION_COOKIE } from '../access/principal';
-import { keyHash } from '../../crypto/sealed';
+import { endWebSession, SESSION_COOKIE, startWebSession } from '../access/principal';
 
 /** How long a sign-in lasts. */
 export const SIGN_IN_TTL_MS = 12 * 60 * 60 * 1000;
@@ -54,9 +52,7 @@ export const CSRF_COOKIE = 'sluice_csrf';
 export async function signIn(request: FastifyRequest, reply: FastifyReply, config: Config, pool: Pool, s: NewWebSession, now = Date.now()): Promise<void> {
   await signOut(request, reply, config, pool);
   void reply.clearCookie(CSRF_COOKIE, cookieOptions(config));
-  const id = newSessionId();
-  await insertWebSession(pool, {
-    idHash: keyHash(id),
+  const id = await startWebSession(pool, {
     userId: s.userId,
     name: s.name,
     provider: s.provider ?? null,
@@ -72,7 +68,7 @@ export async function signIn(request: FastifyRequest, reply: FastifyReply, confi
 export async function signOut(request: FastifyRequest, reply: FastifyReply, config: Config, pool: Pool): Promise<void> {
   const raw = request.cookies[SESSION_COOKIE];
   const unsigned = raw ? request.unsignCookie(raw) : null;
-  if (unsigned?.valid && unsigned.value) await deleteWebSession(pool, keyHash(unsigned.value));
+  if (unsigned?.valid && unsigned.value) await endWebSession(pool, unsigned.value);
   void reply.clearCookie(SESSION_COOKIE, cookieOptions(config));
 }
 

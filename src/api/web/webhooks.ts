@@ -4,29 +4,33 @@
  * comes back with the preview beside the editor), Ping, Rotate secret and Delete. A signing
  * secret made by a form is shown once, in that POST's own answer, so it never travels in a
  * URL or a cookie. Then a webhook's delivery log (`/webhooks/:id/deliveries`) and one attempt
- * in full (`/deliveries/:id`) with Redeliver. Everything acts through the JSON API's functions.
+ * in full (`/deliveries/:id`) with Redeliver. Everything acts through the application layer
+ * (app/webhooks.ts), as the JSON API does.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { EVENTS } from '../../core/types';
-import { listWebhooks, type DeliveryDetail, type WebhookRow } from '../../db/webhooks';
+import type { DeliveryDetail, WebhookRow } from '../../db/webhooks';
 import type { OrgRow } from '../../db/orgs';
+import { parseId } from '../../app/errors';
 import { asHttpError } from '../http';
-import { loadDelivery, redeliver } from '../routes/admin/deliveries';
 import { loadOrg } from '../../app/orgs';
 import {
   createWebhook,
   DELIVERY_EVENTS,
   DELIVERY_OUTCOMES,
+  loadDelivery,
   loadWebhook,
   patchWebhook,
   pingWebhook,
   previewWebhook,
+  redeliver,
   removeWebhook,
   rotateSecret,
   webhookDeliveries,
+  webhooksOf,
   webhookView,
   type WebhookWithSecret,
-} from '../routes/admin/webhooks';
+} from '../../app/webhooks';
 import { checked, formatDuration, formatTime, formFields, given, notFoundPage, orNull, page, tryAction, type FormError, type WebScope } from './pages';
 import type { SignedIn } from './signIn';
 
@@ -140,7 +144,7 @@ export function registerWebhookPages(web: FastifyInstance, { deps, csrf, require
       const user = requireUser(request, reply);
       if (!user) return reply;
       const { id } = request.params as { id: string };
-      const hook = await found(reply, user, `webhook #${id}`, () => loadWebhook(pool, id));
+      const hook = await found(reply, user, `webhook #${id}`, () => loadWebhook(pool, parseId(id, 'webhook')));
       return hook ? handler(request, reply, user, hook) : reply;
     };
 
@@ -148,7 +152,7 @@ export function registerWebhookPages(web: FastifyInstance, { deps, csrf, require
   const orgPage = (org: OrgRow, hookId?: number) => `/orgs/${encodeURIComponent(org.name)}/webhooks${hookId === undefined ? '' : `#webhook-${hookId}`}`;
 
   const webhooksPage = async (reply: FastifyReply, user: SignedIn, org: OrgRow, shown: Shown, status = 200) => {
-    const hooks = (await listWebhooks(pool, org.id)).map(hookView);
+    const hooks = (await webhooksOf(pool, org)).map(hookView);
     return page(reply, 'webhooks', { title: `Web hooks of ${org.name}`, section: 'orgs', user, org, hooks, events: EVENTS, ...shown }, status);
   };
 
@@ -224,7 +228,7 @@ export function registerWebhookPages(web: FastifyInstance, { deps, csrf, require
 
   web.post<{ Params: { id: string } }>('/webhooks/:id/delete', csrf, ofHook(async (request, reply, user, hook) => {
     const org = await orgOf(hook);
-    await removeWebhook(pool, String(hook.id));
+    await removeWebhook(pool, hook.id);
     return reply.code(303).header('location', `${orgPage(org)}?deleted=${hook.id}`).send();
   }));
 
@@ -244,7 +248,7 @@ export function registerWebhookPages(web: FastifyInstance, { deps, csrf, require
   }));
 
   const deliveryPage = async (reply: FastifyReply, user: SignedIn, d: DeliveryDetail, error: string | null, status = 200) => {
-    const hook = await loadWebhook(pool, String(d.webhook_id));
+    const hook = await loadWebhook(pool, d.webhook_id);
     const org = await orgOf(hook);
     const attempt = {
       ...attemptRow(d),
@@ -269,7 +273,7 @@ export function registerWebhookPages(web: FastifyInstance, { deps, csrf, require
   web.get<{ Params: { id: string } }>('/deliveries/:id', async (request, reply) => {
     const user = requireUser(request, reply);
     if (!user) return reply;
-    const d = await found(reply, user, `delivery attempt #${request.params.id}`, () => loadDelivery(pool, request.params.id));
+    const d = await found(reply, user, `delivery attempt #${request.params.id}`, () => loadDelivery(pool, parseId(request.params.id, 'delivery')));
     if (!d) return reply;
     return deliveryPage(reply, user, d, null);
   });
@@ -277,7 +281,7 @@ export function registerWebhookPages(web: FastifyInstance, { deps, csrf, require
   web.post<{ Params: { id: string } }>('/deliveries/:id/redeliver', csrf, async (request, reply) => {
     const user = requireUser(request, reply);
     if (!user) return reply;
-    const d = await found(reply, user, `delivery attempt #${request.params.id}`, () => loadDelivery(pool, request.params.id));
+    const d = await found(reply, user, `delivery attempt #${request.params.id}`, () => loadDelivery(pool, parseId(request.params.id, 'delivery')));
     if (!d) return reply;
     const sent = await tryAction(() => redeliver(deps, d));
     if (!sent.ok) return deliveryPage(reply, user, d, sent.error.message, sent.status);

@@ -2,81 +2,29 @@
  * The operator's actions on what the other admin modules create:
  * `DELETE /api/v1/orgs/:org`, `DELETE /api/v1/repos/:repo`, `DELETE /api/v1/repos/:repo/suites/:suite`
  * (`?stopped_by=<who>&force=true`, both optional): the builds under way are stopped first, then
- * the rows go (api/remove.ts); 204, 404, 409 while builds are still stopping, 503.
+ * the rows go (app/remove.ts); 204, 404, 409 while builds are still stopping, 503.
  * `POST /api/v1/repos/:repo/rotate-key`: a new trigger key; the old webhook URLs stop working at
  * once. `POST /api/v1/repos/:repo/rotate-ssh-key`: a new SSH key pair. Both answer with the
  * repository as GET shows it (the new `webhook_url`, `ssh_public_key`).
+ *
+ * What each does is decided in app/orgs.ts, app/repos.ts and app/suites.ts; this is their HTTP,
+ * and hands the deletes app/remove.ts's stopping.
  */
+import { parseId } from '../../../app/errors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { stoppedBy } from '../../../core/access';
 import { z } from 'zod';
-import { keyHash, newRepoKey, seal } from '../../../crypto/sealed';
-import type { RepoRow } from '../../../db/repos';
-import { findSuiteOfRepo } from '../../../db/removal';
-import { replaceRepoKey, replaceRepoSshKey } from '../../../db/repoKeys';
-import { generateRepoKeyPair } from '../../../ssh/keys';
 import type { ApiDeps } from '../../deps';
-import { parseId } from '../../http';
-import { notFound, validate } from '../../../app/errors';
-import { stopAndRemove } from '../../remove';
-import { loadOrg } from '../../../app/orgs';
-import { Repo, repoView } from './repos';
-import { loadRepo, reloadRepo } from '../../../app/repos';
+import { removalBy, removeOrg, RemoveQuery, type RemoveBy } from '../../../app/orgs';
+import { loadRepo, removeRepo, Repo, repoView, rotateRepoKey, rotateRepoSshKey } from '../../../app/repos';
+import { removeSuite } from '../../../app/suites';
 import { documented, errors, NoBody, OrgParams, RepoParams, SuiteParams } from '../../openapi/shapes';
 
 const REMOVE_NOTE = 'Builds under way are stopped first (`stopped_by`), then the rows go. 409 while builds are still stopping; `force=true` removes them anyway.';
 const removeDoc = (tag: 'orgs' | 'repos' | 'suites', summary: string, params: z.ZodType) =>
   documented({ tag, summary, description: REMOVE_NOTE, params, querystring: RemoveQuery, response: { 204: NoBody, ...errors(400, 404, 409, 503) } });
 
-const RemoveQuery = z.object({
-  // Who stops the builds under way (their `stopped_by`), for the admin token, which names nobody;
-  // a person's token stops them as that person.
-  stopped_by: z.string().trim().min(1).max(200).default('admin'),
-  force: z.enum(['true', 'false']).default('false'),
-});
-
-export interface RemoveBy {
-  stoppedBy: string;
-  force?: boolean;
-}
-
-const removeBy = (request: FastifyRequest): RemoveBy => {
-  const q = validate(RemoveQuery, request.query ?? {}, 'query');
-  return { stoppedBy: stoppedBy(request.principal!) ?? q.stopped_by, force: q.force === 'true' };
-};
-
-/** Deletes organization `ref` (id or name) with its repositories and webhooks, its builds stopped first. */
-export async function removeOrg(deps: ApiDeps, ref: string, by: RemoveBy): Promise<void> {
-  const org = await loadOrg(deps.pool, ref);
-  if (!(await stopAndRemove(deps, { org: org.id }, { ...by, what: `organization ${org.name}` }))) throw notFound('organization');
-}
-
-/** Deletes a repository with its suites, secrets, branches and builds, those under way stopped first. */
-export async function removeRepo(deps: ApiDeps, repo: RepoRow, by: RemoveBy): Promise<void> {
-  if (!(await stopAndRemove(deps, { repo: repo.id }, { ...by, what: `repository ${repo.org_name}/${repo.name}` }))) throw notFound('repository');
-}
-
-/** Deletes suite `id` of a repository with its builds, those under way stopped first. */
-export async function removeSuite(deps: ApiDeps, repo: RepoRow, id: number, by: RemoveBy): Promise<void> {
-  const suite = await findSuiteOfRepo(deps.pool, repo.id, id);
-  if (!suite) throw notFound('suite');
-  const what = `the suite of ${repo.org_name}/${repo.name} @ ${suite.branch}`;
-  if (!(await stopAndRemove(deps, { suite: suite.id }, { ...by, what }))) throw notFound('suite');
-}
-
-/** A new trigger key: the webhook URLs with the old one answer 404 from now on. */
-export async function rotateRepoKey({ pool, config }: ApiDeps, repo: RepoRow): Promise<RepoRow> {
-  const key = newRepoKey();
-  if (!(await replaceRepoKey(pool, repo.id, keyHash(key), seal(config.secretKey, key)))) throw notFound('repository');
-  return reloadRepo(pool, repo.id);
-}
-
-/** A new SSH key pair, its private half sealed: every fetch and push from now on uses it. */
-export async function rotateRepoSshKey({ pool, config }: ApiDeps, repo: RepoRow): Promise<RepoRow> {
-  const pair = generateRepoKeyPair(`sluice:${repo.org_name}/${repo.name}`);
-  if (!(await replaceRepoSshKey(pool, repo.id, pair.publicKey, seal(config.secretKey, pair.privateKey)))) throw notFound('repository');
-  return reloadRepo(pool, repo.id);
-}
+const removeBy = (request: FastifyRequest): RemoveBy => removalBy(request.query ?? {}, stoppedBy(request.principal!));
 
 export function registerOperatorRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { pool, config } = deps;

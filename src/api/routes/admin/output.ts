@@ -1,6 +1,6 @@
 /**
  * `GET /api/v1/sessions/:session/output?follow=&after=`: what the session's test files, batches
- * and hooks printed while they ran (live output, issue 22), masked, in order (api/output.ts):
+ * and hooks printed while they ran (live output, issue 22), masked, in order (app/output.ts):
  * server-sent events when the request accepts `text/event-stream` (each event's `id` is its
  * `seq`), NDJSON otherwise, one event a line.
  * - `follow=true`: go on with new output as it comes, until the session is over (a `done` event).
@@ -11,11 +11,10 @@
 import fastifySse from '@fastify/sse';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { outputFollowState } from '../../../db/outputChunks';
 import type { ApiDeps } from '../../deps';
-import { parseId } from '../../http';
-import { notFound, validate } from '../../../app/errors';
-import { asServerSentEvents, outputEvents, startAfter } from '../../output';
+import { notFound, parseId, validate } from '../../../app/errors';
+import { outputEvents, sessionExists } from '../../../app/output';
+import { asServerSentEvents, startAfter } from '../../output';
 import { documented, errors, SessionParams } from '../../openapi/shapes';
 
 const flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
@@ -48,7 +47,7 @@ export async function registerOutputRoutes(scope: FastifyInstance, deps: ApiDeps
     const id = parseId(request.params.session, 'session');
     const q = validate(OutputQuery, request.query, 'query');
     const after = startAfter(q.after, request.headers['last-event-id']);
-    if (!(await outputFollowState(deps.pool, id))) throw notFound('session');
+    if (!(await sessionExists(deps.pool, id))) throw notFound('session');
     let gone = false;
     reply.raw.once('close', () => {
       gone = true;

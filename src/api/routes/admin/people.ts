@@ -4,39 +4,35 @@
  * ends their sessions and tokens at once); an organization's members (`GET /orgs/:org/members`,
  * `PUT /orgs/:org/members/:user {role}`, `DELETE`), its invitations by e-mail address and the
  * provider claims that make members (`/orgs/:org/invitations`, `/orgs/:org/membership-rules`).
- * The web pages act through the functions exported here.
+ * What each decides is the application's (app/people.ts): here only HTTP, and the answers' shapes.
  */
+import { parseId } from '../../../app/errors';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { nameOf, ROLES, type Principal } from '../../../core/access';
+import type { Principal } from '../../../core/access';
+import type { InvitationRow, MembershipRow, MembershipRuleRow, UserRow } from '../../../db/people';
 import {
-  deleteInvitation,
-  deleteMembershipRule,
-  deleteUser,
-  findMember,
-  findUser,
-  insertInvitation,
-  insertMembershipRule,
-  listInvitations,
-  listMembers,
-  listMembershipRules,
-  listUsers,
-  removeMember,
-  setInstallationAdmin,
-  setMember,
-  userByVerifiedEmail,
-  type InvitationRow,
-  type MembershipRow,
-  type MembershipRuleRow,
-  type UserRow,
-} from '../../../db/people';
-import type { Db } from '../../../db/transaction';
+  addMembershipRule,
+  CreateRule,
+  invitationsOf,
+  invite,
+  Invite,
+  listPeople,
+  membersOf,
+  membershipRulesOf,
+  removeMemberOf,
+  removeMembershipRule,
+  removePerson,
+  Role,
+  SetMember,
+  setMemberRole,
+  takeBackInvitation,
+  UpdateUser,
+  updatePerson,
+} from '../../../app/people';
 import type { ApiDeps } from '../../deps';
-import { HttpError, parseId } from '../../http';
-import { notFound, validate } from '../../../app/errors';
 import { documented, errors, IdParams, NoBody, OrgParams } from '../../openapi/shapes';
 
-const Role = z.enum(ROLES);
 const UserParams = z.object({ user: z.string().regex(/^[1-9][0-9]*$/).describe('the user’s id') });
 
 export const User = z.object({ id: z.number().int(), name: z.string(), email: z.string(), email_verified: z.boolean(), installation_admin: z.boolean(), created_at: z.date(), last_sign_in_at: z.date().nullable() });
@@ -52,18 +48,6 @@ const Me = z.object({
   token: z.object({ id: z.number().int(), read_only: z.boolean(), org: z.number().int().nullable() }).nullable(),
 });
 
-const SetMember = z.strictObject({ role: Role }).meta({ examples: [{ role: 'maintainer' }] });
-const Invite = z.strictObject({ email: z.email().max(254), role: Role }).meta({ examples: [{ email: 'dev@acme.example', role: 'viewer' }] });
-const CreateRule = z
-  .strictObject({
-    provider: z.string().regex(/^[a-z0-9][a-z0-9-]{0,39}$/, 'a provider id of SLUICE_SIGN_IN_PROVIDERS'),
-    claim: z.enum(['group', 'domain']),
-    value: z.string().trim().min(1).max(200),
-    role: Role,
-  })
-  .meta({ examples: [{ provider: 'keycloak', claim: 'group', value: 'ci-maintainers', role: 'maintainer' }] });
-const UpdateUser = z.strictObject({ installation_admin: z.boolean() }).meta({ examples: [{ installation_admin: true }] });
-
 export const userView = (u: UserRow): z.output<typeof User> => ({ ...u });
 const memberView = (m: MembershipRow): z.output<typeof Member> => ({ user: m.user_id, name: m.user_name, email: m.email, role: m.role, source: m.source, since: m.created_at });
 const invitationView = (i: InvitationRow): z.output<typeof Invitation> => ({ id: i.id, email: i.email, role: i.role, invited_by: i.invited_by, created_at: i.created_at });
@@ -78,106 +62,45 @@ export const meView = (p: Principal): z.output<typeof Me> => ({
   token: p.token ? { id: p.token.id, read_only: p.token.readOnly, org: p.token.orgId } : null,
 });
 
-/** Makes someone a member or changes their role (`PUT /orgs/:org/members/:user`). */
-export async function setMemberRole(db: Db, orgId: number, userRef: string, input: unknown): Promise<MembershipRow> {
-  const { role } = validate(SetMember, input);
-  const user = await findUser(db, parseId(userRef, 'user'));
-  if (!user) throw notFound('user');
-  await setMember(db, orgId, user.id, role, 'invitation');
-  return (await findMember(db, orgId, user.id))!;
-}
-
-/**
- * Invites an address (`POST /orgs/:org/invitations`): who signs in with it (verified) becomes a
- * member. A person already known by it (verified) is made a member at once.
- */
-export async function invite(db: Db, orgId: number, input: unknown, invitedBy: string): Promise<{ member: MembershipRow } | { invitation: InvitationRow }> {
-  const body = validate(Invite, input);
-  // Only a verified address is someone's: an unverified one could be anybody's claim.
-  const known = await userByVerifiedEmail(db, body.email);
-  if (known) {
-    await setMember(db, orgId, known.id, body.role, 'invitation');
-    return { member: (await findMember(db, orgId, known.id))! };
-  }
-  return { invitation: await insertInvitation(db, { orgId, email: body.email, role: body.role, invitedBy }) };
-}
-
-export async function addMembershipRule(db: Db, orgId: number, input: unknown): Promise<MembershipRuleRow> {
-  const body = validate(CreateRule, input);
-  return insertMembershipRule(db, { orgId, ...body });
-}
-
-/** Removes a member (`DELETE /orgs/:org/members/:user`): a 404 when they are none. */
-export async function removeMemberOf(db: Db, orgId: number, userRef: string): Promise<void> {
-  if (!(await removeMember(db, orgId, parseId(userRef, 'user')))) throw notFound('member');
-}
-
-/** Takes an invitation back: a 404 when there is none. */
-export async function takeBackInvitation(db: Db, orgId: number, ref: string): Promise<void> {
-  if (!(await deleteInvitation(db, orgId, parseId(ref, 'invitation')))) throw notFound('invitation');
-}
-
-export async function removeMembershipRule(db: Db, orgId: number, ref: string): Promise<void> {
-  if (!(await deleteMembershipRule(db, orgId, parseId(ref, 'rule')))) throw notFound('membership rule');
-}
-
-/** The last installation administrator stays: without one, the next stranger to sign in would become one. */
-const lastAdmin = () => new HttpError(409, 'conflict', 'this is the last installation administrator: make someone else one first', 'user');
-
 export function registerPeopleRoutes(app: FastifyInstance, { pool }: ApiDeps): void {
   app.get('/me', documented({ tag: 'people', summary: 'Who this credential is, and their roles', response: { 200: Me } }), async (request) => meView(request.principal!));
 
-  app.get('/users', documented({ tag: 'people', summary: 'List people who have signed in', response: { 200: z.array(User) } }), async () => (await listUsers(pool)).map(userView));
+  app.get('/users', documented({ tag: 'people', summary: 'List people who have signed in', response: { 200: z.array(User) } }), async () => (await listPeople(pool)).map(userView));
 
-  app.patch<{ Params: { user: string } }>('/users/:user', documented({ tag: 'people', summary: 'Make someone an installation administrator, or not', params: UserParams, body: UpdateUser, response: { 200: User, ...errors(400, 404, 409) } }), async (request) => {
-    const body = validate(UpdateUser, request.body ?? {});
-    const user = await setInstallationAdmin(pool, parseId(request.params.user, 'user'), body.installation_admin);
-    if (user === 'last') throw lastAdmin();
-    if (!user) throw notFound('user');
-    return userView(user);
-  });
+  app.patch<{ Params: { user: string } }>('/users/:user', documented({ tag: 'people', summary: 'Make someone an installation administrator, or not', params: UserParams, body: UpdateUser, response: { 200: User, ...errors(400, 404, 409) } }), async (request) => userView(await updatePerson(pool, request.params.user, request.body ?? {})));
 
   app.delete<{ Params: { user: string } }>('/users/:user', documented({ tag: 'people', summary: 'Remove a person', description: 'Their memberships, API tokens and signed-in browsers end at once.', params: UserParams, response: { 204: NoBody, ...errors(404, 409) } }), async (request, reply) => {
-    const deleted = await deleteUser(pool, parseId(request.params.user, 'user'));
-    if (deleted === 'last') throw lastAdmin();
-    if (!deleted) throw notFound('user');
+    await removePerson(pool, parseId(request.params.user, 'user'));
     return reply.code(204).send();
   });
 
-  app.get<{ Params: { org: string } }>('/orgs/:org/members', documented({ tag: 'people', summary: 'An organization’s members and their roles', params: OrgParams, response: { 200: z.array(Member), ...errors(404) } }), async (request) => (await listMembers(pool, request.accessOrg!.id)).map(memberView));
+  app.get<{ Params: { org: string } }>('/orgs/:org/members', documented({ tag: 'people', summary: 'An organization’s members and their roles', params: OrgParams, response: { 200: z.array(Member), ...errors(404) } }), async (request) => (await membersOf(pool, request.accessOrg!.id)).map(memberView));
 
   app.put<{ Params: { org: string; user: string } }>('/orgs/:org/members/:user', documented({ tag: 'people', summary: 'Make someone a member, or change their role', params: OrgParams.extend(UserParams.shape), body: SetMember, response: { 200: Member, ...errors(400, 404) } }), async (request) => memberView(await setMemberRole(pool, request.accessOrg!.id, request.params.user, request.body ?? {})));
 
   app.delete<{ Params: { org: string; user: string } }>('/orgs/:org/members/:user', documented({ tag: 'people', summary: 'Remove a member', description: 'Their next request in this organization is refused.', params: OrgParams.extend(UserParams.shape), response: { 204: NoBody, ...errors(404) } }), async (request, reply) => {
-    await removeMemberOf(pool, request.accessOrg!.id, request.params.user);
+    await removeMemberOf(pool, request.accessOrg!.id, parseId(request.params.user, 'user'));
     return reply.code(204).send();
   });
 
-  app.get<{ Params: { org: string } }>('/orgs/:org/invitations', documented({ tag: 'people', summary: 'Invitations not yet taken', params: OrgParams, response: { 200: z.array(Invitation), ...errors(404) } }), async (request) => (await listInvitations(pool, request.accessOrg!.id)).map(invitationView));
+  app.get<{ Params: { org: string } }>('/orgs/:org/invitations', documented({ tag: 'people', summary: 'Invitations not yet taken', params: OrgParams, response: { 200: z.array(Invitation), ...errors(404) } }), async (request) => (await invitationsOf(pool, request.accessOrg!.id)).map(invitationView));
 
   app.post<{ Params: { org: string } }>('/orgs/:org/invitations', documented({ tag: 'people', summary: 'Invite an e-mail address', description: 'Who signs in with it (verified by their provider) becomes a member; someone known by it already is made one at once (201 with `member`).', params: OrgParams, body: Invite, response: { 201: z.union([z.object({ member: Member }), z.object({ invitation: Invitation })]), ...errors(400, 404) } }), async (request, reply) => {
-    const done = await invite(pool, request.accessOrg!.id, request.body ?? {}, nameOf(request.principal!));
+    const done = await invite(pool, request.accessOrg!.id, request.body ?? {}, request.principal!);
     return reply.code(201).send('member' in done ? { member: memberView(done.member) } : { invitation: invitationView(done.invitation) });
   });
 
   app.delete<{ Params: { org: string; id: string } }>('/orgs/:org/invitations/:id', documented({ tag: 'people', summary: 'Take an invitation back', params: OrgParams.extend(IdParams('invitation').shape), response: { 204: NoBody, ...errors(404) } }), async (request, reply) => {
-    await takeBackInvitation(pool, request.accessOrg!.id, request.params.id);
+    await takeBackInvitation(pool, request.accessOrg!.id, parseId(request.params.id, 'invitation'));
     return reply.code(204).send();
   });
 
-  app.get<{ Params: { org: string } }>('/orgs/:org/membership-rules', documented({ tag: 'people', summary: 'Provider claims that make members', params: OrgParams, response: { 200: z.array(MembershipRule), ...errors(404) } }), async (request) => (await listMembershipRules(pool, request.accessOrg!.id)).map(ruleView));
+  app.get<{ Params: { org: string } }>('/orgs/:org/membership-rules', documented({ tag: 'people', summary: 'Provider claims that make members', params: OrgParams, response: { 200: z.array(MembershipRule), ...errors(404) } }), async (request) => (await membershipRulesOf(pool, request.accessOrg!.id)).map(ruleView));
 
   app.post<{ Params: { org: string } }>('/orgs/:org/membership-rules', documented({ tag: 'people', summary: 'Make members from a provider claim', description: 'Everyone the provider says is in `group` (its `groups` claim), or whose verified address is at `domain`, is a member with `role`, looked at again at each sign-in.', params: OrgParams, body: CreateRule, response: { 201: MembershipRule, ...errors(400, 404) } }), async (request, reply) => reply.code(201).send(ruleView(await addMembershipRule(pool, request.accessOrg!.id, request.body ?? {}))));
 
   app.delete<{ Params: { org: string; id: string } }>('/orgs/:org/membership-rules/:id', documented({ tag: 'people', summary: 'Remove a membership rule', description: 'Members it made stay until their next sign-in.', params: OrgParams.extend(IdParams('rule').shape), response: { 204: NoBody, ...errors(404) } }), async (request, reply) => {
-    await removeMembershipRule(pool, request.accessOrg!.id, request.params.id);
+    await removeMembershipRule(pool, request.accessOrg!.id, parseId(request.params.id, 'rule'));
     return reply.code(204).send();
   });
 }
-
-/** Only people own tokens and memberships: the admin token is nobody. */
-export function requirePerson(p: Principal): number {
-  if (p.userId === null) throw new HttpError(403, 'forbidden', 'the admin token is nobody: sign in as a person (or use a person’s API token) for this');
-  return p.userId;
-}
-

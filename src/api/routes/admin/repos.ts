@@ -1,187 +1,19 @@
 /**
  * `/api/v1/orgs/:org/repos` and `/api/v1/repos/:repo`: repositories, their webhook URL and SSH
- * pull key. `:repo` is the numeric id or `<org>/<name>` (the slash percent-encoded).
- *
- * On creation the repository gets a fresh key (kept as a SHA-256 for lookups and sealed so the
- * URL can be shown again) and its own ed25519 key pair, whose private half is sealed and never
- * leaves the database through this API.
+ * pull key. `:repo` is the numeric id or `<org>/<name>` (the slash percent-encoded). What a
+ * repository is made of and how it changes is app/repos.ts's; this is its HTTP.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { decide } from '../../../core/access';
 import { z } from 'zod';
-import type { Config } from '../../../config';
-import { keyHash, newRepoKey, seal, unseal } from '../../../crypto/sealed';
-import { generateRepoKeyPair } from '../../../ssh/keys';
 import type { ApiDeps } from '../../deps';
-import { conflict, validate } from '../../../app/errors';
-import { uniqueViolation } from '../../../db/transaction';
-import { loadRepo, reloadRepo } from '../../../app/repos';
-import { insertRepo, listRepos, setKnownHosts, setWebhookSecret, updateRepoSettings, type RepoRow } from '../../../db/repos';
-import { checkStatusSettings, registerCommitStatusRoutes, statusSettingFields, statusSettingsView, storeStatusSettings } from './commitStatuses';
-import { branchName, httpUrl, plainText, resourceName, scmUrl } from './fields';
 import { loadOrg } from '../../../app/orgs';
+import { createRepo, CreateRepo, loadRepo, PatchRepo, Repo, repoView, reposOf, updateRepo } from '../../../app/repos';
+import { registerCommitStatusRoutes } from './commitStatuses';
 import { documented, errors, OrgParams, RepoParams } from '../../openapi/shapes';
-import { STATUS_PROVIDERS } from '../../../core/commitStatus';
-import type { OrgRow } from '../../../db/orgs';
-
-const settings = {
-  pull_url: scmUrl,
-  ci_push_url: scmUrl.nullish(),
-  pull_request_only: z.boolean().optional(),
-  // Pull requests from this repository's own branches (never a fork's) get its secrets.
-  trust_same_repo_pull_requests: z.boolean().optional(),
-  ci_squash: z.boolean().optional(),
-  // Branch names or glob patterns, as the spec's "by name or pattern".
-  branch_blacklist: z.array(plainText(255)).max(100).optional(),
-  chat_url: httpUrl.nullish(),
-  // The branch whose dependency caches the other branches may read (default master, the spec's).
-  default_branch: branchName.optional(),
-  // Commit statuses on the hosting site (commitStatuses.ts; the token write-only).
-  ...statusSettingFields,
-};
-
-const CreateRepo = z.strictObject({ name: resourceName, scm: z.enum(['git', 'hg']), ...settings }).meta({
-  examples: [
-    { name: 'web', scm: 'git', pull_url: 'git@git.example.com:acme/web.git' },
-    {
-      name: 'api',
-      scm: 'git',
-      pull_url: 'ssh://git@git.example.com/acme/api.git',
-      ci_squash: true,
-      branch_blacklist: ['wip/*'],
-      chat_url: 'https://chat.example.com/hooks/ci',
-      status_provider: 'github',
-      status_repo: 'acme/api',
-      status_token: 'example-status-token',
-    },
-  ],
-});
-const PatchRepo = z.strictObject({
-  ...settings,
-  pull_url: scmUrl.optional(),
-  // Optional beyond the spec: triggers must then be signed with it (api/webhookSignature.ts).
-  // null removes it. Never shown again: the view says only whether one is set.
-  webhook_secret: z
-    .string()
-    .min(16, 'must be at least 16 characters')
-    .max(256)
-    .refine((s) => /^[\x21-\x7e]+$/.test(s), 'printable ASCII without spaces only')
-    .nullish(),
-  // SSH host keys trusted for this repository's servers, known_hosts lines (learned on first
-  // use when unset); null forgets them, so the next connection learns them again.
-  ssh_known_hosts: z
-    .string()
-    .max(16 * 1024)
-    .refine((s) => /^[\x20-\x7e\n]*$/.test(s), 'known_hosts lines: printable ASCII and newlines only')
-    .nullish(),
-}).meta({ examples: [{ ci_squash: false, branch_blacklist: [] }, { webhook_secret: 'a-long-random-shared-secret' }] });
-
-/** A repository as the API shows it: never its private SSH key, webhook secret or status token. */
-export const Repo = z.object({
-  id: z.number().int(),
-  org_id: z.number().int(),
-  org_name: z.string(),
-  name: z.string(),
-  scm: z.enum(['git', 'hg']),
-  pull_url: z.string(),
-  ci_push_url: z.string().nullable(),
-  pull_request_only: z.boolean(),
-  trust_same_repo_pull_requests: z.boolean(),
-  ci_squash: z.boolean(),
-  branch_blacklist: z.array(z.string()),
-  chat_url: z.string().nullable(),
-  default_branch: z.string(),
-  key: z.string().nullable().describe('the trigger key: anyone with it can trigger builds (null for a viewer: it is a maintainer’s)'),
-  webhook_url: z.string().nullable().describe('where the repository’s hosting sends triggers (`/1/builds/<key>`; null for a viewer)'),
-  ssh_public_key: z.string().describe('give it read access to the repository (and write for `ci_push_url`)'),
-  webhook_secret_set: z.boolean(),
-  ssh_known_hosts: z.string().nullable(),
-  status_provider: z.enum(STATUS_PROVIDERS).nullable(),
-  status_api_url: z.string().nullable(),
-  status_repo: z.string().nullable(),
-  status_token_set: z.boolean(),
-  created_at: z.date(),
-});
-
-/** A repository as the API shows it; its trigger key (a credential) only to whom `withKey` (maintainers up). */
-export function repoView(r: RepoRow, config: Config, withKey = true): z.output<typeof Repo> {
-  const key = withKey ? unseal(config.secretKey, r.key_sealed) : null;
-  return {
-    id: r.id,
-    org_id: r.org_id,
-    org_name: r.org_name,
-    name: r.name,
-    scm: r.scm,
-    pull_url: r.pull_url,
-    ci_push_url: r.ci_push_url,
-    pull_request_only: r.pull_request_only,
-    trust_same_repo_pull_requests: r.trust_same_repo_pull_requests,
-    ci_squash: r.ci_squash,
-    branch_blacklist: r.branch_blacklist,
-    chat_url: r.chat_url,
-    default_branch: r.default_branch,
-    key,
-    webhook_url: key === null ? null : `${config.baseUrl}/1/builds/${key}`,
-    ssh_public_key: r.ssh_public_key,
-    webhook_secret_set: r.webhook_secret_set,
-    ssh_known_hosts: r.ssh_known_hosts,
-    ...statusSettingsView(r),
-    created_at: r.created_at,
-  };
-}
 
 /** Whether the caller may see the trigger keys of the route's organization (api/access). */
 const seesKeys = (request: FastifyRequest): boolean => decide(request.principal!, 'maintainer', request.accessOrg!.id, false).allowed;
-
-/**
- * Creates a repository of `org` from a body of POST /orgs/:org/repos, with a fresh key and
- * SSH key pair: a 400 naming a bad field, a 409 for a name the organization has already.
- */
-export async function createRepo({ pool, config }: ApiDeps, org: OrgRow, input: unknown): Promise<RepoRow> {
-  const { status_provider, status_api_url, status_repo, status_token, ...body } = validate(CreateRepo, input);
-  const statusChange = checkStatusSettings({ status_provider, status_api_url, status_repo, status_token, pull_url: body.pull_url }, undefined, config.secretKey);
-  const key = newRepoKey();
-  const pair = generateRepoKeyPair(`sluice:${org.name}/${body.name}`);
-  let id: number;
-  try {
-    id = await insertRepo(pool, {
-      org_id: org.id,
-      name: body.name,
-      scm: body.scm,
-      pull_url: body.pull_url,
-      ci_push_url: body.ci_push_url ?? null,
-      pull_request_only: body.pull_request_only ?? false,
-      trust_same_repo_pull_requests: body.trust_same_repo_pull_requests ?? false,
-      ci_squash: body.ci_squash ?? false,
-      branch_blacklist: body.branch_blacklist ?? [],
-      chat_url: body.chat_url ?? null,
-      default_branch: body.default_branch ?? 'master',
-      key_hash: keyHash(key),
-      key_sealed: seal(config.secretKey, key),
-      ssh_public_key: pair.publicKey,
-      ssh_private_key_sealed: seal(config.secretKey, pair.privateKey),
-    });
-  } catch (err) {
-    if (uniqueViolation(err) === 'repos_org_id_name_key') throw conflict('name', 'this organization has a repository with this name');
-    throw err;
-  }
-  await storeStatusSettings(pool, id, statusChange);
-  return reloadRepo(pool, id);
-}
-
-/**
- * Changes a repository's settings from a body of PATCH /repos/:repo (absent fields unchanged;
- * the webhook secret sealed, empty known hosts forgotten): a 400 naming a bad field.
- */
-export async function updateRepo({ pool, config }: ApiDeps, repo: RepoRow, input: unknown): Promise<RepoRow> {
-  const { webhook_secret: secret, ssh_known_hosts: knownHosts, status_provider, status_api_url, status_repo, status_token, ...body } = validate(PatchRepo, input);
-  const statusChange = checkStatusSettings({ status_provider, status_api_url, status_repo, status_token, pull_url: body.pull_url }, repo, config.secretKey);
-  await updateRepoSettings(pool, repo.id, body);
-  await storeStatusSettings(pool, repo.id, statusChange);
-  if (secret !== undefined) await setWebhookSecret(pool, repo.id, secret === null ? null : seal(config.secretKey, secret));
-  if (knownHosts !== undefined) await setKnownHosts(pool, repo.id, knownHosts === null || knownHosts.trim() === '' ? null : knownHosts);
-  return reloadRepo(pool, repo.id);
-}
 
 export function registerRepoRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { pool, config } = deps;
@@ -193,7 +25,7 @@ export function registerRepoRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
   app.get<{ Params: { org: string } }>('/orgs/:org/repos', documented({ tag: 'repos', summary: 'List an organization’s repositories', params: OrgParams, response: { 200: z.array(Repo), ...errors(404) } }), async (request) => {
     const org = await loadOrg(pool, request.params.org);
-    return (await listRepos(pool, org.id)).map((r) => repoView(r, config, seesKeys(request)));
+    return (await reposOf(pool, org)).map((r) => repoView(r, config, seesKeys(request)));
   });
 
   app.get<{ Params: { repo: string } }>('/repos/:repo', documented({ tag: 'repos', summary: 'Show a repository', params: RepoParams, response: { 200: Repo, ...errors(404) } }), async (request) => repoView(await loadRepo(pool, request.params.repo), config, seesKeys(request)));
@@ -202,7 +34,6 @@ export function registerRepoRoutes(app: FastifyInstance, deps: ApiDeps): void {
     repoView(await updateRepo(deps, await loadRepo(pool, request.params.repo), request.body), config),
   );
 
-  // The log of a repository's commit statuses lives under it (its branches too: branches.ts,
-  // registered beside this, since it reads repositories with loadRepo).
-  registerCommitStatusRoutes(app, deps, loadRepo);
+  // The log of a repository's commit statuses lives under it (its branches too: branches.ts).
+  registerCommitStatusRoutes(app, deps);
 }

@@ -3,11 +3,11 @@
  * version, how it isolates builds (`sandboxed`, `build_user`, and `gaps`: what builds on it can
  * reach that they should not, empty when none), when it started and was last seen, and how many
  * lanes of builds it is running (`busy_lanes`; 0 is idle). Runners write their rows themselves
- * (runner/run.ts, db/runners.ts).
+ * (runner/run.ts, db/runners.ts); which are up is the application's (app/runners.ts).
  */
 import type { FastifyInstance } from 'fastify';
-import { listRunners, type RunnerListRow } from '../../../db/runners';
 import { z } from 'zod';
+import { runnersUp } from '../../../app/runners';
 import type { ApiDeps } from '../../deps';
 import { documented } from '../../openapi/shapes';
 
@@ -22,28 +22,6 @@ const Runner = z.object({
   busy_lanes: z.number().int().describe('lanes running builds; 0 is idle'),
 });
 
-export interface RunnerView {
-  name: string;
-  version: string;
-  sandboxed: boolean;
-  build_user: string | null;
-  gaps: string[];
-  started_at: string;
-  last_seen_at: string;
-  busy_lanes: number;
-}
-
-export const runnerView = (r: RunnerListRow): RunnerView => ({
-  name: r.name,
-  version: r.version,
-  sandboxed: r.sandboxed,
-  build_user: r.build_user,
-  gaps: r.gaps,
-  started_at: r.started_at.toISOString(),
-  last_seen_at: r.last_seen_at.toISOString(),
-  busy_lanes: r.busy_lanes,
-});
-
 export function registerRunnerRoutes(app: FastifyInstance, { pool }: ApiDeps): void {
-  app.get('/runners', documented({ tag: 'runners', summary: 'The runners up now', response: { 200: z.object({ runners: z.array(Runner) }) } }), async () => ({ runners: (await listRunners(pool)).map(runnerView) }));
+  app.get('/runners', documented({ tag: 'runners', summary: 'The runners up now', response: { 200: z.object({ runners: z.array(Runner) }) } }), async () => ({ runners: await runnersUp(pool) }));
 }

@@ -1,9 +1,11 @@
 /**
- * Field rules the management API shares. Names are restricted to a URL-safe alphabet and are
- * never all digits, so `/orgs/:org` can take an id or a name without ambiguity.
+ * Field rules the application layer's operations share (and the JSON routes' documents show):
+ * names, SCM and HTTP URLs, branch names, test globs, plain text. Names are restricted to a
+ * URL-safe alphabet and are never all digits, so `/orgs/:org` can take an id or a name without
+ * ambiguity.
  */
 import { z } from 'zod';
-import { branchNameProblem, isHttpUrl } from '../../../core/names';
+import { branchNameProblem, isHttpUrl } from '../core/names';
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
