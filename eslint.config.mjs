@@ -88,6 +88,26 @@ export const layers = [
       why: 'the API runs no activity or workflow code and no SQL of its own: it calls db/, delivery/ and temporal/',
     }),
   },
+  // The two HTTP front ends over the application layer: each does only HTTP (parse, map refusals
+  // to status codes, render), so neither reaches past app/ into the data layer, nor into the other.
+  {
+    files: ['src/api/routes/**/*.ts'],
+    rule: layer({
+      packages: ['pg', '@temporalio/activity', '@temporalio/worker', '@temporalio/workflow'],
+      folders: ['activities', 'steps', 'workflows', 'worker', 'runner', 'db', 'web'],
+      why: 'the JSON routes are HTTP over the application layer: they call app/ (which calls db/), never SQL or the data layer, and never the web pages',
+    }),
+  },
+  {
+    files: ['src/api/web/**/*.ts'],
+    rule: layer({
+      packages: ['pg', '@temporalio/activity', '@temporalio/worker', '@temporalio/workflow'],
+      // `./routes` is the web scope's own registration file; the JSON routes are `../routes`.
+      patterns: ['**/api/routes', '**/api/routes/**', '../routes', '../routes/**'],
+      folders: ['activities', 'steps', 'workflows', 'worker', 'runner', 'db'],
+      why: 'the web pages are HTTP over the application layer: they call app/ (which calls db/), never the data layer, and never the JSON routes',
+    }),
+  },
   {
     files: ['src/activities/**/*.ts'],
     rule: layer({

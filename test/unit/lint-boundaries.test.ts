@@ -70,7 +70,11 @@ describe.each([
   ['src/metrics/x.ts', "import { listRunners } from '../db/runners';", 'the database in the metrics module'],
   ['src/metrics/x.ts', "import { Pool } from 'pg';", 'pg in the metrics module'],
   ['src/cli/x.ts', "import { listSessions } from '../db/sessions';", 'the database in the command-line client'],
-  ['src/cli/commands/x.ts', "import { loadSessionView } from '../../api/views';", 'API server code in the command-line client (it speaks HTTP)'],
+  ['src/cli/commands/x.ts', "import { asHttpError } from '../../api/http';", 'API server code in the command-line client (it speaks HTTP)'],
+  ['src/api/routes/admin/x.ts', "import { findRepo } from '../../../db/repos';", 'the data layer in a JSON route (it calls app/)'],
+  ['src/api/web/x.ts', "import { findRepo } from '../../db/repos';", 'the data layer in a web page (it calls app/)'],
+  ['src/api/web/x.ts', "import { registerRepoRoutes } from '../routes/admin/repos';", 'a JSON route in a web page'],
+  ['src/api/routes/x.ts', "import { page } from '../web/pages';", 'a web page in a JSON route'],
   ['src/cli/x.ts', "import { Client } from '@temporalio/client';", 'Temporal in the command-line client'],
   ['src/cli/x.ts', "import { loadConfig } from '../config';", "the server's configuration in the command-line client"],
   ['src/ip/x.ts', "import { listSessions } from '../db/sessions';", 'the database in a leaf module (ip/)'],
@@ -108,6 +112,7 @@ describe('what the layers may do', () => {
     ['src/metrics/x.ts', "import http from 'node:http';\nimport { Counter } from 'prom-client';\nimport type { Timing } from '../core/types';\nexport type T = Timing;\nexport const c = [http, Counter];"],
     ['src/cli/commands/x.ts', "import { Command } from 'commander';\nimport { z } from 'zod';\nimport { SESSION_STATUSES } from '../../core/types';\nimport { readFileSync } from 'node:fs';\nexport const c = [Command, z, SESSION_STATUSES, readFileSync];"],
     ['src/ip/x.ts', "import net from 'node:net';\nexport const n = net;"],
+    ['src/api/web/x.ts', "import type { RepoRow } from '../../db/repos';\nimport { loadRepo } from '../../app/repos';\nimport { webScope } from './routes';\nexport type R = RepoRow;\nexport const l = [loadRepo, webScope];"],
     ['src/steps/x.ts', "import type { Claim } from '../db/testQueue';\nimport type { BuildRecords } from './records';\nimport { maskOutput } from './output';\nexport type C = [Claim, BuildRecords];\nexport const m = maskOutput;"],
   ].map(([file, code]) => [file!, snippet(file!, `${code}\n`)] as const))('%s passes', (_file, broken) => {
     expect(broken()).toEqual([]);
