@@ -10,7 +10,7 @@ import { pendingTriggers } from './pendingTriggers';
 import { auditChanges } from './access/audit';
 import { guardRoutes } from './access/guard';
 import { renewSessions, signInOptions } from './identity/providers';
-import { refusePage } from './web/pages';
+import { refusePage, unknownPathPage } from './web/pages';
 import { HttpError, installErrorHandlers } from './http';
 import { observeHttp } from './httpMetrics';
 import { loggerOptions, logRequests } from './logging';
@@ -80,7 +80,7 @@ export function buildApp(given: ApiDeps): FastifyInstance {
   // Before any route: each request's span wraps its handler (tracing on only).
   if (tracingOn()) traceRequests(app);
   // Before any register(): child scopes inherit the error handler.
-  installErrorHandlers(app);
+  installErrorHandlers(app, unknownPathPage);
   // Before any route: each is given its access rule, and each request is checked against it (api/access).
   if (deps.config.adminToken.length < 16) throw new Error('the API needs SLUICE_ADMIN_TOKEN (at least 16 characters)');
   const signInWith = signInOptions(deps.config);

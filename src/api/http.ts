@@ -4,7 +4,7 @@
  * trigger route itself). Route code throws HttpError; the handlers installed here turn it, and
  * Fastify's own errors, into that shape.
  */
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type Refusal } from '../app/errors';
 import { foreignKeyViolation } from '../db/transaction';
 
@@ -81,7 +81,11 @@ const FASTIFY_ERRORS: Record<string, { error: string; field?: string }> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { error: 'invalid request', field: 'body' },
 };
 
-export function installErrorHandlers(app: FastifyInstance): void {
+/**
+ * `notFoundPage` answers a request no route has when it should see a page instead of JSON (a
+ * browser's: api/web/pages.ts); undefined lets the JSON answer go.
+ */
+export function installErrorHandlers(app: FastifyInstance, notFoundPage?: (request: FastifyRequest, reply: FastifyReply) => FastifyReply | undefined): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const ours = asHttpError(err);
     if (ours) {
@@ -107,7 +111,7 @@ export function installErrorHandlers(app: FastifyInstance): void {
 
   // Our own 404 handler also keeps Fastify's "Route POST:/1/x/<KEY> not found" log line, which
   // would carry a repository key, out of the logs.
-  app.setNotFoundHandler((_request, reply) => {
-    return reply.code(404).send({ error: 'not found', message: 'no such route' });
+  app.setNotFoundHandler((request, reply) => {
+    return notFoundPage?.(request, reply) ?? reply.code(404).send({ error: 'not found', message: 'no such route' });
   });
 }

@@ -81,17 +81,33 @@ export interface PageData {
   [key: string]: unknown;
 }
 
+/** What every page may load: its own scripts, inline styles (the timeline's), nothing else. */
+const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
 /** Renders `template` in the layout, with a fresh CSRF token for its forms (`it.csrf`). */
 export function page(reply: FastifyReply, template: string, data: PageData, status = 200): FastifyReply {
   return reply
     .code(status)
     .type('text/html; charset=utf-8')
     .header('cache-control', 'no-store')
-    .header(
-      'content-security-policy',
-      "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    )
+    .header('content-security-policy', PAGE_CSP)
     .send(renderTemplate(template, { csrf: reply.generateCsrf(), unisolated: data.user ? (reply.request.unisolatedRunners ?? []) : [], ...data }));
+}
+
+/**
+ * A path no route has, asked for by a browser (a GET that accepts HTML, outside the API's
+ * `/api/` and the triggers' `/1/`): the 404 page, not the API's JSON. It is outside the pages'
+ * scope (no cookie read, no CSRF token), so it names nobody; undefined for anything else.
+ */
+export function unknownPathPage(request: FastifyRequest, reply: FastifyReply): FastifyReply | undefined {
+  if (request.method !== 'GET' && request.method !== 'HEAD') return undefined;
+  if (/^\/(api|1)(\/|$)/.test(request.url) || !(request.headers.accept ?? '').includes('text/html')) return undefined;
+  return reply
+    .code(404)
+    .type('text/html; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .header('content-security-policy', PAGE_CSP)
+    .send(renderTemplate('notFound', { title: 'Not found', user: null, what: 'such page', csrf: '', unisolated: [] }));
 }
 
 /**
