@@ -9,6 +9,7 @@ import { Agent, setGlobalDispatcher } from 'undici';
 import os from 'node:os';
 import path from 'node:path';
 import { startCluster } from '../test/support/cluster';
+import { caseFigures } from './cases';
 import { eventFigures } from './events';
 import { imageFigures } from './image';
 import { isolationFigures } from './isolation';
@@ -25,6 +26,7 @@ const PARTS = {
   suite: { title: 'Real suites: Sluice beside the framework alone (issue 22)', figures: suiteFigures },
   isolation: { title: 'Isolation: bubblewrap by default (issue 23)', figures: isolationFigures },
   image: { title: 'Images: a build brings its own toolchain (issue 35)', figures: imageFigures },
+  cases: { title: 'Test cases: every run’s reports kept (issue 37)', figures: caseFigures },
 } as const;
 
 // Parts wait minutes between two calls of the API (a suite running alone): an idle connection

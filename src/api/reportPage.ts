@@ -6,6 +6,7 @@
  * escapes as every page does (`<%= %>`); the route sends a Content-Security-Policy that forbids
  * scripts anyway.
  */
+import { stripVTControlCharacters } from 'node:util';
 import type { ReportView, SessionView } from '../app/builds';
 import { renderTemplate } from './web/pages';
 
@@ -53,9 +54,15 @@ const localHref = (url: string): string => {
 
 const exitText = (code: number | null): string => (code === null ? '' : `exit code ${code}`);
 
+/**
+ * What a build printed as the report shows it: its text without the terminal's escapes (colours
+ * have no place in a page that may be saved, mailed or printed; the build page renders them).
+ */
+const plain = (text: string): string => stripVTControlCharacters(text);
+
 /** The end of a process's output, under a summary saying whether it is the whole of it; null when it printed nothing. */
 function outputOf(tail: string, truncated: boolean): { summary: string; text: string } | null {
-  return tail ? { summary: truncated ? 'end of the output' : 'output', text: tail } : null;
+  return tail ? { summary: truncated ? 'end of the output' : 'output', text: plain(tail) } : null;
 }
 
 /** The build's hooks: each run, its status, exit code, duration (`running` while it has none), and the end of its output. */
@@ -105,7 +112,7 @@ function testLines(v: ReportView) {
       t.batch === null ? '' : `, batch #${t.batch}`,
       t.worker === null ? '' : `, worker ${t.worker}`,
     ];
-    return { status: t.status, flaky: t.flaky, path: t.path, facts: facts.join(''), output: t.output ?? '' };
+    return { status: t.status, flaky: t.flaky, path: t.path, facts: facts.join(''), output: plain(t.output ?? '') };
   });
 }
 
@@ -137,7 +144,7 @@ function cases(v: SessionView) {
   const c = v.cases;
   return {
     summary: `${plural(c.total, 'test case')} from ${plural(v.junit_files.length, 'JUnit report')}: ${c.passed} passed, ${c.failed} failed, ${c.error} error, ${c.skipped} skipped.`,
-    failing: v.failing_cases.map((f) => ({ status: f.status, name: f.name, classname: f.classname, message: f.message ?? '', output: f.output || null })),
+    failing: v.failing_cases.map((f) => ({ status: f.status, name: f.name, classname: f.classname, message: plain(f.message ?? ''), output: f.output ? plain(f.output) : null })),
     // How many failing cases are listed, when there are more.
     listedOnly: c.failed + c.error > v.failing_cases.length ? v.failing_cases.length : null,
     notes: v.junit_files.flatMap((f) => (f.note ? [{ file: f.file, note: f.note }] : [])),

@@ -52,7 +52,7 @@ import {
 } from '../db/sessions';
 import { listSessionWorkers, setupTiming } from '../db/sessionWorkers';
 import { listBatchSummaries, type BatchStatus } from '../db/testBatches';
-import { countCases, listFailingCases, listJUnitFiles, type CaseCounts, type FailingCaseRow, type JUnitFileRow } from '../db/testCases';
+import { countCases, listCases, listFailingCases, listJUnitFiles, type CaseCounts, type CaseRow, type FailingCaseRow, type JUnitFileRow } from '../db/testCases';
 import { listOpenFiles } from '../db/testQueue';
 import { findTriggerTargetById } from '../db/triggerKnowledge';
 import type { Db } from '../db/transaction';
@@ -104,6 +104,68 @@ export async function sessionArtifacts({ pool, config }: Pick<AppDeps, 'pool' | 
   return loadArtifactViews(pool, config, id, token);
 }
 
+// ---- A build's test cases ----
+
+/** Cases a page holds at most. */
+export const MAX_CASES_PER_PAGE = 500;
+
+export const CaseQuery = z.object({
+  status: z.enum(['failing', 'failed', 'error', 'passed', 'skipped']).optional().describe('`failing`: failed and error'),
+  q: z.string().trim().max(200).optional().describe('words of the name (suite › test) or classname, any case'),
+  test_file: z.string().max(4096).optional().describe('the cases of this test file only'),
+  page: z.coerce.number().int().min(1).max(100_000).default(1),
+  per_page: z.coerce.number().int().min(1).max(MAX_CASES_PER_PAGE).default(100),
+});
+
+export interface CasePage {
+  total: number;
+  page: number;
+  per_page: number;
+  cases: CaseView[];
+}
+
+/** A test case as the API and the build page show it. */
+export interface CaseView {
+  id: number;
+  worker: number;
+  test_file: string | null;
+  /** The report file a junit_pattern collected it from; absent for a run's own reports. */
+  report?: string;
+  classname: string;
+  name: string;
+  status: CaseRow['status'];
+  duration_ms: number | null;
+  message: string | null;
+  output: string | null;
+  /** Where the failure is, when the report or its stack trace says. */
+  failure: { file: string; line: number } | null;
+  /** Failed, then passed when its file ran again. */
+  flaky: boolean;
+}
+
+export const caseView = (c: CaseRow): CaseView => ({
+  id: c.id,
+  worker: c.worker,
+  test_file: c.test_file,
+  ...(c.file === '' ? {} : { report: c.file }),
+  classname: c.classname,
+  name: c.name,
+  status: c.status,
+  duration_ms: c.time === null ? null : Math.round(c.time * 1000),
+  message: c.message,
+  output: c.output,
+  failure: c.failure_file === null || c.failure_line === null ? null : { file: c.failure_file, line: c.failure_line },
+  flaky: c.flaky,
+});
+
+/** A page of a session's test cases, failing first, filtered by status, name or file; not found when there is no such session. */
+export async function sessionCases({ pool }: Pick<AppDeps, 'pool'>, id: number, query: unknown): Promise<CasePage> {
+  const { status, q, test_file, page, per_page } = validate(CaseQuery, query, 'query');
+  const [exists, found] = await Promise.all([reportTokenOf(pool, id), listCases(pool, id, { status, q, testFile: test_file, limit: per_page, offset: (page - 1) * per_page })]);
+  if (exists === undefined) throw notFound('session');
+  return { total: found.total, page, per_page, cases: found.cases.map(caseView) };
+}
+
 /** Failed files whose output the build page shows first, and how much of each (the report has it all). */
 const FAILURES_SHOWN = 20;
 const FAILURE_TAIL_CHARS = 4_000;
@@ -124,7 +186,28 @@ export async function loadBuild({ pool, config }: Pick<AppDeps, 'pool' | 'config
     hasEnded(view.status) ? {} : setupTiming(pool, id),
     hasEnded(view.status) ? imageDigestsOfBuild(pool, id) : {},
   ]);
-  return { view, open, parts, failures, setup, pinsImages: Object.keys(pinned).length > 0 };
+  return { view, open, parts, failures: await explainedFailures(pool, id, failures), setup, pinsImages: Object.keys(pinned).length > 0 };
+}
+
+/**
+ * Failed files whose output says nothing (a framework that writes its report to a file and
+ * nothing to the console: mocha's xunit reporter) get their failing cases' messages and stack
+ * traces instead, where the reports had them.
+ */
+async function explainedFailures<F extends { path: string; output: string }>(db: Db, id: number, failures: F[]): Promise<F[]> {
+  if (!failures.some((f) => f.output.trim() === '')) return failures;
+  const { cases } = await listCases(db, id, { status: 'failing', limit: 200, offset: 0 });
+  return failures.map((f) => {
+    if (f.output.trim() !== '') return f;
+    const text = cases.filter((c) => c.test_file === f.path).map(caseText).join('\n\n');
+    return { ...f, output: text.length > FAILURE_TAIL_CHARS ? text.slice(0, FAILURE_TAIL_CHARS) : text };
+  });
+}
+
+/** A failing case as text: its name, where it failed, its message and stack trace. */
+function caseText(c: CaseRow): string {
+  const where = c.failure_file === null ? '' : ` (${c.failure_file}:${c.failure_line})`;
+  return [`${c.classname ? `${c.classname} › ` : ''}${c.name}${where}`, c.message, c.output].filter((t) => t).join('\n');
 }
 
 /** A build as its page shows it (loadBuild). */

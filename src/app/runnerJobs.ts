@@ -104,6 +104,7 @@ const CHECKS: Record<Method, (job: Job, args: unknown[], owns: Owns, limits: Ser
     workLeftMs: session,
     queueProgress: session,
     replaceJUnitResults: session,
+    recordRunCases: session,
     findExactEntry: (job, args) => repo(job, args) && readsOnly(job, args[1]),
     findNewestEntry: (job, args) => repo(job, args) && readsOnly(job, args[1]),
     touchEntry: (_job, args, owns) => owns('cache_entries', args[0]),

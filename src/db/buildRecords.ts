@@ -82,6 +82,7 @@ export function pgBuildRecords(pool: Pool, secretKey: Buffer): BuildRecords {
     workLeftMs: (...a) => testQueue.workLeftMs(pool, ...a),
     queueProgress: (...a) => testQueue.queueProgress(pool, ...a),
     replaceJUnitResults: (...a) => testCases.replaceJUnitResults(pool, ...a),
+    recordRunCases: (...a) => testCases.recordRunCases(pool, ...a),
 
     findExactEntry: (...a) => cacheEntries.findExactEntry(pool, ...a),
     findNewestEntry: (...a) => cacheEntries.findNewestEntry(pool, ...a),

@@ -1,4 +1,8 @@
-/** SQL for the JUnit test cases of a session (collected by the collectResults activity). */
+/**
+ * SQL for the test cases of a session: those of the reports every run leaves (a batch's, a
+ * file's own run: recordRunCases, issue 37) and those of the files a suite's junit_pattern
+ * names, collected at a lane's end (replaceJUnitResults).
+ */
 import type { Pool } from 'pg';
 import type { JUnitCase } from '../core/junit';
 import { storableText, storableTextOrNull } from './text';
@@ -78,7 +82,7 @@ export interface JUnitFileResult {
 export async function replaceJUnitResults(pool: Pool, sessionId: number, lane: number, files: readonly JUnitFileResult[]): Promise<void> {
   const orNull = storableTextOrNull;
   await withTransaction(pool, async (client) => {
-    await client.query('DELETE FROM test_cases WHERE session_id = $1 AND lane = $2', [sessionId, lane]);
+    await client.query('DELETE FROM test_cases WHERE session_id = $1 AND lane = $2 AND run IS NULL', [sessionId, lane]);
     await client.query('DELETE FROM junit_files WHERE session_id = $1 AND lane = $2', [sessionId, lane]);
     for (const f of files) {
       await client.query(
@@ -107,4 +111,106 @@ export async function replaceJUnitResults(pool: Pool, sessionId: number, lane: n
       }
     }
   });
+}
+
+/** A case as a run's reports give it, its test file and its failure's place found. */
+export interface RunCase {
+  /** The test file of the run it belongs to; null when the report names none of them. */
+  testFile: string | null;
+  classname: string;
+  name: string;
+  status: JUnitCase['status'];
+  time: number | null;
+  message: string | null;
+  output: string | null;
+  failureFile: string | null;
+  failureLine: number | null;
+}
+
+/**
+ * Stores the cases one run's reports held, in one statement however many there are. The run
+ * ran `files`: what earlier runs stored of them goes (a retry, a pinning run, a retried lane
+ * replaces it), and a case that had failed there and passes now is flaky.
+ */
+export async function recordRunCases(pool: Pool, sessionId: number, lane: number, run: string, files: readonly string[], cases: readonly RunCase[]): Promise<void> {
+  const orNull = storableTextOrNull;
+  await pool.query(
+    `WITH gone AS (
+       DELETE FROM test_cases WHERE session_id = $1 AND (test_file = ANY($4::text[]) OR (run = $3 AND test_file IS NULL))
+       RETURNING test_file, classname, name, status
+     )
+     INSERT INTO test_cases (session_id, lane, run, file, test_file, classname, name, status, time, message, output, failure_file, failure_line, flaky)
+     SELECT $1::bigint, $2::int, $3::text, '', c.test_file, c.classname, c.name, c.status, c.time, c.message, c.output, c.failure_file, c.failure_line,
+            c.status = 'passed' AND EXISTS (SELECT 1 FROM gone g WHERE g.test_file = c.test_file AND g.classname = c.classname AND g.name = c.name AND g.status IN ('failed', 'error'))
+       FROM unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::float8[], $10::text[], $11::text[], $12::text[], $13::int[])
+            AS c(test_file, classname, name, status, time, message, output, failure_file, failure_line)`,
+    [
+      sessionId,
+      lane,
+      run,
+      files.map(storableText),
+      cases.map((c) => (c.testFile === null ? null : storableText(c.testFile))),
+      cases.map((c) => storableText(c.classname)),
+      cases.map((c) => storableText(c.name)),
+      cases.map((c) => c.status),
+      cases.map((c) => c.time),
+      cases.map((c) => orNull(c.message)),
+      cases.map((c) => orNull(c.output)),
+      cases.map((c) => (c.failureFile === null ? null : storableText(c.failureFile))),
+      cases.map((c) => c.failureLine),
+    ],
+  );
+}
+
+export interface CaseRow {
+  id: number;
+  test_file: string | null;
+  /** The report file it came from (a junit_pattern report's), or '' for a run's. */
+  file: string;
+  classname: string;
+  name: string;
+  status: JUnitCase['status'];
+  time: number | null;
+  message: string | null;
+  output: string | null;
+  failure_file: string | null;
+  failure_line: number | null;
+  flaky: boolean;
+  worker: number;
+}
+
+export interface CaseFilter {
+  status?: JUnitCase['status'] | 'failing';
+  /** Words each to be found in the name or classname, case-insensitively. */
+  q?: string;
+  /** Cases of this test file only. */
+  testFile?: string;
+  limit: number;
+  offset: number;
+}
+
+/**
+ * A page of a session's cases: failing (failed, error) first, then the rest, each in the order
+ * they were read; `total` counts all that match.
+ */
+export async function listCases(db: Db, sessionId: number, f: CaseFilter): Promise<{ total: number; cases: CaseRow[] }> {
+  const where = ['session_id = $1'];
+  const params: unknown[] = [sessionId];
+  if (f.status === 'failing') where.push(`status IN ('failed', 'error')`);
+  else if (f.status) where.push(`status = $${params.push(f.status)}`);
+  if (f.testFile !== undefined) where.push(`test_file = $${params.push(f.testFile)}`);
+  // Each word of `q` somewhere in the name or classname, any case (% and _ taken literally).
+  for (const word of (f.q ?? '').split(/\s+/).filter(Boolean).slice(0, 10)) {
+    where.push(`(classname || ' ' || name) ILIKE $${params.push(`%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)}`);
+  }
+  const { rows } = await db.query<CaseRow & { total: number }>(
+    `SELECT id::int AS id, test_file, file, classname, name, status, time, message, output, failure_file, failure_line, flaky, lane + 1 AS worker,
+            count(*) OVER ()::int AS total
+       FROM test_cases WHERE ${where.join(' AND ')}
+      ORDER BY status NOT IN ('failed', 'error'), id
+      LIMIT $${params.push(f.limit)} OFFSET $${params.push(f.offset)}`,
+    params,
+  );
+  const total = rows[0]?.total ?? (f.offset > 0 ? (await listCases(db, sessionId, { ...f, limit: 1, offset: 0 })).total : 0);
+  return { total, cases: rows.map(({ total: _t, ...c }) => c) };
 }

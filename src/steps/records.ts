@@ -94,6 +94,7 @@ export interface BuildRecords {
   workLeftMs: Bound<typeof testQueue.workLeftMs>;
   queueProgress: Bound<typeof testQueue.queueProgress>;
   replaceJUnitResults: Bound<typeof testCases.replaceJUnitResults>;
+  recordRunCases: Bound<typeof testCases.recordRunCases>;
 
   // Cache entries (the bytes are in the blob store).
   findExactEntry: Bound<typeof cacheEntries.findExactEntry>;

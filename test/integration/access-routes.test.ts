@@ -174,6 +174,8 @@ it('makes public by prefix only the routes it means to', () => {
       'GET /api/docs/static/swagger-initializer.js',
       'GET /api/docs/yaml',
       'GET /api/v1/runner/jobs/:id/blobs/*',
+      'GET /assets/anser.js',
+      'GET /assets/ansi.js',
       'GET /assets/build.js',
       'GET /assets/copy.js',
       'GET /assets/output.js',

@@ -71,6 +71,20 @@ describe('report page: after the tests', () => {
   });
 });
 
+describe('report page: what builds printed', () => {
+  it('shows output without the terminal’s colours in HTML; the JSON twin keeps it as printed (issue 37)', async () => {
+    const s = await insertPostSession(h.db.pool, h.config.secretKey);
+    const printed = 'FAIL \u001b[31m\u001b[1mtest/a.test.js\u001b[22m\u001b[39m\n\u001b[90m 12 |\u001b[39m expect(1).toBe(2)';
+    await h.db.pool.query(`INSERT INTO test_results (session_id, path, status, exit_code, duration_ms, output) VALUES ($1, 'test/a.test.js', 'failed', 1, 5, $2)`, [s.sessionId, printed]);
+    await h.db.pool.query(`UPDATE sessions SET status = 'failed', counts = '{"failed": 1}' WHERE id = $1`, [s.sessionId]);
+    const html = await h.request({ method: 'GET', url: await reportPath(h.db.pool, s.sessionId) });
+    expect(html.body).toContain('FAIL test/a.test.js\n 12 | expect(1).toBe(2)');
+    expect(html.body).not.toContain('\u001b');
+    const json = await h.request({ method: 'GET', url: await reportPath(h.db.pool, s.sessionId), headers: { accept: 'application/json' } });
+    expect(json.json().tests[0].output).toBe(printed);
+  });
+});
+
 describe('report page: test files a page at a time', () => {
   const perPage = REPORT_FILES_PER_PAGE;
   const total = perPage + 30;

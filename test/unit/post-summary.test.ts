@@ -84,6 +84,13 @@ describe('chat message', () => {
     expect(m.blocks[m.blocks.length - 1]).toEqual({ type: 'context', elements: [{ type: 'mrkdwn', text: 'could not pull: Permission denied' }] });
   });
 
+  it('strips a terminal’s colours from the reason, in chat and e-mail alike (issue 37)', () => {
+    const reason = 'hook setup failed:\n\u001b[31m\u001b[1mnpm ERR!\u001b[22m\u001b[39m missing script';
+    const m = chatMessage(summary({ status: 'error', reason }));
+    expect(m.blocks[m.blocks.length - 1]).toEqual({ type: 'context', elements: [{ type: 'mrkdwn', text: 'hook setup failed: npm ERR! missing script' }] });
+    expect(emailText(summary({ status: 'error', reason }))).toContain('Reason:  hook setup failed: npm ERR! missing script\n');
+  });
+
   it('escapes what Slack would read as links or mentions, everywhere', () => {
     expect(escapeMrkdwn('a <b> & <!channel>')).toBe('a &lt;b&gt; &amp; &lt;!channel&gt;');
     const m = chatMessage(

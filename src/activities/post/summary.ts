@@ -2,6 +2,7 @@
  * What the chat message and the e-mail say about a finished build, as pure functions of the
  * build's summary and its failing test files. No I/O: chat.ts and email.ts send what these make.
  */
+import { stripVTControlCharacters } from 'node:util';
 import type { Counts } from '../../core/types';
 import type { BuildSummary } from '../types';
 
@@ -52,10 +53,10 @@ function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-/** One line: control characters (a newline in a reason, say) become spaces. */
+/** One line: terminal escapes (a hook's colours in a reason) go, other control characters (a newline) become spaces. */
 function oneLine(text: string): string {
   // eslint-disable-next-line no-control-regex
-  return text.replace(/[\x00-\x1f\x7f]+/g, ' ').trim();
+  return stripVTControlCharacters(text).replace(/[\x00-\x1f\x7f]+/g, ' ').trim();
 }
 
 function shortCommit(id: string | null): string {

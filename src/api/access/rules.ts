@@ -116,6 +116,7 @@ const API: Record<string, Rule> = {
   'GET /api/v1/sessions': signedIn,
   'GET /api/v1/sessions/:session': session('viewer'),
   'GET /api/v1/sessions/:session/artifacts': session('viewer'),
+  'GET /api/v1/sessions/:session/cases': session('viewer'),
   'GET /api/v1/sessions/:session/output': session('viewer'),
   'POST /api/v1/sessions/:session/stop': session('maintainer', 'session.stop'),
   'POST /api/v1/sessions/:session/rebuild': session('maintainer', 'session.rebuild'),

@@ -10,8 +10,9 @@ import { hasEnded, SESSION_STATUSES } from '../../core/types';
 import type { ApiDeps } from '../deps';
 import { parseId } from '../../app/errors';
 import { asHttpError, HttpError } from '../http';
-import { listBuilds, loadBuild, rebuildSession, requestStop, SessionList, type BuildPageData, type SessionListView, type SessionView } from '../../app/builds';
+import { listBuilds, loadBuild, rebuildSession, requestStop, sessionCases, SessionList, type BuildPageData, type CasePage, type SessionListView, type SessionView } from '../../app/builds';
 import { sessionWorkflowLink } from '../../temporal/uiLink';
+import { ansiHtml } from './ansi';
 import { formatDuration, formatTime, formFields, notFoundPage, page, type WebScope } from './pages';
 import { formatBytes } from '../reportPage';
 import type { SignedIn } from './signIn';
@@ -143,6 +144,11 @@ export function liveView(
 }
 
 
+/** The build page's list of test cases: its filter (`cases`, `q`) and page. */
+type CasesQuery = { cases?: string; q?: string; cases_page?: string };
+const CASE_STATUSES = ['failing', 'failed', 'error', 'passed', 'skipped'] as const;
+const CASES_PER_PAGE = 50;
+
 export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUser }: WebScope): void {
   const { config } = deps;
 
@@ -183,13 +189,27 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
   });
 
   /** A build: status, counts, files, timeline; Stop while it runs, Rebuild once it ended; live (assets/build.js). */
+  /**
+   * The build's test cases as its page lists them: a page of CASES_PER_PAGE, failing first,
+   * filtered by the form's status and words (`?cases=&q=&cases_page=`); a filter that is not
+   * one is dropped rather than refused (the rest of the page is still worth showing).
+   */
+  const casesOf = async (id: number, query: CasesQuery): Promise<CasePage & { status: string; q: string; pages: number }> => {
+    const status = CASE_STATUSES.includes(query.cases as (typeof CASE_STATUSES)[number]) ? query.cases : undefined;
+    const q = typeof query.q === 'string' ? query.q.trim().slice(0, 200) : '';
+    const pageNo = /^[1-9][0-9]{0,4}$/.test(query.cases_page ?? '') ? Number(query.cases_page) : 1;
+    const found = await sessionCases(deps, id, { ...(status ? { status } : {}), ...(q ? { q } : {}), page: pageNo, per_page: CASES_PER_PAGE });
+    return { ...found, status: status ?? '', q, pages: Math.max(1, Math.ceil(found.total / CASES_PER_PAGE)) };
+  };
+
   const buildPage = async (request: FastifyRequest, reply: FastifyReply, user: SignedIn, id: number, error: string | null, status = 200) => {
     const build = await loadBuild(deps, id);
     if (!build) return notFoundPage(reply, user, `build #${id}`);
     const live = liveView(build, Boolean(deps.stop), config, deps.workflowIds);
     // Stop and Rebuild are a maintainer's: a viewer does not get the buttons (the door would refuse them).
     const mayAct = decide(user, 'maintainer', request.accessOrg?.id ?? null, true).allowed;
-    return page(reply, 'build', { title: `Build #${id}`, section: 'builds', user, session: build.view, live, mayAct, timelineSvg: svgMarkup(live.timeline.picture), error }, status);
+    const cases = await casesOf(id, request.query as CasesQuery);
+    return page(reply, 'build', { title: `Build #${id}`, section: 'builds', user, session: build.view, live, mayAct, timelineSvg: svgMarkup(live.timeline.picture), error, cases, ansi: ansiHtml }, status);
   };
 
   // The build as it changes, for the open page: read every LIVE_POLL_MS, sent when it differs,

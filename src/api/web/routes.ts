@@ -36,7 +36,7 @@ import { cookieOptions, cookieSecret, CSRF_COOKIE, signedIn, signIn, signOut } f
  * Scripts in assets/: build.js follows a build live, output.js its running processes' output,
  * copy.js makes the Copy buttons work.
  */
-const ASSETS = ['build.js', 'output.js', 'copy.js'];
+const ASSETS = ['build.js', 'output.js', 'copy.js', 'ansi.js'];
 
 const SignInForm = z.object({
   name: z.string().trim().min(1, 'say who you are').max(100),
@@ -93,6 +93,13 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps, opt
   });
 
   // The pages' browser scripts: these files only, by name, never a path from the request.
+  // Anser, the ANSI parser the server renders output with (web/ansi.ts), for the browser's: its
+  // CommonJS file as a script that sets window.Anser (assets/ansi.js uses it).
+  let anser: Promise<string> | undefined;
+  web.get('/assets/anser.js', async (_request, reply) => {
+    anser ??= readFile(require.resolve('anser'), 'utf8').then((source) => `(() => {\nconst module = { exports: {} };\n${source}\nwindow.Anser = module.exports;\n})();\n`);
+    return reply.type('text/javascript; charset=utf-8').header('cache-control', 'no-cache').send(await anser);
+  });
   for (const name of ASSETS) {
     web.get(`/assets/${name}`, async (_request, reply) =>
       reply.type('text/javascript; charset=utf-8').header('cache-control', 'no-cache').send(await readFile(path.join(__dirname, 'assets', name))),

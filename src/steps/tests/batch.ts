@@ -4,6 +4,9 @@
  * home and environment, plus `SLUICE_BATCH_ID` and `SLUICE_REPORT_DIR`, an empty directory
  * whose JUnit XML files are read as the batch's results.
  *
+ * Every run's reports are kept as the build's test cases (issue 37): each with its test file,
+ * and where its failure is when the stack trace says (core/failureLocation.ts).
+ *
  * A batch that exits 0 passes its files. One that fails, crashes or times out must not fail
  * innocent files: its reports pin each failure on its file (their `file` attribute), and the
  * files they say nothing of run again, one process each, to find out; the batch's note says
@@ -12,8 +15,10 @@
 import { chown, mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { batchCommandLine, pinFailures, reportedPath, reportedSeconds, shareDuration, type BatchCase } from '../../core/batches';
+import { failureLocation } from '../../core/failureLocation';
 import { parseJUnit } from '../../core/junit';
 import type { OutputSource } from '../../db/outputChunks';
+import type { RunCase } from '../../db/testCases';
 import { liveOutput } from '../liveOutput';
 import { maskOutput } from '../output';
 import { runProcess, type BuildUser, type ProcessGroups, type ProcessResult } from '../isolation/process';
@@ -68,6 +73,11 @@ export interface BatchFileResult {
 /** Report files read from one batch at most, and bytes of each. */
 const MAX_REPORTS = 200;
 const MAX_REPORT_BYTES = 16 * 1024 * 1024;
+/** Cases one run's reports store at most, and characters of failure text (messages and stack traces) across them. */
+export const MAX_RUN_CASES = 20_000;
+export const MAX_RUN_CASE_TEXT = 8 * 1024 * 1024;
+/** Beyond MAX_RUN_CASE_TEXT, what a failing case keeps of its message. */
+const CUT_MESSAGE = 1024;
 
 /** Ends a batch's record, and counts it by its result. */
 async function finishBatch(place: BatchPlace, batchId: number, end: Parameters<BuildRecords['finishBatch']>[1]): Promise<void> {
@@ -83,7 +93,7 @@ export async function runBatch(place: BatchPlace, files: readonly BatchFile[]): 
   const paths = files.map((f) => f.path);
   const batchId = await place.records.startBatch({ sessionId: place.sessionId, lane: place.lane, runner: place.runner, files: files.length });
   const startedAt = new Date();
-  const run = await runCommand(place, batchCommandLine(place.command, paths), `${batchId}`, timeoutOf(place.timeoutMs, files), {
+  const run = await runCommand(place, paths, `${batchId}`, timeoutOf(place.timeoutMs, files), {
     kind: 'batch',
     worker: place.lane + 1,
     batchId,
@@ -149,7 +159,7 @@ export async function runBatch(place: BatchPlace, files: readonly BatchFile[]): 
 export async function runAlone(place: BatchPlace, file: string, id: string, run = 1): Promise<Omit<BatchFileResult, 'batchId'> & { batchId: null }> {
   const startedAt = new Date();
   const source: OutputSource = { kind: 'file', worker: place.lane + 1, path: file, attempt: place.attempt ?? 1, run };
-  const { result } = await runCommand(place, batchCommandLine(place.command, [file]), id, place.timeoutMs, source);
+  const { result } = await runCommand(place, [file], id, place.timeoutMs, source);
   return {
     path: file,
     status: result.status,
@@ -176,15 +186,19 @@ interface ReportedCase extends BatchCase {
   path: string | null;
   /** The failure's message and output, for the file's own output. */
   text: string;
+  classname: string;
+  name: string;
+  message: string | null;
+  output: string | null;
 }
 
 /**
- * Runs a command line of the batch's with its own empty report directory, its output live as
- * `source`'s; its result and the cases its reports hold.
+ * Runs the test command on `files` with its own empty report directory, its output live as
+ * `source`'s; its result and the cases its reports hold, which are stored as the build's.
  */
 async function runCommand(
   place: BatchPlace,
-  commandLine: string,
+  files: readonly string[],
   id: string,
   timeoutMs: number,
   source: OutputSource,
@@ -199,7 +213,7 @@ async function runCommand(
   const live = liveOutput(place.records, place.sessionId, source, place.secretValues);
   try {
     const result = await live.watch(runProcess({
-      argv: ['/bin/sh', '-c', commandLine],
+      argv: ['/bin/sh', '-c', batchCommandLine(place.command, files)],
       viaShell: true,
       cwd: place.tree,
       env: testEnvironment(place.home, { ...place.env, SLUICE_BATCH_ID: id, SLUICE_REPORT_DIR: reportDir }),
@@ -212,7 +226,12 @@ async function runCommand(
       runAs: place.runAs,
       sandbox: place.sandbox,
     }));
-    return { result, cases: await readReports(reportDir, place.tree, place.sandbox ? { tree: place.tree, home: place.home } : null) };
+    const cases = await readReports(reportDir, place.tree, place.sandbox ? { tree: place.tree, home: place.home } : null);
+    // A failed batch's cases that name no file of it are left out: its files they could be of are
+    // the ones it cannot pin, and each runs again alone, reporting its own.
+    const kept = runCases(place, files, cases).filter((c) => c.testFile !== null || result.status === 'passed' || files.length === 1);
+    if (!place.signal?.aborted) await place.records.recordRunCases(place.sessionId, place.lane, id, files, kept);
+    return { result, cases };
   } finally {
     await rm(reportDir, { recursive: true, force: true });
   }
@@ -232,12 +251,51 @@ async function readReports(dir: string, tree: string, sandboxed: SandboxDirs | n
       const suite = c.suite ? { id: c.suite.id + offset, time: c.suite.time } : undefined;
       // A path the sandbox showed (SANDBOX_TREE/…) as the host knows it.
       const file = c.file && sandboxed ? outsideSandbox(sandboxed, c.file) : c.file;
-      cases.push({ file, status: c.status, time: c.time, suite, path: null, text: [c.message, c.output].filter(Boolean).join('\n') });
+      cases.push({
+        file,
+        status: c.status,
+        time: c.time,
+        suite,
+        path: null,
+        text: [c.message, c.output].filter(Boolean).join('\n'),
+        classname: c.classname,
+        name: c.name,
+        message: c.message,
+        output: c.output,
+      });
     }
   }
   // Which file of the tree each case names, for its output (pinFailures maps them the same way).
   for (const c of cases) c.path = c.file ? reportedPath(c.file, tree) : null;
   return cases;
+}
+
+/**
+ * A run's cases as the build keeps them: each in its test file (the one the report names, or the
+ * run's only file), secrets masked, the failure's place found, within the run's limits.
+ */
+function runCases(place: BatchPlace, files: readonly string[], cases: readonly ReportedCase[]): RunCase[] {
+  const ours = new Set(files);
+  const sandboxed = place.sandbox ? { tree: place.tree, home: place.home } : null;
+  const inTree = (printed: string): string | null => {
+    const host = sandboxed ? outsideSandbox(sandboxed, printed) : printed;
+    const rel = path.isAbsolute(host) ? path.relative(place.tree, host) : path.normalize(host);
+    return rel === '' || rel.startsWith('..') || path.isAbsolute(rel) ? null : rel.split(path.sep).join('/');
+  };
+  let text = 0;
+  return cases.slice(0, MAX_RUN_CASES).map((c) => {
+    const testFile = c.path !== null && ours.has(c.path) ? c.path : files.length === 1 ? files[0]! : null;
+    const failing = c.status === 'failed' || c.status === 'error';
+    let message = c.message === null ? null : maskOutput(c.message, place.secretValues);
+    let output = c.output === null ? null : maskOutput(c.output, place.secretValues);
+    text += (message?.length ?? 0) + (output?.length ?? 0);
+    if (text > MAX_RUN_CASE_TEXT) {
+      message = message?.slice(0, CUT_MESSAGE) ?? null;
+      output = null;
+    }
+    const at = failing ? failureLocation(`${c.message ?? ''}\n${c.output ?? ''}`, testFile, inTree) : null;
+    return { testFile, classname: c.classname, name: c.name, status: c.status, time: c.time, message, output, failureFile: at?.file ?? null, failureLine: at?.line ?? null };
+  });
 }
 
 /** The last `[sluice] …` note of a process's output (a time-out, a signal). */

@@ -6,6 +6,8 @@
  * hooks (each with the end of its output), workers' setup and artifacts.
  * `GET /api/v1/sessions/:session/artifacts`: the files the build kept, `[{path, worker, size,
  * url}]`; `url` downloads one, with the report's token in it (api/artifacts.ts).
+ * `GET /api/v1/sessions/:session/cases?status=&q=&test_file=&page=&per_page=`: its test cases,
+ * failing first, from every run's reports and its junit_pattern files (issue 37).
  * `POST /api/v1/sessions/:session/stop {stopped_by}`: stop it, queued or building.
  * `POST /api/v1/sessions/:session/rebuild`: build its trigger again, at the commit it built,
  * forced: `201 {session, guid, url, status_uri}` of the new session.
@@ -15,7 +17,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../../deps';
 import { parseId, validate } from '../../../app/errors';
-import { listBuilds, rebuildAsked, RebuildBody, sessionArtifacts, SessionList, showSession, stopAsked, StopBody } from '../../../app/builds';
+import { CaseQuery, listBuilds, rebuildAsked, RebuildBody, sessionArtifacts, sessionCases, SessionList, showSession, stopAsked, StopBody } from '../../../app/builds';
 import { described, documented, errors, SessionParams } from '../../openapi/shapes';
 
 const Rebuilt = z.object({ session: z.number().int(), guid: z.uuid(), url: z.string().describe('the new session’s report'), status_uri: z.string() });
@@ -31,6 +33,10 @@ export function registerSessionRoutes(app: FastifyInstance, deps: ApiDeps): void
 
   app.get<{ Params: { session: string } }>('/sessions/:session/artifacts', documented({ tag: 'sessions', summary: 'The files a build kept', params: SessionParams, response: { 200: z.array(z.looseObject({ path: z.string(), worker: z.number().int(), size: z.number().int(), url: z.string() })), ...errors(404) } }), async (request) =>
     sessionArtifacts(deps, parseId(request.params.session, 'session')),
+  );
+
+  app.get<{ Params: { session: string } }>('/sessions/:session/cases', documented({ tag: 'sessions', summary: 'A build’s test cases', description: 'From the JUnit reports every run leaves in `SLUICE_REPORT_DIR` and the files a suite’s `junit_pattern` names; failing (failed, error) first, then in the order they were read. `failure` is where the report or its stack trace puts the failure; `flaky`, a case that failed and passed when its file ran again.', params: SessionParams, querystring: CaseQuery, response: { 200: described('`{total, page, per_page, cases}`'), ...errors(400, 404) } }), async (request) =>
+    sessionCases(deps, parseId(request.params.session, 'session'), request.query),
   );
 
   // 202: the stop is asked for; the session's `stop` event (status `stopped`, `stopped_by`)

@@ -173,7 +173,8 @@
         code.textContent = f.path;
         title.append(code, ' ', statusSpan(f.status));
         const pre = document.createElement('pre');
-        pre.textContent = f.output;
+        if (window.sluiceAnsi) window.sluiceAnsi(pre, f.output);
+        else pre.textContent = f.output;
         article.append(title, pre);
         return article;
       }),
@@ -197,7 +198,10 @@
           if (h.output) {
             const details = el('details');
             details.open = open.has(h.key);
-            details.append(el('summary', h.outputLabel), el('pre', h.output));
+            const pre = el('pre');
+            if (window.sluiceAnsi) window.sluiceAnsi(pre, h.output);
+            else pre.textContent = h.output;
+            details.append(el('summary', h.outputLabel), pre);
             li.append(details);
           }
           return li;

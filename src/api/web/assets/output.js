@@ -1,7 +1,8 @@
 // The build page's live output: what running test files, batches and hooks print, as they print
 // it (GET /builds/:id/output, server-sent events). Each process gets a box that keeps the last
 // KEEP characters of its output, so a process printing megabytes leaves the page as light as
-// one printing a line; boxes are redrawn at most once a frame. Text only (textContent).
+// one printing a line; boxes are redrawn at most once a frame. Text only (textContent), its ANSI
+// colours as spans (assets/ansi.js).
 (() => {
   const root = document.querySelector('[data-live-output]');
   if (!root || !('EventSource' in window)) return;
@@ -51,7 +52,9 @@
       box.dirty = false;
       // Follow the end unless someone scrolled up to read.
       const atEnd = box.pre.scrollTop + box.pre.clientHeight >= box.pre.scrollHeight - 8;
-      box.pre.textContent = box.cut ? `…\n${box.text}` : box.text;
+      const text = box.cut ? `…\n${box.text}` : box.text;
+      if (window.sluiceAnsi) window.sluiceAnsi(box.pre, text);
+      else box.pre.textContent = text;
       if (atEnd) box.pre.scrollTop = box.pre.scrollHeight;
     }
   };

@@ -1,0 +1,93 @@
+/**
+ * What keeping every test case costs (issue 37), in one run, each figure beside its baseline:
+ * - storing cases: a build of 500 files in batches whose reports hold 200 cases a file
+ *   (100,000 cases), beside the same build whose runs print the same and leave no report; the
+ *   difference of their test spans (exec → post_build) per case, in turns, best of 3;
+ * - the build page of that build (its first page of cases, failing first), signed in, beside
+ *   the page of the build without cases; median of 20 loads each.
+ */
+import type { Config } from '../src/config';
+import type { Cluster, ClusterRepo } from '../test/support/cluster';
+import type { RepoFiles } from '../test/support/gitRepo';
+import { addPerson } from '../test/support/people';
+import { script } from '../test/support/world';
+import type { Row } from './table';
+
+const FILES = 500;
+const CASES_PER_FILE = 200;
+const CASES = FILES * CASES_PER_FILE;
+const ROUNDS = 3;
+const LOADS = 20;
+
+/** Runs each file given: each prints its cases (200 lines of <testcase>); one report per run, unless NO_REPORT. */
+const RUNNER = script(`out=""
+for f in "$@"; do out="$out$(sh "$f")"; done
+if [ "$NO_REPORT" = 1 ]; then echo "$out" | wc -c; else echo "<testsuite name=\\"bench\\">$out</testsuite>" > "$SLUICE_REPORT_DIR/report.xml"; fi`);
+
+export async function caseFigures(c: Cluster, log: (line: string) => void): Promise<Row[]> {
+  const testFile = (i: number) =>
+    script(`i=0; while [ $i -lt ${CASES_PER_FILE} ]; do printf '<testcase classname="file ${i}" name="case %s" time="0.001" file="test/t${String(i).padStart(3, '0')}.sh"/>' $i; i=$((i+1)); done`);
+  const files: RepoFiles = { 'run.sh': RUNNER, ...Object.fromEntries(Array.from({ length: FILES }, (_, i) => [`test/t${String(i).padStart(3, '0')}.sh`, testFile(i)])) };
+  const suite = { branch: 'master', test_pattern: 'test/*.sh', test_command: './run.sh {files}', workers: 1 };
+  const withCases = await c.makeRepo(files, suite);
+  const without = await c.makeRepo(files, { ...suite, test_command: 'NO_REPORT=1 ./run.sh {files}' });
+
+  log('cases: a first build of each (the durations that size the batches)');
+  await build(c, withCases);
+  await build(c, without);
+  let span = { cases: Infinity, none: Infinity };
+  let sessions = { cases: 0, none: 0 };
+  for (let round = 1; round <= ROUNDS; round++) {
+    log(`cases: ${CASES.toLocaleString('en')} cases and none, round ${round} of ${ROUNDS}`);
+    const a = await build(c, withCases);
+    const b = await build(c, without);
+    span = { cases: Math.min(span.cases, a.span), none: Math.min(span.none, b.span) };
+    sessions = { cases: a.session, none: b.session };
+  }
+  const stored = (await c.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM test_cases WHERE session_id = $1', [sessions.cases])).rows[0]!.n;
+  if (stored !== CASES) throw new Error(`session ${sessions.cases} kept ${stored} cases, not ${CASES}`);
+
+  log('cases: the build pages');
+  const admin = await addPerson(c.db.pool, { adminToken: c.env.SLUICE_ADMIN_TOKEN! } as Config, { name: 'bench', email: 'bench@example.test', installationAdmin: true });
+  const page = { cases: await pageLoad(c, sessions.cases, admin.cookie), none: await pageLoad(c, sessions.none, admin.cookie) };
+  const perCase = ((span.cases - span.none) * 1000) / CASES;
+  return [
+    {
+      name: `Cases, storing ${CASES.toLocaleString('en')} (${FILES} files in batches, ${CASES_PER_FILE} cases a file): test span exec → post_build (best of ${ROUNDS})`,
+      value: span.cases,
+      unit: 's',
+      baseline: { name: 'the same runs leaving no report', value: span.none },
+      note: `${(perCase * 1000).toFixed(1)} µs a case read, masked, located and stored`,
+    },
+    {
+      name: `Cases, the build page of that build (signed in, median of ${LOADS})`,
+      value: page.cases,
+      unit: 'ms',
+      baseline: { name: 'the page of the build without cases', value: page.none },
+      target: { text: '< 1 s', met: page.cases < 1000 },
+    },
+  ];
+}
+
+/** The median time of the build page of `session`, in ms. */
+async function pageLoad(c: Cluster, session: number, cookie: string): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < LOADS; i++) {
+    const t = performance.now();
+    const res = await fetch(`${c.env.SLUICE_BASE_URL}/builds/${session}`, { headers: { cookie } });
+    await res.text();
+    if (res.status !== 200) throw new Error(`the build page of ${session} answered ${res.status}`);
+    times.push(performance.now() - t);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)]!;
+}
+
+/** A forced build that must pass: its session and its test span in seconds. */
+async function build(c: Cluster, repo: ClusterRepo): Promise<{ session: number; span: number }> {
+  const session = await c.build(repo, { branch: 'master', force: true });
+  const stop = (await c.eventsOf(session, 900_000)).find((e) => e.event === 'stop')!;
+  if (stop.status !== 'passed') throw new Error(`session ${session} ended ${String(stop.status)}`);
+  const timing = stop.timing as Record<string, number>;
+  return { session, span: timing.post_build! - timing.exec! };
+}
