@@ -6,7 +6,7 @@
  * cases failing first with where each failed, filters and searches them, and shows the colours
  * as colours (failure box, live output) with no raw escape on the page; a file that fails
  * quietly (its report says why, its output nothing) shows its case's failure in its box. The
- * report page strips the colours. Screenshots land in test/screenshots/ (not committed).
+ * report page strips the colours; the suite's page charts the build and lists its failing tests. Screenshots land in test/screenshots/ (not committed).
  */
 import { describeWithBrowser, openBrowser, signIn, type Browser } from '../support/browser';
 import { script, World } from '../support/world';
@@ -87,6 +87,14 @@ describeWithBrowser('web-cases.test.ts')('test cases and colours on the build pa
     await Promise.all([page.waitForURL(/cases=passed/), page.click('#cases button[type=submit]')]);
     await expect(rows.count()).resolves.toBe(1);
     await expect(rows.nth(0).innerText()).resolves.toContain('beta › works');
+
+    // The suite's page: the build as a bar of its chart, and the tests that failed in it.
+    const [suite] = (await w.sluice.admin('GET', `/api/v1/repos/${repo.id}/suites`)) as { id: number }[];
+    await page.goto(`${w.sluice.url}/repos/${repo.id}/suites/${suite!.id}`);
+    await expect(page.getByRole('img', { name: /^Test span of the last build of Suite master/ }).isVisible()).resolves.toBe(true);
+    await expect(page.locator(`svg.sc a[href="/builds/${build.session}"] rect.sc-failed`).count()).resolves.toBe(1);
+    await expect(page.locator('[data-failing-tests]').innerText()).resolves.toMatch(/sum › adds up[\s\S]*failed in 1 of the last 1 build that ran it/);
+    await screenshots('suite-page');
 
     // The report keeps the words and drops the colours.
     const report = await fetch(`${(await w.eventsOf(build.session)).at(-1)!.url as string}`).then((r) => r.text());

@@ -102,6 +102,7 @@ const API: Record<string, Rule> = {
   'POST /api/v1/repos/:repo/suites': repo('maintainer', 'suite.create'),
   'PATCH /api/v1/repos/:repo/suites/:suite': repo('maintainer', 'suite.update'),
   'DELETE /api/v1/repos/:repo/suites/:suite': repo('maintainer', 'suite.delete'),
+  'GET /api/v1/repos/:repo/suites/:suite/insights': repo('viewer'),
 
   'GET /api/v1/webhooks/:id': webhook('admin'),
   'PATCH /api/v1/webhooks/:id': webhook('admin', 'webhook.update'),
@@ -169,6 +170,7 @@ const WEB: Record<string, Rule> = {
   // A repository's CI Setup page shows its trigger URL, whose key is a credential: maintainers up.
   'GET /repos/:id': webRepo('maintainer'),
   'GET /repos/:id/branches': webRepo('viewer'),
+  'GET /repos/:id/suites/:suite': webRepo('viewer'),
   'POST /repos/:id/branches/:branch': webRepo('maintainer', 'branch.update'),
   'POST /repos/:id/suites': webRepo('maintainer', 'suite.create'),
   'POST /repos/:id/suites/:suite': webRepo('maintainer', 'suite.update'),

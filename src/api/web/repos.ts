@@ -5,6 +5,7 @@
  * body and calls the same operation of the application layer as the JSON route (app/), so the
  * rules and their messages are the API's; a refused field is shown next to the form it came from.
  */
+import { suiteInsights } from '../../app/insights';
 import { decide, stoppedBy } from '../../core/access';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
@@ -21,6 +22,7 @@ import { parseId } from '../../app/errors';
 import { HttpError } from '../http';
 import { checked, formatTime, formFields, given, lines, notFoundPage, orNull, page, tryAction, type FailedForm, type WebScope } from './pages';
 import type { SignedIn } from './signIn';
+import { suiteChartSvg } from './suiteChart';
 
 // The pages' forms, as FailedForm names them: `settings`, `webhook-secret`, `known-hosts`, `commit-status`,
 // `suite:new`, `suite:<id>`, `secret`, `secrets`, `registry`, `registries`, `branch:<name>`,
@@ -347,6 +349,19 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
   });
 
   repoGet('/repos/:id/branches', branchesPage);
+
+  // A suite's history at a glance (issue 37): its last builds' chart, pass rate, slowest files, flakiest and most failing tests.
+  web.get<{ Params: { id: string; suite: string }; Querystring: { builds?: string } }>('/repos/:id/suites/:suite', async (request, reply) => {
+    const user = requireUser(request, reply);
+    if (!user) return reply;
+    const repo = await findRepo(request.params.id);
+    if (!repo) return notFoundPage(reply, user, `repository ${request.params.id}`);
+    const found = await tryAction(() => suiteInsights(deps, repo, request.params.suite, { builds: /^\d{1,3}$/.test(request.query.builds ?? '') ? request.query.builds : undefined }));
+    if (!found.ok) return notFoundPage(reply, user, `suite ${request.params.suite} of ${repo.org_name}/${repo.name}`);
+    const insights = found.value;
+    const title = `Suite ${insights.suite.branch} of ${repo.org_name}/${repo.name}`;
+    return page(reply, 'suite', { title, section: 'orgs', user, repo: heading(repo), insights, chartSvg: suiteChartSvg(insights.builds, `Test span of the last ${insights.builds.length === 1 ? 'build' : `${insights.builds.length} builds`} of ${title}`) });
+  });
 
   // Each button sends one toggle: `enabled` or `locked_visible`, `true` or `false`.
   repoPost<{ branch: string }>('/repos/:id/branches/:branch', branchesPage, (p) => `branch:${p.branch}`, async (repo, v, p) => {

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../../deps';
 import { loadRepo } from '../../../app/repos';
+import { InsightsQuery, suiteInsights } from '../../../app/insights';
 import { createSuite, CreateSuite, PatchSuite, suitesOf, suiteView, updateSuite } from '../../../app/suites';
 import { described, documented, errors, RepoParams, SuiteParams } from '../../openapi/shapes';
 
@@ -27,4 +28,8 @@ export function registerSuiteRoutes(app: FastifyInstance, deps: ApiDeps): void {
     const repo = await loadRepo(pool, request.params.repo);
     return suiteView(await updateSuite(pool, repo, parseId(request.params.suite, 'suite'), request.body));
   });
+
+  app.get<{ Params: { repo: string; suite: string } }>('/repos/:repo/suites/:suite/insights', documented({ tag: 'suites', summary: 'A suite’s history at a glance', description: 'Its last ended builds (status, `tests_ms` exec → post_build, `whole_ms`), its pass rate, its slowest files (median duration), and the tests that flaked or failed in most of those builds, with the builds.', params: SuiteParams, querystring: InsightsQuery, response: { 200: described('`{suite, builds, pass_rate, slowest_files, flaky_tests, failing_tests}`'), ...errors(400, 404) } }), async (request) =>
+    suiteInsights(deps, await loadRepo(pool, request.params.repo), request.params.suite, request.query),
+  );
 }

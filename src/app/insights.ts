@@ -1,0 +1,84 @@
+/**
+ * A suite's history at a glance (issue 37), as the API and the suite's page show it: its last
+ * builds (status, the test span and the whole build), its pass rate, its slowest files, and the
+ * tests that flaked or failed most in those builds, each with the builds it was.
+ */
+import { z } from 'zod';
+import { recentBuilds, slowestFiles, testsThat, type SlowFileRow } from '../db/insights';
+import type { RepoRow } from '../db/repos';
+import { findSuiteOfRepo } from '../db/removal';
+import type { AppDeps } from './deps';
+import { notFound, parseId, validate } from './errors';
+
+export const InsightsQuery = z.object({
+  builds: z.coerce.number().int().min(2).max(100).default(30).describe('how many of its last ended builds to look at'),
+});
+
+/** Files and tests listed at most. */
+const LISTED = 10;
+
+export interface InsightBuild {
+  session: number;
+  status: string;
+  branch: string;
+  created_at: Date;
+  /** exec → post_build: the tests' span; null when the build did not get that far. */
+  tests_ms: number | null;
+  /** From the trigger to its last timing key. */
+  whole_ms: number | null;
+}
+
+export interface TestHistory {
+  test_file: string | null;
+  classname: string;
+  name: string;
+  /** In how many of the builds it flaked (flaky_tests) or failed (failing_tests). */
+  count: number;
+  /** How many of the builds ran it. */
+  ran: number;
+  /** Those builds, newest first (at most 20). */
+  sessions: number[];
+}
+
+export interface SuiteInsights {
+  suite: { id: number; branch: string };
+  /** The builds looked at, newest first. */
+  builds: InsightBuild[];
+  /** Passed among those that passed or failed (errors and stops are neither); null without any. */
+  pass_rate: number | null;
+  slowest_files: SlowFileRow[];
+  flaky_tests: TestHistory[];
+  failing_tests: TestHistory[];
+}
+
+const span = (timing: Record<string, number>, from: string, to: string): number | null =>
+  typeof timing[from] === 'number' && typeof timing[to] === 'number' ? Math.round((timing[to] - timing[from]) * 1000) : null;
+
+/** The insights of suite `suiteRef` of `repo`; not found when it has no such suite. */
+export async function suiteInsights({ pool }: Pick<AppDeps, 'pool'>, repo: RepoRow, suiteRef: string, query: unknown): Promise<SuiteInsights> {
+  const suite = await findSuiteOfRepo(pool, repo.id, parseId(suiteRef, 'suite'));
+  if (!suite) throw notFound('suite');
+  const { builds: window } = validate(InsightsQuery, query, 'query');
+  const rows = await recentBuilds(pool, suite.id, window);
+  const ids = rows.map((r) => r.id);
+  const [slowest, flaky, failing] = await Promise.all([slowestFiles(pool, ids, LISTED), testsThat(pool, 'flaky', ids, LISTED), testsThat(pool, 'failing', ids, LISTED)]);
+  const decided = rows.filter((r) => r.status === 'passed' || r.status === 'failed');
+  return {
+    suite: { id: suite.id, branch: suite.branch },
+    builds: rows.map((r) => {
+      const keys = Object.values(r.timing ?? {}).filter((v): v is number => typeof v === 'number');
+      return {
+        session: r.id,
+        status: r.status,
+        branch: r.branch,
+        created_at: r.created_at,
+        tests_ms: span(r.timing ?? {}, 'exec', 'post_build'),
+        whole_ms: keys.length > 0 ? Math.round(Math.max(...keys) * 1000) : null,
+      };
+    }),
+    pass_rate: decided.length === 0 ? null : decided.filter((r) => r.status === 'passed').length / decided.length,
+    slowest_files: slowest,
+    flaky_tests: flaky,
+    failing_tests: failing,
+  };
+}
