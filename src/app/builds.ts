@@ -141,6 +141,8 @@ export interface CaseView {
   failure: { file: string; line: number } | null;
   /** Failed, then passed when its file ran again. */
   flaky: boolean;
+  /** A failure of a test muted in its suite: it did not fail its file (app/mutes.ts). */
+  muted: boolean;
 }
 
 export const caseView = (c: CaseRow): CaseView => ({
@@ -156,6 +158,7 @@ export const caseView = (c: CaseRow): CaseView => ({
   output: c.output,
   failure: c.failure_file === null || c.failure_line === null ? null : { file: c.failure_file, line: c.failure_line },
   flaky: c.flaky,
+  muted: c.muted,
 });
 
 /** A page of a session's test cases, failing first, filtered by status, name or file; not found when there is no such session. */

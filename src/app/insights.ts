@@ -1,10 +1,11 @@
 /**
  * A suite's history at a glance (issue 37), as the API and the suite's page show it: its last
- * builds (status, the test span and the whole build), its pass rate, its slowest files, and the
- * tests that flaked or failed most in those builds, each with the builds it was.
+ * builds (status, the test span and the whole build), its pass rate, its slowest files, the
+ * tests that flaked or failed most in those builds, each with the builds it was, and its muted tests.
  */
 import { z } from 'zod';
 import { recentBuilds, slowestFiles, testsThat, type SlowFileRow } from '../db/insights';
+import { listMutedTests, type MutedTestRow } from '../db/mutedTests';
 import type { RepoRow } from '../db/repos';
 import { findSuiteOfRepo } from '../db/removal';
 import type { AppDeps } from './deps';
@@ -49,6 +50,8 @@ export interface SuiteInsights {
   slowest_files: SlowFileRow[];
   flaky_tests: TestHistory[];
   failing_tests: TestHistory[];
+  /** Its muted tests: run and reported, their failures not failing builds (app/mutes.ts). */
+  muted: MutedTestRow[];
 }
 
 const span = (timing: Record<string, number>, from: string, to: string): number | null =>
@@ -61,7 +64,7 @@ export async function suiteInsights({ pool }: Pick<AppDeps, 'pool'>, repo: RepoR
   const { builds: window } = validate(InsightsQuery, query, 'query');
   const rows = await recentBuilds(pool, suite.id, window);
   const ids = rows.map((r) => r.id);
-  const [slowest, flaky, failing] = await Promise.all([slowestFiles(pool, ids, LISTED), testsThat(pool, 'flaky', ids, LISTED), testsThat(pool, 'failing', ids, LISTED)]);
+  const [slowest, flaky, failing, muted] = await Promise.all([slowestFiles(pool, ids, LISTED), testsThat(pool, 'flaky', ids, LISTED), testsThat(pool, 'failing', ids, LISTED), listMutedTests(pool, suite.id)]);
   const decided = rows.filter((r) => r.status === 'passed' || r.status === 'failed');
   return {
     suite: { id: suite.id, branch: suite.branch },
@@ -80,5 +83,6 @@ export async function suiteInsights({ pool }: Pick<AppDeps, 'pool'>, repo: RepoR
     slowest_files: slowest,
     flaky_tests: flaky,
     failing_tests: failing,
+    muted,
   };
 }

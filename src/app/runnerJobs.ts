@@ -105,6 +105,7 @@ const CHECKS: Record<Method, (job: Job, args: unknown[], owns: Owns, limits: Ser
     queueProgress: session,
     replaceJUnitResults: session,
     recordRunCases: session,
+    mutedTests: session,
     findExactEntry: (job, args) => repo(job, args) && readsOnly(job, args[1]),
     findNewestEntry: (job, args) => repo(job, args) && readsOnly(job, args[1]),
     touchEntry: (_job, args, owns) => owns('cache_entries', args[0]),

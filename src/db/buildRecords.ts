@@ -16,6 +16,7 @@ import * as sessionHooks from './sessionHooks';
 import * as sessions from './sessions';
 import * as sessionWorkers from './sessionWorkers';
 import * as testBatches from './testBatches';
+import * as mutedTests from './mutedTests';
 import * as testCases from './testCases';
 import * as testQueue from './testQueue';
 
@@ -83,6 +84,7 @@ export function pgBuildRecords(pool: Pool, secretKey: Buffer): BuildRecords {
     queueProgress: (...a) => testQueue.queueProgress(pool, ...a),
     replaceJUnitResults: (...a) => testCases.replaceJUnitResults(pool, ...a),
     recordRunCases: (...a) => testCases.recordRunCases(pool, ...a),
+    mutedTests: (...a) => mutedTests.mutedTestsOfSession(pool, ...a),
 
     findExactEntry: (...a) => cacheEntries.findExactEntry(pool, ...a),
     findNewestEntry: (...a) => cacheEntries.findNewestEntry(pool, ...a),

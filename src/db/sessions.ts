@@ -513,3 +513,9 @@ export async function imageDigestsOfBuild(db: Db, sessionId: number): Promise<Re
   );
   return Object.fromEntries(rows.map((r) => [r.image, r.image_digest]));
 }
+
+/** The suite a session is of; undefined when there is no such session. */
+export async function suiteOfSession(db: Db, sessionId: number): Promise<number | undefined> {
+  const { rows } = await db.query<{ suite_id: string }>('SELECT suite_id FROM sessions WHERE id = $1', [sessionId]);
+  return rows[0] ? Number(rows[0].suite_id) : undefined;
+}

@@ -125,6 +125,8 @@ export interface RunCase {
   output: string | null;
   failureFile: string | null;
   failureLine: number | null;
+  /** A failure of a test muted in the suite: it did not fail its file. */
+  muted: boolean;
 }
 
 /**
@@ -139,11 +141,11 @@ export async function recordRunCases(pool: Pool, sessionId: number, lane: number
        DELETE FROM test_cases WHERE session_id = $1 AND (test_file = ANY($4::text[]) OR (run = $3 AND test_file IS NULL))
        RETURNING test_file, classname, name, status
      )
-     INSERT INTO test_cases (session_id, lane, run, file, test_file, classname, name, status, time, message, output, failure_file, failure_line, flaky)
-     SELECT $1::bigint, $2::int, $3::text, '', c.test_file, c.classname, c.name, c.status, c.time, c.message, c.output, c.failure_file, c.failure_line,
+     INSERT INTO test_cases (session_id, lane, run, file, test_file, classname, name, status, time, message, output, failure_file, failure_line, muted, flaky)
+     SELECT $1::bigint, $2::int, $3::text, '', c.test_file, c.classname, c.name, c.status, c.time, c.message, c.output, c.failure_file, c.failure_line, c.muted,
             c.status = 'passed' AND EXISTS (SELECT 1 FROM gone g WHERE g.test_file = c.test_file AND g.classname = c.classname AND g.name = c.name AND g.status IN ('failed', 'error'))
-       FROM unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::float8[], $10::text[], $11::text[], $12::text[], $13::int[])
-            AS c(test_file, classname, name, status, time, message, output, failure_file, failure_line)`,
+       FROM unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::float8[], $10::text[], $11::text[], $12::text[], $13::int[], $14::bool[])
+            AS c(test_file, classname, name, status, time, message, output, failure_file, failure_line, muted)`,
     [
       sessionId,
       lane,
@@ -158,6 +160,7 @@ export async function recordRunCases(pool: Pool, sessionId: number, lane: number
       cases.map((c) => orNull(c.output)),
       cases.map((c) => (c.failureFile === null ? null : storableText(c.failureFile))),
       cases.map((c) => c.failureLine),
+      cases.map((c) => c.muted),
     ],
   );
 }
@@ -176,6 +179,7 @@ export interface CaseRow {
   failure_file: string | null;
   failure_line: number | null;
   flaky: boolean;
+  muted: boolean;
   worker: number;
 }
 
@@ -204,7 +208,7 @@ export async function listCases(db: Db, sessionId: number, f: CaseFilter): Promi
     where.push(`(classname || ' ' || name) ILIKE $${params.push(`%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)}`);
   }
   const { rows } = await db.query<CaseRow & { total: number }>(
-    `SELECT id::int AS id, test_file, file, classname, name, status, time, message, output, failure_file, failure_line, flaky, lane + 1 AS worker,
+    `SELECT id::int AS id, test_file, file, classname, name, status, time, message, output, failure_file, failure_line, flaky, muted, lane + 1 AS worker,
             count(*) OVER ()::int AS total
        FROM test_cases WHERE ${where.join(' AND ')}
       ORDER BY status NOT IN ('failed', 'error'), id

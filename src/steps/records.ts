@@ -20,6 +20,7 @@ import type * as sessionHooks from '../db/sessionHooks';
 import type * as sessions from '../db/sessions';
 import type * as sessionWorkers from '../db/sessionWorkers';
 import type * as testBatches from '../db/testBatches';
+import type * as mutedTests from '../db/mutedTests';
 import type * as testCases from '../db/testCases';
 import type * as testQueue from '../db/testQueue';
 import type { Scm } from '../core/types';
@@ -95,6 +96,7 @@ export interface BuildRecords {
   queueProgress: Bound<typeof testQueue.queueProgress>;
   replaceJUnitResults: Bound<typeof testCases.replaceJUnitResults>;
   recordRunCases: Bound<typeof testCases.recordRunCases>;
+  mutedTests: Bound<typeof mutedTests.mutedTestsOfSession>;
 
   // Cache entries (the bytes are in the blob store).
   findExactEntry: Bound<typeof cacheEntries.findExactEntry>;

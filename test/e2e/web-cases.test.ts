@@ -6,7 +6,8 @@
  * cases failing first with where each failed, filters and searches them, and shows the colours
  * as colours (failure box, live output) with no raw escape on the page; a file that fails
  * quietly (its report says why, its output nothing) shows its case's failure in its box. The
- * report page strips the colours; the suite's page charts the build and lists its failing tests. Screenshots land in test/screenshots/ (not committed).
+ * report page strips the colours; the suite's page charts the build and lists its failing tests. Muted from the build page, the
+ * failing tests leave the next build passed, listed as muted. Screenshots land in test/screenshots/ (not committed).
  */
 import { describeWithBrowser, openBrowser, signIn, type Browser } from '../support/browser';
 import { script, World } from '../support/world';
@@ -95,6 +96,21 @@ describeWithBrowser('web-cases.test.ts')('test cases and colours on the build pa
     await expect(page.locator(`svg.sc a[href="/builds/${build.session}"] rect.sc-failed`).count()).resolves.toBe(1);
     await expect(page.locator('[data-failing-tests]').innerText()).resolves.toMatch(/sum › adds up[\s\S]*failed in 1 of the last 1 build that ran it/);
     await screenshots('suite-page');
+
+    // Muted from the build page, both failing tests leave the next build passed, listed as muted.
+    await page.goto(`${w.sluice.url}/builds/${build.session}?cases=failing#cases`);
+    for (let left = 2; left > 0; left--) {
+      await page.locator('#cases form[data-mute] button').first().click();
+      // The page comes back with one button fewer.
+      await page.locator('#cases form[data-mute]').nth(left - 1).waitFor({ state: 'detached' });
+    }
+    const next = await w.build(repo, { branch: 'master', force: true });
+    expect((await w.eventsOf(next.session)).at(-1)).toMatchObject({ status: 'passed' });
+    await page.goto(`${w.sluice.url}/builds/${next.session}?cases=failing#cases`);
+    await expect(page.locator('#cases tr[data-case] .status-muted').count()).resolves.toBe(2);
+    await page.goto(`${w.sluice.url}/repos/${repo.id}/suites/${suite!.id}#muted`);
+    await expect(page.locator('[data-muted] tbody tr').allInnerTexts()).resolves.toEqual([expect.stringContaining('Ada'), expect.stringContaining('Ada')]);
+    await screenshots('suite-muted');
 
     // The report keeps the words and drops the colours.
     const report = await fetch(`${(await w.eventsOf(build.session)).at(-1)!.url as string}`).then((r) => r.text());

@@ -78,6 +78,31 @@ describe('GET /api/v1/repos/:repo/suites/:suite/insights', () => {
   });
 });
 
+describe('muted tests', () => {
+  it('are muted by a maintainer, listed with who and when, in the insights and the audit trail, and unmuted', async () => {
+    const maintainer = await addPerson(h.db.pool, h.config, { name: 'Mo', email: `mo-${randomUUID()}@example.test`, roles: { [s.orgId]: 'maintainer' } });
+    const viewer = await addPerson(h.db.pool, h.config, { name: 'Vi', email: `vi-${randomUUID()}@example.test`, roles: { [s.orgId]: 'viewer' } });
+    const url = `/api/v1/repos/${s.repoId}/suites/${s.suiteId}/muted`;
+    const asViewer = await h.request({ method: 'PUT', url, headers: { authorization: viewer.bearer }, payload: { classname: 'Cart', name: 'adds up' } });
+    expect(asViewer.statusCode).toBe(403);
+    const put = await h.request({ method: 'PUT', url, headers: { authorization: maintainer.bearer }, payload: { classname: 'Cart', name: 'adds up' } });
+    expect(put.statusCode).toBe(200);
+    expect(put.json()).toMatchObject({ classname: 'Cart', name: 'adds up', muted_by: expect.stringMatching(/^Mo <mo-/) });
+    const bad = await h.request({ method: 'PUT', url, headers: { authorization: maintainer.bearer }, payload: { classname: 'Cart' } });
+    expect(bad.json()).toMatchObject({ error: 'invalid request', field: 'name' });
+    const listed = await h.request({ method: 'GET', url, headers: { authorization: viewer.bearer } });
+    expect(listed.json()).toEqual([expect.objectContaining({ classname: 'Cart', name: 'adds up', muted_by: put.json().muted_by })]);
+    expect((await h.admin('GET', `/api/v1/repos/${s.repoId}/suites/${s.suiteId}/insights`)).json().muted).toEqual([expect.objectContaining({ name: 'adds up' })]);
+    const audit = await h.admin('GET', `/api/v1/orgs/${s.orgId}/audit`);
+    expect(JSON.stringify(audit.json())).toContain('test.mute');
+
+    const del = await h.request({ method: 'DELETE', url: `${url}?classname=Cart&name=adds%20up`, headers: { authorization: maintainer.bearer } });
+    expect(del.statusCode).toBe(204);
+    expect((await h.request({ method: 'DELETE', url: `${url}?classname=Cart&name=adds%20up`, headers: { authorization: maintainer.bearer } })).statusCode).toBe(404);
+    expect((await h.request({ method: 'GET', url, headers: { authorization: viewer.bearer } })).json()).toEqual([]);
+  });
+});
+
 describe('the suite page', () => {
   it('draws a bar a build linking to it, and lists the files and tests with their history', async () => {
     const viewer = await addPerson(h.db.pool, h.config, { name: 'Vi', email: `vi-${randomUUID()}@example.test`, roles: { [s.orgId]: 'viewer' } });

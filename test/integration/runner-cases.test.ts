@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { loadBuild, sessionCases } from '../../src/app/builds';
 import type { Config } from '../../src/config';
 import { pgBuildRecords } from '../../src/db/buildRecords';
+import { muteTest } from '../../src/db/mutedTests';
 import { enqueueTests } from '../../src/db/testQueue';
 import { runLane, type LaneDeps, type LaneJob } from '../../src/steps/tests/lane';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -55,14 +56,14 @@ const testFile = (suite: string, n: number, fails: string | false = false) =>
       : 'true',
   ].join('\n');
 
-async function session(files: Record<string, string>): Promise<{ sessionId: number; workdir: string }> {
+async function session(files: Record<string, string>): Promise<{ sessionId: number; suiteId: number; workdir: string }> {
   const s = await insertPostSession(db.pool, secretKey);
   const workdir = join(tmp, `session-${s.sessionId}`);
   await mkdir(join(workdir, 'test'), { recursive: true });
   await writeFile(join(workdir, 'run.sh'), RUNNER, { mode: 0o755 });
   for (const [name, body] of Object.entries(files)) await writeFile(join(workdir, 'test', name), `${body}\n`);
   await enqueueTests(db.pool, s.sessionId, Object.keys(files).map((name) => ({ path: `test/${name}`, estimateMs: 50 })));
-  return { sessionId: s.sessionId, workdir };
+  return { sessionId: s.sessionId, suiteId: s.suiteId, workdir };
 }
 
 const deps = (): LaneDeps => ({ records: pgBuildRecords(db.pool, Buffer.alloc(32)), runner: 'host-1', firstFailure: async () => undefined });
@@ -143,6 +144,33 @@ it('reports that name no file: a failed batch’s files run alone and each keeps
     ['test/b.sh', 'B', 'failed'],
     ['test/c.sh', 'C', 'passed'],
   ]);
+});
+
+describe('a muted test', () => {
+  const results = async (sessionId: number) =>
+    (await db.pool.query<{ path: string; status: string; output: string }>('SELECT path, status, output FROM test_results WHERE session_id = $1 ORDER BY path', [sessionId])).rows;
+
+  it('fails no file, pinned in a batch or run alone, and its case says it was muted; an unmuted failure still fails', async () => {
+    const unnamed = `printf '<testcase classname="Legacy" name="flaky clock"><failure message="off by one">boom</failure></testcase>'; exit 1`;
+    const s = await session({ 'a.sh': testFile('Cart', 2, 'total is wrong'), 'b.sh': unnamed, 'c.sh': testFile('Tax', 1, 'rounding') });
+    await muteTest(db.pool, s.suiteId, { classname: 'Cart', name: 'adds up' }, 'Mo');
+    await muteTest(db.pool, s.suiteId, { classname: 'Legacy', name: 'flaky clock' }, 'Mo');
+    await runLane(deps(), job(s));
+    const rows = await results(s.sessionId);
+    expect(rows.map((r) => [r.path, r.status])).toEqual([
+      ['test/a.sh', 'passed'],
+      ['test/b.sh', 'passed'],
+      ['test/c.sh', 'failed'],
+    ]);
+    expect(rows[0]!.output).toContain('[sluice] passed: its only failures are of muted tests (Cart › adds up)');
+    expect(rows[1]!.output).toContain('[sluice] passed: its only failures are of muted tests (Legacy › flaky clock)');
+    const failing = (await cases(s.sessionId, { status: 'failing' })).cases.map((c) => [c.test_file, c.classname, c.name, c.muted]);
+    expect(failing.sort()).toEqual([
+      ['test/a.sh', 'Cart', 'adds up', true],
+      ['test/b.sh', 'Legacy', 'flaky clock', true],
+      ['test/c.sh', 'Tax', 'adds up', false],
+    ]);
+  });
 });
 
 it('masks secrets in what is kept, and shows a quiet failed file’s case failures on the build page', async () => {

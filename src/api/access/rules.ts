@@ -103,6 +103,9 @@ const API: Record<string, Rule> = {
   'PATCH /api/v1/repos/:repo/suites/:suite': repo('maintainer', 'suite.update'),
   'DELETE /api/v1/repos/:repo/suites/:suite': repo('maintainer', 'suite.delete'),
   'GET /api/v1/repos/:repo/suites/:suite/insights': repo('viewer'),
+  'GET /api/v1/repos/:repo/suites/:suite/muted': repo('viewer'),
+  'PUT /api/v1/repos/:repo/suites/:suite/muted': repo('maintainer', 'test.mute'),
+  'DELETE /api/v1/repos/:repo/suites/:suite/muted': repo('maintainer', 'test.unmute'),
 
   'GET /api/v1/webhooks/:id': webhook('admin'),
   'PATCH /api/v1/webhooks/:id': webhook('admin', 'webhook.update'),
@@ -147,6 +150,7 @@ const WEB: Record<string, Rule> = {
   'GET /builds/:id/output': build('viewer'),
   'POST /builds/:id/stop': build('maintainer', 'session.stop'),
   'POST /builds/:id/rebuild': build('maintainer', 'session.rebuild'),
+  'POST /builds/:id/mute': build('maintainer', 'test.mute'),
 
   'GET /orgs': signedIn,
   'POST /orgs': installation('org.create'),
@@ -171,6 +175,7 @@ const WEB: Record<string, Rule> = {
   'GET /repos/:id': webRepo('maintainer'),
   'GET /repos/:id/branches': webRepo('viewer'),
   'GET /repos/:id/suites/:suite': webRepo('viewer'),
+  'POST /repos/:id/suites/:suite/unmute': webRepo('maintainer', 'test.unmute'),
   'POST /repos/:id/branches/:branch': webRepo('maintainer', 'branch.update'),
   'POST /repos/:id/suites': webRepo('maintainer', 'suite.create'),
   'POST /repos/:id/suites/:suite': webRepo('maintainer', 'suite.update'),

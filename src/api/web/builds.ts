@@ -12,6 +12,7 @@ import { parseId } from '../../app/errors';
 import { asHttpError, HttpError } from '../http';
 import { listBuilds, loadBuild, rebuildSession, requestStop, sessionCases, SessionList, type BuildPageData, type CasePage, type SessionListView, type SessionView } from '../../app/builds';
 import { sessionWorkflowLink } from '../../temporal/uiLink';
+import { muteFromBuild, mutedNowFor } from '../../app/mutes';
 import { ansiHtml } from './ansi';
 import { formatDuration, formatTime, formFields, notFoundPage, page, type WebScope } from './pages';
 import { formatBytes } from '../reportPage';
@@ -208,8 +209,8 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
     const live = liveView(build, Boolean(deps.stop), config, deps.workflowIds);
     // Stop and Rebuild are a maintainer's: a viewer does not get the buttons (the door would refuse them).
     const mayAct = decide(user, 'maintainer', request.accessOrg?.id ?? null, true).allowed;
-    const cases = await casesOf(id, request.query as CasesQuery);
-    return page(reply, 'build', { title: `Build #${id}`, section: 'builds', user, session: build.view, live, mayAct, timelineSvg: svgMarkup(live.timeline.picture), error, cases, ansi: ansiHtml }, status);
+    const [cases, mutedNow] = await Promise.all([casesOf(id, request.query as CasesQuery), mutedNowFor(deps.pool, id)]);
+    return page(reply, 'build', { title: `Build #${id}`, section: 'builds', user, session: build.view, live, mayAct, timelineSvg: svgMarkup(live.timeline.picture), error, cases, mutedNow, ansi: ansiHtml }, status);
   };
 
   // The build as it changes, for the open page: read every LIVE_POLL_MS, sent when it differs,
@@ -238,6 +239,22 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
     const user = requireUser(request, reply);
     if (!user) return reply;
     return buildPage(request, reply, user, parseId(request.params.id, 'build'), null);
+  });
+
+  // A failing case's Mute button: its suite's test runs on, its failures no longer fail builds.
+  web.post<{ Params: { id: string } }>('/builds/:id/mute', csrf, async (request, reply) => {
+    const user = requireUser(request, reply);
+    if (!user) return reply;
+    const id = parseId(request.params.id, 'build');
+    const v = formFields(request);
+    try {
+      await muteFromBuild(deps.pool, id, { classname: v.classname ?? '', name: v.name ?? '' }, user);
+    } catch (caught) {
+      const err = asHttpError(caught);
+      if (!err) throw caught;
+      return buildPage(request, reply, user, id, err.message, err.statusCode);
+    }
+    return reply.code(303).header('location', `/builds/${id}?cases=failing#cases`).send();
   });
 
   web.post<{ Params: { id: string } }>('/builds/:id/stop', csrf, async (request, reply) => {

@@ -6,6 +6,7 @@
  * rules and their messages are the API's; a refused field is shown next to the form it came from.
  */
 import { suiteInsights } from '../../app/insights';
+import { unmute } from '../../app/mutes';
 import { decide, stoppedBy } from '../../core/access';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
@@ -350,6 +351,17 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
 
   repoGet('/repos/:id/branches', branchesPage);
 
+  web.post<{ Params: { id: string; suite: string } }>('/repos/:id/suites/:suite/unmute', csrf, async (request, reply) => {
+    const user = requireUser(request, reply);
+    if (!user) return reply;
+    const repo = await findRepo(request.params.id);
+    if (!repo) return notFoundPage(reply, user, `repository ${request.params.id}`);
+    const v = formFields(request);
+    const done = await tryAction(() => unmute(pool, repo, request.params.suite, { classname: v.classname ?? '', name: v.name ?? '' }));
+    if (!done.ok) return notFoundPage(reply, user, 'such muted test');
+    return reply.code(303).header('location', `/repos/${repo.id}/suites/${encodeURIComponent(request.params.suite)}#muted`).send();
+  });
+
   // A suite's history at a glance (issue 37): its last builds' chart, pass rate, slowest files, flakiest and most failing tests.
   web.get<{ Params: { id: string; suite: string }; Querystring: { builds?: string } }>('/repos/:id/suites/:suite', async (request, reply) => {
     const user = requireUser(request, reply);
@@ -360,7 +372,9 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
     if (!found.ok) return notFoundPage(reply, user, `suite ${request.params.suite} of ${repo.org_name}/${repo.name}`);
     const insights = found.value;
     const title = `Suite ${insights.suite.branch} of ${repo.org_name}/${repo.name}`;
-    return page(reply, 'suite', { title, section: 'orgs', user, repo: heading(repo), insights, chartSvg: suiteChartSvg(insights.builds, `Test span of the last ${insights.builds.length === 1 ? 'build' : `${insights.builds.length} builds`} of ${title}`) });
+    // Unmuting is a maintainer's: a viewer sees the list without the buttons.
+    const mayChange = decide(user, 'maintainer', repo.org_id, true).allowed;
+    return page(reply, 'suite', { title, section: 'orgs', user, repo: heading(repo), insights, mayChange, mutedAt: (d: Date) => formatTime(d), chartSvg: suiteChartSvg(insights.builds, `Test span of the last ${insights.builds.length === 1 ? 'build' : `${insights.builds.length} builds`} of ${title}`) });
   });
 
   // Each button sends one toggle: `enabled` or `locked_visible`, `true` or `false`.

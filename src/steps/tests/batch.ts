@@ -50,7 +50,21 @@ export interface BatchPlace {
   processGroups?: ProcessGroups;
   runAs?: BuildUser;
   sandbox?: Sandbox;
+  /** The suite's muted tests (mutedKey): their failures do not fail a file. */
+  muted?: ReadonlySet<string>;
 }
+
+/** How a muted test is known: its classname and name, as its reports give them. */
+export const mutedKey = (classname: string, name: string): string => `${classname}\u0000${name}`;
+
+const failing = (c: { status: string }): boolean => c.status === 'failed' || c.status === 'error';
+
+/** Whether a run's reports hold failures, and every one of them is of a muted test. */
+const onlyMutedFailures = (cases: readonly ReportedCase[]): boolean => cases.some(failing) && cases.every((c) => !failing(c) || c.muted);
+
+/** What a file's output says when its only failures were muted tests'. */
+const mutedNote = (cases: readonly ReportedCase[]): string =>
+  `[sluice] passed: its only failures are of muted tests (${[...new Set(cases.filter((c) => c.muted).map((c) => (c.classname ? `${c.classname} › ${c.name}` : c.name)))].join(', ')})\n`;
 
 export interface BatchFile {
   path: string;
@@ -115,8 +129,9 @@ export async function runBatch(place: BatchPlace, files: readonly BatchFile[]): 
     await finishBatch(place, batchId, { status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note: null });
     return [{ path: files[0]!.path, status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, batchId, startedAt }];
   }
-  // Not whole: each file by what the reports say of it, else by a run of its own.
-  const verdicts = pinFailures(paths, run.cases, place.tree);
+  // Not whole: each file by what the reports say of it (a muted test's failure counts as a
+  // pass), else by a run of its own.
+  const verdicts = pinFailures(paths, run.cases.map((c) => (c.muted ? { ...c, status: 'passed' as const } : c)), place.tree);
   const results: BatchFileResult[] = [];
   const alone: string[] = [];
   for (const v of verdicts) {
@@ -124,13 +139,14 @@ export async function runBatch(place: BatchPlace, files: readonly BatchFile[]): 
       alone.push(v.path);
       continue;
     }
-    const failing = run.cases.filter((c) => c.path === v.path && (c.status === 'failed' || c.status === 'error'));
+    const mine = run.cases.filter((c) => c.path === v.path);
+    const failures = mine.filter((c) => failing(c) && !c.muted);
     results.push({
       path: v.path,
       status: v.status,
       exitCode: run.result.exitCode,
       durationMs: durations.get(v.path)!,
-      output: maskOutput(failing.map((c) => c.text).join('\n\n'), place.secretValues),
+      output: v.status === 'passed' && mine.some((c) => c.muted) ? mutedNote(mine) : maskOutput(failures.map((c) => c.text).join('\n\n'), place.secretValues),
       batchId,
       startedAt,
     });
@@ -159,13 +175,14 @@ export async function runBatch(place: BatchPlace, files: readonly BatchFile[]): 
 export async function runAlone(place: BatchPlace, file: string, id: string, run = 1): Promise<Omit<BatchFileResult, 'batchId'> & { batchId: null }> {
   const startedAt = new Date();
   const source: OutputSource = { kind: 'file', worker: place.lane + 1, path: file, attempt: place.attempt ?? 1, run };
-  const { result } = await runCommand(place, [file], id, place.timeoutMs, source);
+  const { result, cases } = await runCommand(place, [file], id, place.timeoutMs, source);
+  const muted = result.status !== 'passed' && onlyMutedFailures(cases);
   return {
     path: file,
-    status: result.status,
+    status: muted ? 'passed' : result.status,
     exitCode: result.exitCode,
     durationMs: result.durationMs,
-    output: maskOutput(result.output, place.secretValues),
+    output: maskOutput(result.output, place.secretValues) + (muted ? mutedNote(cases) : ''),
     batchId: null,
     startedAt,
   };
@@ -190,6 +207,8 @@ interface ReportedCase extends BatchCase {
   name: string;
   message: string | null;
   output: string | null;
+  /** A failure of a muted test. */
+  muted: boolean;
 }
 
 /**
@@ -227,6 +246,7 @@ async function runCommand(
       sandbox: place.sandbox,
     }));
     const cases = await readReports(reportDir, place.tree, place.sandbox ? { tree: place.tree, home: place.home } : null);
+    for (const c of cases) c.muted = failing(c) && (place.muted?.has(mutedKey(c.classname, c.name)) ?? false);
     // A failed batch's cases that name no file of it are left out: its files they could be of are
     // the ones it cannot pin, and each runs again alone, reporting its own.
     const kept = runCases(place, files, cases).filter((c) => c.testFile !== null || result.status === 'passed' || files.length === 1);
@@ -262,6 +282,7 @@ async function readReports(dir: string, tree: string, sandboxed: SandboxDirs | n
         name: c.name,
         message: c.message,
         output: c.output,
+        muted: false,
       });
     }
   }
@@ -285,7 +306,6 @@ function runCases(place: BatchPlace, files: readonly string[], cases: readonly R
   let text = 0;
   return cases.slice(0, MAX_RUN_CASES).map((c) => {
     const testFile = c.path !== null && ours.has(c.path) ? c.path : files.length === 1 ? files[0]! : null;
-    const failing = c.status === 'failed' || c.status === 'error';
     let message = c.message === null ? null : maskOutput(c.message, place.secretValues);
     let output = c.output === null ? null : maskOutput(c.output, place.secretValues);
     text += (message?.length ?? 0) + (output?.length ?? 0);
@@ -293,8 +313,8 @@ function runCases(place: BatchPlace, files: readonly string[], cases: readonly R
       message = message?.slice(0, CUT_MESSAGE) ?? null;
       output = null;
     }
-    const at = failing ? failureLocation(`${c.message ?? ''}\n${c.output ?? ''}`, testFile, inTree) : null;
-    return { testFile, classname: c.classname, name: c.name, status: c.status, time: c.time, message, output, failureFile: at?.file ?? null, failureLine: at?.line ?? null };
+    const at = failing(c) ? failureLocation(`${c.message ?? ''}\n${c.output ?? ''}`, testFile, inTree) : null;
+    return { testFile, classname: c.classname, name: c.name, status: c.status, time: c.time, message, output, failureFile: at?.file ?? null, failureLine: at?.line ?? null, muted: c.muted };
   });
 }
 

@@ -26,7 +26,7 @@ import type { BuildUser, ProcessGroups } from '../isolation/process';
 import type { BuildRecords } from '../records';
 import type { Sandbox } from '../isolation/sandbox';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { runAlone, runBatch, type BatchPlace } from './batch';
+import { type BatchPlace, mutedKey, runAlone, runBatch } from './batch';
 import { runTestFile } from './runTestFile';
 import { runFilesFromShell } from './shellDriver';
 
@@ -104,7 +104,9 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
   // An earlier attempt of this lane lost its runner: what it held goes back now, not at lease end.
   await records.releaseClaims(job.sessionId, { lane: job.lane, exceptToken: claim.token });
   const batches = isBatchCommand(job.command);
-  const runs = runner(deps, job);
+  // The suite's muted tests, as this lane starts: their failures in the reports do not fail a file.
+  const muted = batches ? new Set((await records.mutedTests(job.sessionId)).map((t) => mutedKey(t.classname, t.name))) : new Set<string>();
+  const runs = runner(deps, job, muted);
 
   // What this lane runs is stopped when another lane took it over: its result would not count.
   const running = new Map<string, AbortController>();
@@ -189,7 +191,7 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
 }
 
 /** How a lane runs what it claimed: file by file, as a batch, and again for a failing file. */
-function runner(deps: LaneDeps, job: LaneJob) {
+function runner(deps: LaneDeps, job: LaneJob, muted: ReadonlySet<string>) {
   const note = job.note ?? '';
   const place = (signal: AbortSignal): BatchPlace => ({
     records: deps.records,
@@ -207,6 +209,7 @@ function runner(deps: LaneDeps, job: LaneJob) {
     processGroups: deps.processGroups,
     runAs: deps.runAs,
     sandbox: deps.sandbox,
+    muted,
   });
 
   /** One file in a process of its own; `run` is which run of it this is here (a retry's is 2 or more), for its live output. */

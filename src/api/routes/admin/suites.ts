@@ -5,8 +5,9 @@ import { z } from 'zod';
 import type { ApiDeps } from '../../deps';
 import { loadRepo } from '../../../app/repos';
 import { InsightsQuery, suiteInsights } from '../../../app/insights';
+import { mute, MutedTest, mutedTestsOf, unmute } from '../../../app/mutes';
 import { createSuite, CreateSuite, PatchSuite, suitesOf, suiteView, updateSuite } from '../../../app/suites';
-import { described, documented, errors, RepoParams, SuiteParams } from '../../openapi/shapes';
+import { described, documented, errors, NoBody, RepoParams, SuiteParams } from '../../openapi/shapes';
 
 const Suite = described('the suite: `id`, `repo_id`, `branch`, its settings as set, `last_built_commit`, `created_at`');
 
@@ -29,7 +30,19 @@ export function registerSuiteRoutes(app: FastifyInstance, deps: ApiDeps): void {
     return suiteView(await updateSuite(pool, repo, parseId(request.params.suite, 'suite'), request.body));
   });
 
-  app.get<{ Params: { repo: string; suite: string } }>('/repos/:repo/suites/:suite/insights', documented({ tag: 'suites', summary: 'A suite’s history at a glance', description: 'Its last ended builds (status, `tests_ms` exec → post_build, `whole_ms`), its pass rate, its slowest files (median duration), and the tests that flaked or failed in most of those builds, with the builds.', params: SuiteParams, querystring: InsightsQuery, response: { 200: described('`{suite, builds, pass_rate, slowest_files, flaky_tests, failing_tests}`'), ...errors(400, 404) } }), async (request) =>
+  app.get<{ Params: { repo: string; suite: string } }>('/repos/:repo/suites/:suite/insights', documented({ tag: 'suites', summary: 'A suite’s history at a glance', description: 'Its last ended builds (status, `tests_ms` exec → post_build, `whole_ms`), its pass rate, its slowest files (median duration), and the tests that flaked or failed in most of those builds, with the builds.', params: SuiteParams, querystring: InsightsQuery, response: { 200: described('`{suite, builds, pass_rate, slowest_files, flaky_tests, failing_tests, muted}`'), ...errors(400, 404) } }), async (request) =>
     suiteInsights(deps, await loadRepo(pool, request.params.repo), request.params.suite, request.query),
   );
+
+  const MutedRow = z.object({ classname: z.string(), name: z.string(), muted_by: z.string(), muted_at: z.date() });
+  app.get<{ Params: { repo: string; suite: string } }>('/repos/:repo/suites/:suite/muted', documented({ tag: 'suites', summary: 'A suite’s muted tests', description: 'They run and report; their failures do not fail builds.', params: SuiteParams, response: { 200: z.array(MutedRow), ...errors(404) } }), async (request) =>
+    mutedTestsOf(pool, await loadRepo(pool, request.params.repo), request.params.suite),
+  );
+  app.put<{ Params: { repo: string; suite: string } }>('/repos/:repo/suites/:suite/muted', documented({ tag: 'suites', summary: 'Mute a test', description: 'From the next build on, a failure of this test (its classname and name, as its reports give them) does not fail its file; it is still run, reported and listed as muted.', params: SuiteParams, body: MutedTest, response: { 200: MutedRow, ...errors(400, 404) } }), async (request) =>
+    mute(pool, await loadRepo(pool, request.params.repo), request.params.suite, request.body ?? {}, request.principal!),
+  );
+  app.delete<{ Params: { repo: string; suite: string } }>('/repos/:repo/suites/:suite/muted', documented({ tag: 'suites', summary: 'Unmute a test', params: SuiteParams, querystring: MutedTest, response: { 204: NoBody, ...errors(400, 404) } }), async (request, reply) => {
+    await unmute(pool, await loadRepo(pool, request.params.repo), request.params.suite, request.query);
+    return reply.code(204).send();
+  });
 }
