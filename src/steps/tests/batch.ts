@@ -87,9 +87,12 @@ export interface BatchFileResult {
 /** Report files read from one batch at most, and bytes of each. */
 const MAX_REPORTS = 200;
 const MAX_REPORT_BYTES = 16 * 1024 * 1024;
-/** Cases one run's reports store at most, and characters of failure text (messages and stack traces) across them. */
-export const MAX_RUN_CASES = 20_000;
-export const MAX_RUN_CASE_TEXT = 8 * 1024 * 1024;
+/**
+ * Cases one run's reports store at most, and characters of failure text (messages and stack
+ * traces) across them, and of names (beyond it, the cases that follow are not kept).
+ */
+export const MAX_RUN_CASES = 100_000;
+export const MAX_RUN_CASE_TEXT = 16 * 1024 * 1024;
 /** Beyond MAX_RUN_CASE_TEXT, what a failing case keeps of its message. */
 const CUT_MESSAGE = 1024;
 
@@ -267,7 +270,7 @@ async function readReports(dir: string, tree: string, sandboxed: SandboxDirs | n
     const { text } = await readCapped(path.join(entry.parentPath, entry.name), MAX_REPORT_BYTES);
     // Suites of different report files are apart: their numbers start again in each.
     const offset = (reportIndex += 1) * 1_000_000;
-    for (const c of parseJUnit(text, { suites: true }).cases) {
+    for (const c of parseJUnit(text, { suites: true, maxCases: MAX_RUN_CASES }).cases) {
       const suite = c.suite ? { id: c.suite.id + offset, time: c.suite.time } : undefined;
       // A path the sandbox showed (SANDBOX_TREE/…) as the host knows it.
       const file = c.file && sandboxed ? outsideSandbox(sandboxed, c.file) : c.file;
@@ -304,7 +307,12 @@ function runCases(place: BatchPlace, files: readonly string[], cases: readonly R
     return rel === '' || rel.startsWith('..') || path.isAbsolute(rel) ? null : rel.split(path.sep).join('/');
   };
   let text = 0;
-  return cases.slice(0, MAX_RUN_CASES).map((c) => {
+  let names = 0;
+  const kept: RunCase[] = [];
+  for (const c of cases.slice(0, MAX_RUN_CASES)) {
+    // Names count too: what one run sends (to the API, from a runner with a token) stays bounded.
+    names += c.classname.length + c.name.length + (c.path?.length ?? 0);
+    if (names > MAX_RUN_CASE_TEXT) break;
     const testFile = c.path !== null && ours.has(c.path) ? c.path : files.length === 1 ? files[0]! : null;
     let message = c.message === null ? null : maskOutput(c.message, place.secretValues);
     let output = c.output === null ? null : maskOutput(c.output, place.secretValues);
@@ -314,8 +322,9 @@ function runCases(place: BatchPlace, files: readonly string[], cases: readonly R
       output = null;
     }
     const at = failing(c) ? failureLocation(`${c.message ?? ''}\n${c.output ?? ''}`, testFile, inTree) : null;
-    return { testFile, classname: c.classname, name: c.name, status: c.status, time: c.time, message, output, failureFile: at?.file ?? null, failureLine: at?.line ?? null, muted: c.muted };
-  });
+    kept.push({ testFile, classname: c.classname, name: c.name, status: c.status, time: c.time, message, output, failureFile: at?.file ?? null, failureLine: at?.line ?? null, muted: c.muted });
+  }
+  return kept;
 }
 
 /** The last `[sluice] …` note of a process's output (a time-out, a signal). */
