@@ -46,6 +46,7 @@ import {
   listTests,
   listTestsPage,
   reportTokenOf,
+  suiteAndRepoOfSession,
   type SessionListRow,
   type SessionWithRepo,
   type TestRow,
@@ -181,15 +182,18 @@ const FAILURE_TAIL_CHARS = 4_000;
 export async function loadBuild({ pool, config }: Pick<AppDeps, 'pool' | 'config'>, id: number) {
   const view = await loadSessionView(pool, config, id);
   if (!view) return undefined;
-  const [open, parts, failures, setup, pinned] = await Promise.all([
+  const [open, parts, failures, setup, pinned, suite] = await Promise.all([
     hasEnded(view.status) ? [] : listOpenFiles(pool, id),
     listPlanParts(pool, id),
     view.counts.failed + view.counts.error > 0 ? listFailedOutputs(pool, id, FAILURES_SHOWN, FAILURE_TAIL_CHARS) : [],
     // While it runs, the session's timing keys are written at its end: its workers' say how far setup went.
     hasEnded(view.status) ? {} : setupTiming(pool, id),
     hasEnded(view.status) ? imageDigestsOfBuild(pool, id) : {},
+    suiteAndRepoOfSession(pool, id),
   ]);
-  return { view, open, parts, failures: await explainedFailures(pool, id, failures), setup, pinsImages: Object.keys(pinned).length > 0 };
+  // Its suite's page: the build among its neighbours.
+  const suitePath = suite ? `/repos/${suite.repoId}/suites/${suite.suiteId}` : null;
+  return { view, open, parts, failures: await explainedFailures(pool, id, failures), setup, pinsImages: Object.keys(pinned).length > 0, suitePath };
 }
 
 /**

@@ -4,12 +4,13 @@
  * tests that flaked or failed most in those builds, each with the builds it was, and its muted tests.
  */
 import { z } from 'zod';
-import { recentBuilds, slowestFiles, testsThat, type SlowFileRow } from '../db/insights';
+import { recentBuilds, slowestFiles, testRuns, testsThat, type SlowFileRow } from '../db/insights';
 import { listMutedTests, type MutedTestRow } from '../db/mutedTests';
 import type { RepoRow } from '../db/repos';
 import { findSuiteOfRepo } from '../db/removal';
 import type { AppDeps } from './deps';
 import { notFound, parseId, validate } from './errors';
+import { MutedTest } from './mutes';
 
 export const InsightsQuery = z.object({
   builds: z.coerce.number().int().min(2).max(100).default(30).describe('how many of its last ended builds to look at'),
@@ -84,5 +85,34 @@ export async function suiteInsights({ pool }: Pick<AppDeps, 'pool'>, repo: RepoR
     flaky_tests: flaky,
     failing_tests: failing,
     muted,
+  };
+}
+
+export const HistoryQuery = InsightsQuery.extend(MutedTest.shape);
+
+export interface TestHistoryView {
+  test: { classname: string; name: string };
+  /** The builds looked at that ran it, newest first: its status in each. */
+  runs: { session: number; status: string; duration_ms: number | null; flaky: boolean; muted: boolean }[];
+  /** How many of them it failed (or erred) in, and flaked in. */
+  failed: number;
+  flaked: number;
+  /** The builds looked at (the suite's last ended ones), whether they ran it or not. */
+  builds: number;
+}
+
+/** One test's history in the suite's last builds: "failed in 3 of the last 20 builds that ran it". */
+export async function testHistory({ pool }: Pick<AppDeps, 'pool'>, repo: RepoRow, suiteRef: string, query: unknown): Promise<TestHistoryView> {
+  const suite = await findSuiteOfRepo(pool, repo.id, parseId(suiteRef, 'suite'));
+  if (!suite) throw notFound('suite');
+  const { builds: window, classname, name } = validate(HistoryQuery, query, 'query');
+  const ids = (await recentBuilds(pool, suite.id, window)).map((r) => r.id);
+  const runs = await testRuns(pool, ids, { classname, name });
+  return {
+    test: { classname, name },
+    runs: runs.map((r) => ({ session: r.session_id, status: r.status, duration_ms: r.time === null ? null : Math.round(r.time * 1000), flaky: r.flaky, muted: r.muted })),
+    failed: runs.filter((r) => r.status === 'failed' || r.status === 'error').length,
+    flaked: runs.filter((r) => r.flaky).length,
+    builds: ids.length,
   };
 }

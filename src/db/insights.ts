@@ -79,3 +79,22 @@ export async function testsThat(db: Db, kind: 'flaky' | 'failing', sessions: rea
   );
   return rows.map((r) => ({ ...r, sessions: r.sessions.map(Number) }));
 }
+
+export interface TestRunRow {
+  session_id: number;
+  status: string;
+  time: number | null;
+  flaky: boolean;
+  muted: boolean;
+}
+
+/** One test (classname and name) in each of `sessions` that ran it, newest first. */
+export async function testRuns(db: Db, sessions: readonly number[], test: { classname: string; name: string }): Promise<TestRunRow[]> {
+  const { rows } = await db.query<TestRunRow & { session_id: string }>(
+    `SELECT DISTINCT ON (session_id) session_id, status, time, flaky, muted FROM test_cases
+      WHERE session_id = ANY($1::bigint[]) AND classname = $2 AND name = $3
+      ORDER BY session_id DESC, id DESC`,
+    [sessions, test.classname, test.name],
+  );
+  return rows.map((r) => ({ ...r, session_id: Number(r.session_id) }));
+}

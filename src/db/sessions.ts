@@ -516,6 +516,11 @@ export async function imageDigestsOfBuild(db: Db, sessionId: number): Promise<Re
 
 /** The suite a session is of; undefined when there is no such session. */
 export async function suiteOfSession(db: Db, sessionId: number): Promise<number | undefined> {
-  const { rows } = await db.query<{ suite_id: string }>('SELECT suite_id FROM sessions WHERE id = $1', [sessionId]);
-  return rows[0] ? Number(rows[0].suite_id) : undefined;
+  return (await suiteAndRepoOfSession(db, sessionId))?.suiteId;
+}
+
+/** The suite a session is of, and its repository. */
+export async function suiteAndRepoOfSession(db: Db, sessionId: number): Promise<{ suiteId: number; repoId: number } | undefined> {
+  const { rows } = await db.query<{ suite_id: string; repo_id: string }>('SELECT s.suite_id, su.repo_id FROM sessions s JOIN suites su ON su.id = s.suite_id WHERE s.id = $1', [sessionId]);
+  return rows[0] ? { suiteId: Number(rows[0].suite_id), repoId: Number(rows[0].repo_id) } : undefined;
 }

@@ -90,12 +90,17 @@ describeWithBrowser('web-cases.test.ts')('test cases and colours on the build pa
     await expect(rows.nth(0).innerText()).resolves.toContain('beta › works');
 
     // The suite's page: the build as a bar of its chart, and the tests that failed in it.
-    const [suite] = (await w.sluice.admin('GET', `/api/v1/repos/${repo.id}/suites`)) as { id: number }[];
-    await page.goto(`${w.sluice.url}/repos/${repo.id}/suites/${suite!.id}`);
+    await page.goto(`${w.sluice.url}/builds/${build.session}`);
+    await Promise.all([page.waitForURL(/\/repos\/\d+\/suites\/\d+$/), page.getByRole('link', { name: 'Its suite’s history' }).click()]);
+    const suitePage = page.url();
     await expect(page.getByRole('img', { name: /^Test span of the last build of Suite master/ }).isVisible()).resolves.toBe(true);
     await expect(page.locator(`svg.sc a[href="/builds/${build.session}"] rect.sc-failed`).count()).resolves.toBe(1);
     await expect(page.locator('[data-failing-tests]').innerText()).resolves.toMatch(/sum › adds up[\s\S]*failed in 1 of the last 1 build that ran it/);
     await screenshots('suite-page');
+    // A case's history, from its row on the build page.
+    await page.goto(`${w.sluice.url}/builds/${build.session}?cases=failing#cases`);
+    await Promise.all([page.waitForURL(/#history$/), page.locator('#cases tr[data-case]', { hasText: 'adds up' }).getByRole('link', { name: 'history' }).click()]);
+    await expect(page.locator('[data-history-summary]').innerText()).resolves.toBe('Failed in 1 of the last 1 build that ran it.');
 
     // Muted from the build page, both failing tests leave the next build passed, listed as muted.
     await page.goto(`${w.sluice.url}/builds/${build.session}?cases=failing#cases`);
@@ -108,7 +113,7 @@ describeWithBrowser('web-cases.test.ts')('test cases and colours on the build pa
     expect((await w.eventsOf(next.session)).at(-1)).toMatchObject({ status: 'passed' });
     await page.goto(`${w.sluice.url}/builds/${next.session}?cases=failing#cases`);
     await expect(page.locator('#cases tr[data-case] .status-muted').count()).resolves.toBe(2);
-    await page.goto(`${w.sluice.url}/repos/${repo.id}/suites/${suite!.id}#muted`);
+    await page.goto(`${suitePage}#muted`);
     await expect(page.locator('[data-muted] tbody tr').allInnerTexts()).resolves.toEqual([expect.stringContaining('Ada'), expect.stringContaining('Ada')]);
     await screenshots('suite-muted');
 

@@ -78,6 +78,31 @@ describe('GET /api/v1/repos/:repo/suites/:suite/insights', () => {
   });
 });
 
+describe('one test’s history', () => {
+  it('says in how many of the builds that ran it the test failed and flaked, newest first, in the API and on the page', async () => {
+    const res = await h.admin('GET', `/api/v1/repos/${s.repoId}/suites/${s.suiteId}/history?classname=Cart&name=adds%20up`);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({
+      test: { classname: 'Cart', name: 'adds up' },
+      runs: [
+        { session: builds[4], status: 'passed', duration_ms: null, flaky: false, muted: false },
+        { session: builds[3], status: 'error', duration_ms: null, flaky: false, muted: false },
+        { session: builds[2], status: 'passed', duration_ms: null, flaky: true, muted: false },
+        { session: builds[1], status: 'failed', duration_ms: null, flaky: false, muted: false },
+        { session: builds[0], status: 'passed', duration_ms: null, flaky: true, muted: false },
+      ],
+      failed: 2,
+      flaked: 2,
+      builds: 5,
+    });
+    expect((await h.admin('GET', `/api/v1/repos/${s.repoId}/suites/${s.suiteId}/history?classname=Cart`)).json()).toMatchObject({ field: 'name' });
+    const viewer = await addPerson(h.db.pool, h.config, { name: 'Vi', email: `vi-${randomUUID()}@example.test`, roles: { [s.orgId]: 'viewer' } });
+    const page = await h.request({ method: 'GET', url: `/repos/${s.repoId}/suites/${s.suiteId}?classname=Cart&name=adds%20up`, headers: { cookie: viewer.cookie } });
+    expect(page.body).toContain('<p data-history-summary>Failed in 2 of the last 5 builds that ran it, flaked in 2.</p>');
+    expect(page.body).toContain(`href="/builds/${builds[1]}?q=adds%20up#cases" title="#${builds[1]}: failed">#${builds[1]} failed</a>`);
+  });
+});
+
 describe('muted tests', () => {
   it('are muted by a maintainer, listed with who and when, in the insights and the audit trail, and unmuted', async () => {
     const maintainer = await addPerson(h.db.pool, h.config, { name: 'Mo', email: `mo-${randomUUID()}@example.test`, roles: { [s.orgId]: 'maintainer' } });

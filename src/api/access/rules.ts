@@ -103,6 +103,7 @@ const API: Record<string, Rule> = {
   'PATCH /api/v1/repos/:repo/suites/:suite': repo('maintainer', 'suite.update'),
   'DELETE /api/v1/repos/:repo/suites/:suite': repo('maintainer', 'suite.delete'),
   'GET /api/v1/repos/:repo/suites/:suite/insights': repo('viewer'),
+  'GET /api/v1/repos/:repo/suites/:suite/history': repo('viewer'),
   'GET /api/v1/repos/:repo/suites/:suite/muted': repo('viewer'),
   'PUT /api/v1/repos/:repo/suites/:suite/muted': repo('maintainer', 'test.mute'),
   'DELETE /api/v1/repos/:repo/suites/:suite/muted': repo('maintainer', 'test.unmute'),

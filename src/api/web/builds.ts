@@ -189,7 +189,6 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
     return page(reply, 'builds', { ...base, sessions, older, error: null });
   });
 
-  /** A build: status, counts, files, timeline; Stop while it runs, Rebuild once it ended; live (assets/build.js). */
   /**
    * The build's test cases as its page lists them: a page of CASES_PER_PAGE, failing first,
    * filtered by the form's status and words (`?cases=&q=&cases_page=`); a filter that is not
@@ -203,6 +202,7 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
     return { ...found, status: status ?? '', q, pages: Math.max(1, Math.ceil(found.total / CASES_PER_PAGE)) };
   };
 
+  /** A build: status, counts, files, timeline; Stop while it runs, Rebuild once it ended; live (assets/build.js). */
   const buildPage = async (request: FastifyRequest, reply: FastifyReply, user: SignedIn, id: number, error: string | null, status = 200) => {
     const build = await loadBuild(deps, id);
     if (!build) return notFoundPage(reply, user, `build #${id}`);
@@ -210,7 +210,7 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
     // Stop and Rebuild are a maintainer's: a viewer does not get the buttons (the door would refuse them).
     const mayAct = decide(user, 'maintainer', request.accessOrg?.id ?? null, true).allowed;
     const [cases, mutedNow] = await Promise.all([casesOf(id, request.query as CasesQuery), mutedNowFor(deps.pool, id)]);
-    return page(reply, 'build', { title: `Build #${id}`, section: 'builds', user, session: build.view, live, mayAct, timelineSvg: svgMarkup(live.timeline.picture), error, cases, mutedNow, ansi: ansiHtml }, status);
+    return page(reply, 'build', { title: `Build #${id}`, section: 'builds', user, session: build.view, live, mayAct, timelineSvg: svgMarkup(live.timeline.picture), error, cases, mutedNow, suitePath: build.suitePath, ansi: ansiHtml }, status);
   };
 
   // The build as it changes, for the open page: read every LIVE_POLL_MS, sent when it differs,

@@ -5,7 +5,7 @@
  * body and calls the same operation of the application layer as the JSON route (app/), so the
  * rules and their messages are the API's; a refused field is shown next to the form it came from.
  */
-import { suiteInsights } from '../../app/insights';
+import { suiteInsights, testHistory } from '../../app/insights';
 import { unmute } from '../../app/mutes';
 import { decide, stoppedBy } from '../../core/access';
 import type { FastifyInstance, FastifyReply } from 'fastify';
@@ -363,7 +363,7 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
   });
 
   // A suite's history at a glance (issue 37): its last builds' chart, pass rate, slowest files, flakiest and most failing tests.
-  web.get<{ Params: { id: string; suite: string }; Querystring: { builds?: string } }>('/repos/:id/suites/:suite', async (request, reply) => {
+  web.get<{ Params: { id: string; suite: string }; Querystring: { builds?: string; classname?: string; name?: string } }>('/repos/:id/suites/:suite', async (request, reply) => {
     const user = requireUser(request, reply);
     if (!user) return reply;
     const repo = await findRepo(request.params.id);
@@ -371,10 +371,12 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
     const found = await tryAction(() => suiteInsights(deps, repo, request.params.suite, { builds: /^\d{1,3}$/.test(request.query.builds ?? '') ? request.query.builds : undefined }));
     if (!found.ok) return notFoundPage(reply, user, `suite ${request.params.suite} of ${repo.org_name}/${repo.name}`);
     const insights = found.value;
+    // `?classname=&name=`: one test's history too (a case's link on a build page).
+    const history = request.query.name ? await tryAction(() => testHistory(deps, repo, request.params.suite, { classname: request.query.classname ?? '', name: request.query.name })) : null;
     const title = `Suite ${insights.suite.branch} of ${repo.org_name}/${repo.name}`;
     // Unmuting is a maintainer's: a viewer sees the list without the buttons.
     const mayChange = decide(user, 'maintainer', repo.org_id, true).allowed;
-    return page(reply, 'suite', { title, section: 'orgs', user, repo: heading(repo), insights, mayChange, mutedAt: (d: Date) => formatTime(d), chartSvg: suiteChartSvg(insights.builds, `Test span of the last ${insights.builds.length === 1 ? 'build' : `${insights.builds.length} builds`} of ${title}`) });
+    return page(reply, 'suite', { title, section: 'orgs', user, repo: heading(repo), insights, history: history?.ok ? history.value : null, mayChange, mutedAt: (d: Date) => formatTime(d), chartSvg: suiteChartSvg(insights.builds, `Test span of the last ${insights.builds.length === 1 ? 'build' : `${insights.builds.length} builds`} of ${title}`) });
   });
 
   // Each button sends one toggle: `enabled` or `locked_visible`, `true` or `false`.

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { ApiDeps } from '../../deps';
 import { loadRepo } from '../../../app/repos';
-import { InsightsQuery, suiteInsights } from '../../../app/insights';
+import { HistoryQuery, InsightsQuery, suiteInsights, testHistory } from '../../../app/insights';
 import { mute, MutedTest, mutedTestsOf, unmute } from '../../../app/mutes';
 import { createSuite, CreateSuite, PatchSuite, suitesOf, suiteView, updateSuite } from '../../../app/suites';
 import { described, documented, errors, NoBody, RepoParams, SuiteParams } from '../../openapi/shapes';
@@ -32,6 +32,10 @@ export function registerSuiteRoutes(app: FastifyInstance, deps: ApiDeps): void {
 
   app.get<{ Params: { repo: string; suite: string } }>('/repos/:repo/suites/:suite/insights', documented({ tag: 'suites', summary: 'A suite’s history at a glance', description: 'Its last ended builds (status, `tests_ms` exec → post_build, `whole_ms`), its pass rate, its slowest files (median duration), and the tests that flaked or failed in most of those builds, with the builds.', params: SuiteParams, querystring: InsightsQuery, response: { 200: described('`{suite, builds, pass_rate, slowest_files, flaky_tests, failing_tests, muted}`'), ...errors(400, 404) } }), async (request) =>
     suiteInsights(deps, await loadRepo(pool, request.params.repo), request.params.suite, request.query),
+  );
+
+  app.get<{ Params: { repo: string; suite: string } }>('/repos/:repo/suites/:suite/history', documented({ tag: 'suites', summary: 'One test’s history in a suite', description: 'Its status in each of the suite’s last ended builds that ran it (by classname and name, as its reports give them), newest first, and how many it failed and flaked in.', params: SuiteParams, querystring: HistoryQuery, response: { 200: described('`{test, runs: [{session, status, duration_ms, flaky, muted}], failed, flaked, builds}`'), ...errors(400, 404) } }), async (request) =>
+    testHistory(deps, await loadRepo(pool, request.params.repo), request.params.suite, request.query),
   );
 
   const MutedRow = z.object({ classname: z.string(), name: z.string(), muted_by: z.string(), muted_at: z.date() });
