@@ -4,7 +4,7 @@
  * tests that flaked or failed most in those builds, each with the builds it was, and its muted tests.
  */
 import { z } from 'zod';
-import { recentBuilds, slowestFiles, testRuns, testsThat, type SlowFileRow } from '../db/insights';
+import { recentBuilds, slowestFiles, testRuns, testsThat, type SlowFileRow, type TestHistoryRow } from '../db/insights';
 import { listMutedTests, type MutedTestRow } from '../db/mutedTests';
 import type { RepoRow } from '../db/repos';
 import { findSuiteOfRepo } from '../db/removal';
@@ -30,18 +30,6 @@ export interface InsightBuild {
   whole_ms: number | null;
 }
 
-export interface TestHistory {
-  test_file: string | null;
-  classname: string;
-  name: string;
-  /** In how many of the builds it flaked (flaky_tests) or failed (failing_tests). */
-  count: number;
-  /** How many of the builds ran it. */
-  ran: number;
-  /** Those builds, newest first (at most 20). */
-  sessions: number[];
-}
-
 export interface SuiteInsights {
   suite: { id: number; branch: string };
   /** The builds looked at, newest first. */
@@ -49,8 +37,8 @@ export interface SuiteInsights {
   /** Passed among those that passed or failed (errors and stops are neither); null without any. */
   pass_rate: number | null;
   slowest_files: SlowFileRow[];
-  flaky_tests: TestHistory[];
-  failing_tests: TestHistory[];
+  flaky_tests: TestHistoryRow[];
+  failing_tests: TestHistoryRow[];
   /** Its muted tests: run and reported, their failures not failing builds (app/mutes.ts). */
   muted: MutedTestRow[];
 }
