@@ -7,10 +7,10 @@ import { z } from 'zod';
 import { recentBuilds, slowestFiles, testRuns, testsThat, type SlowFileRow, type TestHistoryRow } from '../db/insights';
 import { listMutedTests, type MutedTestRow } from '../db/mutedTests';
 import type { RepoRow } from '../db/repos';
-import { findSuiteOfRepo } from '../db/removal';
 import type { AppDeps } from './deps';
-import { notFound, parseId, validate } from './errors';
+import { validate } from './errors';
 import { MutedTest } from './mutes';
+import { loadSuite } from './suites';
 
 export const InsightsQuery = z.object({
   builds: z.coerce.number().int().min(2).max(100).default(30).describe('how many of its last ended builds to look at'),
@@ -48,8 +48,7 @@ const span = (timing: Record<string, number>, from: string, to: string): number 
 
 /** The insights of suite `suiteRef` of `repo`; not found when it has no such suite. */
 export async function suiteInsights({ pool }: Pick<AppDeps, 'pool'>, repo: RepoRow, suiteRef: string, query: unknown): Promise<SuiteInsights> {
-  const suite = await findSuiteOfRepo(pool, repo.id, parseId(suiteRef, 'suite'));
-  if (!suite) throw notFound('suite');
+  const suite = await loadSuite(pool, repo, suiteRef);
   const { builds: window } = validate(InsightsQuery, query, 'query');
   const rows = await recentBuilds(pool, suite.id, window);
   const ids = rows.map((r) => r.id);
@@ -91,8 +90,7 @@ export interface TestHistoryView {
 
 /** One test's history in the suite's last builds: "failed in 3 of the last 20 builds that ran it". */
 export async function testHistory({ pool }: Pick<AppDeps, 'pool'>, repo: RepoRow, suiteRef: string, query: unknown): Promise<TestHistoryView> {
-  const suite = await findSuiteOfRepo(pool, repo.id, parseId(suiteRef, 'suite'));
-  if (!suite) throw notFound('suite');
+  const suite = await loadSuite(pool, repo, suiteRef);
   const { builds: window, classname, name } = validate(HistoryQuery, query, 'query');
   const ids = (await recentBuilds(pool, suite.id, window)).map((r) => r.id);
   const runs = await testRuns(pool, ids, { classname, name });

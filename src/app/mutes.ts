@@ -6,12 +6,13 @@
  */
 import { z } from 'zod';
 import { nameOf, type Principal } from '../core/access';
+import { testKey } from '../core/testKey';
 import { listMutedTests, mutedTestsOfSession, muteTest, unmuteTest, type MutedTestRow } from '../db/mutedTests';
-import { findSuiteOfRepo } from '../db/removal';
 import type { RepoRow } from '../db/repos';
 import { suiteOfSession } from '../db/sessions';
 import type { Db } from '../db/transaction';
-import { notFound, parseId, validate } from './errors';
+import { notFound, validate } from './errors';
+import { loadSuite } from './suites';
 
 export const MutedTest = z
   .strictObject({
@@ -20,11 +21,7 @@ export const MutedTest = z
   })
   .meta({ examples: [{ classname: 'Cart totals', name: 'adds up the taxes' }] });
 
-async function suiteOf(db: Db, repo: RepoRow, suiteRef: string): Promise<number> {
-  const suite = await findSuiteOfRepo(db, repo.id, parseId(suiteRef, 'suite'));
-  if (!suite) throw notFound('suite');
-  return suite.id;
-}
+const suiteOf = async (db: Db, repo: RepoRow, suiteRef: string): Promise<number> => (await loadSuite(db, repo, suiteRef)).id;
 
 /** A suite's muted tests, the latest first. */
 export async function mutedTestsOf(db: Db, repo: RepoRow, suiteRef: string): Promise<MutedTestRow[]> {
@@ -47,8 +44,8 @@ export async function muteFromBuild(db: Db, sessionId: number, input: unknown, b
 
 /** Whether a test is muted in the suite of a build now: the build page's cases say so (muted since this build ran, or before). */
 export async function mutedNowFor(db: Db, sessionId: number): Promise<(test: { classname: string; name: string }) => boolean> {
-  const keys = new Set((await mutedTestsOfSession(db, sessionId)).map((t) => `${t.classname}\u0000${t.name}`));
-  return (test) => keys.has(`${test.classname}\u0000${test.name}`);
+  const keys = new Set((await mutedTestsOfSession(db, sessionId)).map(testKey));
+  return (test) => keys.has(testKey(test));
 }
 
 /** Its failures fail builds again; not found when it was not muted. */

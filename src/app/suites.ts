@@ -10,7 +10,7 @@ import { findSuiteOfRepo } from '../db/removal';
 import type { RepoRow } from '../db/repos';
 import { insertSuite, listSuites, updateSuiteSettings, type SuiteRow } from '../db/suites';
 import { uniqueViolation, type Db } from '../db/transaction';
-import { conflict, notFound, validate } from './errors';
+import { conflict, notFound, parseId, validate } from './errors';
 import { branchName, plainText, testPattern } from './fields';
 import type { RemoveBy } from './orgs';
 import { stopAndRemove, type RemoveDeps } from './remove';
@@ -108,6 +108,13 @@ export const suiteView = (s: SuiteRow) => ({
 
 /** A repository's suites, oldest first. */
 export const suitesOf = (db: Db, repo: RepoRow): Promise<SuiteRow[]> => listSuites(db, repo.id);
+
+/** Suite `suiteRef` (its id, as a path gives it) of a repository, or not found. */
+export async function loadSuite(db: Db, repo: RepoRow, suiteRef: string): Promise<{ id: number; branch: string }> {
+  const suite = await findSuiteOfRepo(db, repo.id, parseId(suiteRef, 'suite'));
+  if (!suite) throw notFound('suite');
+  return suite;
+}
 
 /**
  * Makes a suite of `repo` from a body of POST /repos/:repo/suites: invalid naming a bad field, a

@@ -16,6 +16,7 @@ import { chown, mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { batchCommandLine, pinFailures, reportedPath, reportedSeconds, shareDuration, type BatchCase } from '../../core/batches';
 import { failureLocation } from '../../core/failureLocation';
+import { testKey } from '../../core/testKey';
 import { parseJUnit } from '../../core/junit';
 import type { OutputSource } from '../../db/outputChunks';
 import type { RunCase } from '../../db/testCases';
@@ -50,12 +51,9 @@ export interface BatchPlace {
   processGroups?: ProcessGroups;
   runAs?: BuildUser;
   sandbox?: Sandbox;
-  /** The suite's muted tests (mutedKey): their failures do not fail a file. */
+  /** The suite's muted tests (core/testKey.ts): their failures do not fail a file. */
   muted?: ReadonlySet<string>;
 }
-
-/** How a muted test is known: its classname and name, as its reports give them. */
-export const mutedKey = (classname: string, name: string): string => `${classname}\u0000${name}`;
 
 const failing = (c: { status: string }): boolean => c.status === 'failed' || c.status === 'error';
 
@@ -249,7 +247,7 @@ async function runCommand(
       sandbox: place.sandbox,
     }));
     const cases = await readReports(reportDir, place.tree, place.sandbox ? { tree: place.tree, home: place.home } : null);
-    for (const c of cases) c.muted = failing(c) && (place.muted?.has(mutedKey(c.classname, c.name)) ?? false);
+    for (const c of cases) c.muted = failing(c) && (place.muted?.has(testKey(c)) ?? false);
     // A failed batch's cases that name no file of it are left out: its files they could be of are
     // the ones it cannot pin, and each runs again alone, reporting its own.
     const kept = runCases(place, files, cases).filter((c) => c.testFile !== null || result.status === 'passed' || files.length === 1);

@@ -16,6 +16,7 @@
  * that finds nothing to take waits while files are still running elsewhere, so a file given
  * back is picked up by a live runner that has a checkout.
  */
+import { testKey } from '../../core/testKey';
 import { batchBudgetMs, batchStride, isBatchCommand, MIN_BATCH_MS, NO_HISTORY_MS } from '../../core/batches';
 import type { Counts } from '../../core/types';
 import type { Claim, FileResult, QueuedFile } from '../../db/testQueue';
@@ -26,7 +27,7 @@ import type { BuildUser, ProcessGroups } from '../isolation/process';
 import type { BuildRecords } from '../records';
 import type { Sandbox } from '../isolation/sandbox';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type BatchPlace, mutedKey, runAlone, runBatch } from './batch';
+import { runAlone, runBatch, type BatchPlace } from './batch';
 import { runTestFile } from './runTestFile';
 import { runFilesFromShell } from './shellDriver';
 
@@ -105,7 +106,7 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
   await records.releaseClaims(job.sessionId, { lane: job.lane, exceptToken: claim.token });
   const batches = isBatchCommand(job.command);
   // The suite's muted tests, as this lane starts: their failures in the reports do not fail a file.
-  const muted = batches ? new Set((await records.mutedTests(job.sessionId)).map((t) => mutedKey(t.classname, t.name))) : new Set<string>();
+  const muted = batches ? new Set((await records.mutedTests(job.sessionId)).map(testKey)) : new Set<string>();
   const runs = runner(deps, job, muted);
 
   // What this lane runs is stopped when another lane took it over: its result would not count.
