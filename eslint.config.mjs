@@ -35,7 +35,7 @@ function layer({ packages = [], patterns = [], folders = [], why }) {
 const PURE = {
   packages: [...IO_LIBRARIES, ...TEMPORAL, 'prom-client', ...NODE_BUILTINS.filter((m) => m !== 'crypto')],
   patterns: [['node:*', '!node:crypto']],
-  folders: ['db', 'api', 'activities', 'steps', 'delivery', 'store', 'workflows', 'temporal', 'worker', 'runner', 'metrics'],
+  folders: ['db', 'api', 'activities', 'steps', 'delivery', 'sites', 'store', 'workflows', 'temporal', 'worker', 'runner', 'metrics'],
 };
 
 export const layers = [
@@ -43,7 +43,7 @@ export const layers = [
     files: ['src/metrics/**/*.ts'],
     rule: layer({
       packages: [...IO_LIBRARIES, ...TEMPORAL],
-      folders: ['db', 'api', 'activities', 'steps', 'delivery', 'store', 'workflows', 'temporal', 'worker', 'runner', 'providers'],
+      folders: ['db', 'api', 'activities', 'steps', 'delivery', 'sites', 'store', 'workflows', 'temporal', 'worker', 'runner', 'providers'],
       why: "metrics are counters every layer may touch: prom-client and its listener (node:http) only; what needs PostgreSQL or Temporal is handed in by the roles (setInstallationSource, temporal/metrics.ts)",
     }),
   },
@@ -52,7 +52,7 @@ export const layers = [
     rule: layer({
       packages: [...NODE_BUILTINS, ...IO_LIBRARIES, 'yaml', 'zod', 'prom-client', '@temporalio/activity', '@temporalio/client', '@temporalio/worker'],
       patterns: ['node:*', '**/core/sluiceYml', '**/core/buildSetupSchema'],
-      folders: ['activities', 'steps', 'db', 'delivery', 'store', 'api', 'providers', 'worker', 'runner', 'metrics'],
+      folders: ['activities', 'steps', 'db', 'delivery', 'sites', 'store', 'api', 'providers', 'worker', 'runner', 'metrics'],
       why: 'workflow code is deterministic and replayed: no Node built-ins, no parsing libraries (yaml, zod), no I/O, no metrics (a replay would count again); activities do that and workflows import only their types',
     }),
   },
@@ -68,7 +68,7 @@ export const layers = [
     files: ['src/db/**/*.ts'],
     rule: layer({
       packages: ['undici', 'fastify', 'ssh2', 'nodemailer', ...TEMPORAL],
-      folders: ['api', 'activities', 'steps', 'delivery', 'workflows', 'providers', 'temporal', 'worker', 'runner'],
+      folders: ['api', 'activities', 'steps', 'delivery', 'sites', 'workflows', 'providers', 'temporal', 'worker', 'runner'],
       why: 'the data layer runs SQL and nothing else: no HTTP, no Temporal, no other layer (types excepted)',
     }),
   },
@@ -78,6 +78,14 @@ export const layers = [
       packages: ['pg', 'fastify', 'ssh2', ...TEMPORAL],
       folders: ['api', 'activities', 'steps', 'workflows', 'temporal', 'worker', 'runner'],
       why: 'delivery is a domain module the API and activities share: its SQL is in db/, and it knows nothing of Temporal or Fastify',
+    }),
+  },
+  {
+    files: ['src/sites/**/*.ts'],
+    rule: layer({
+      packages: ['pg', 'fastify', 'ssh2', ...TEMPORAL],
+      folders: ['api', 'app', 'activities', 'steps', 'db', 'store', 'workflows', 'temporal', 'worker', 'runner'],
+      why: "a site's folder speaks that hosting site's API over the outgoing webhooks' guarded HTTP (delivery/send.ts) and nothing else: no SQL, no Temporal, no HTTP routes",
     }),
   },
   {
@@ -120,7 +128,7 @@ export const layers = [
     files: ['src/store/**/*.ts'],
     rule: layer({
       packages: ['pg', 'fastify', ...TEMPORAL],
-      folders: ['api', 'activities', 'steps', 'db', 'delivery', 'workflows', 'temporal', 'worker', 'runner'],
+      folders: ['api', 'activities', 'steps', 'db', 'delivery', 'sites', 'workflows', 'temporal', 'worker', 'runner'],
       why: 'the blob store keeps bytes under keys and nothing else: no SQL, no Temporal, no HTTP routes',
     }),
   },
@@ -128,7 +136,7 @@ export const layers = [
     files: ['src/steps/**/*.ts'],
     rule: layer({
       packages: ['fastify', ...TEMPORAL],
-      folders: ['api', 'activities', 'workflows', 'temporal', 'worker', 'runner', 'delivery', 'db', 'crypto'],
+      folders: ['api', 'activities', 'workflows', 'temporal', 'worker', 'runner', 'delivery', 'sites', 'db', 'crypto'],
       why: "the runner's build steps know nothing of Temporal, HTTP routes, workflows or the database: activities wrap them, and they read and write builds through BuildRecords (steps/records.ts), never SQL or Sluice's secret key",
     }),
   },
@@ -144,7 +152,7 @@ export const layers = [
     files: ['src/ip/**/*.ts', 'src/crypto/**/*.ts'],
     rule: layer({
       packages: [...IO_LIBRARIES, ...TEMPORAL, 'prom-client'],
-      folders: ['core', 'providers', 'db', 'api', 'activities', 'steps', 'delivery', 'store', 'workflows', 'temporal', 'worker', 'runner', 'metrics'],
+      folders: ['core', 'providers', 'db', 'api', 'activities', 'steps', 'delivery', 'sites', 'store', 'workflows', 'temporal', 'worker', 'runner', 'metrics'],
       why: "ip/ (addresses and ranges) and crypto/ (sealing, hashing, comparing) are leaves every layer may use: Node's net and crypto, nothing of Sluice's",
     }),
   },
@@ -154,7 +162,7 @@ export const layers = [
       packages: ['pg', 'fastify', 'ssh2', 'nodemailer', 'mysql2', 'mysql2/promise', 'ioredis', 'tar', '@aws-sdk/client-s3', ...TEMPORAL],
       // src/config.ts reads the server's environment (DATABASE_URL, SLUICE_SECRET_KEY): not the client's.
       patterns: ['../config', '../../config'],
-      folders: ['api', 'db', 'temporal', 'activities', 'steps', 'workflows', 'worker', 'runner', 'delivery', 'store', 'crypto', 'ssh', 'providers'],
+      folders: ['api', 'db', 'temporal', 'activities', 'steps', 'workflows', 'worker', 'runner', 'delivery', 'sites', 'store', 'crypto', 'ssh', 'providers'],
       why: 'the command-line client speaks HTTP to the API and nothing else: no SQL, no Temporal, no server code or configuration (core and zod are fine)',
     }),
   },

@@ -6,6 +6,7 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { ApiDeps } from './deps';
+import { hookHealth } from './hookHealth';
 import { pendingTriggers } from './pendingTriggers';
 import { auditChanges } from './access/audit';
 import { guardRoutes } from './access/guard';
@@ -29,6 +30,7 @@ import { registerPeopleRoutes } from './routes/admin/people';
 import { registerTokenRoutes } from './routes/admin/tokens';
 import { registerRunnerApi } from './routes/runnerApi';
 import { registerRegistryRoutes } from './routes/admin/registries';
+import { registerConnectionRoutes } from './routes/admin/connections';
 import { registerSecretRoutes } from './routes/admin/secrets';
 import { registerSessionRoutes } from './routes/admin/sessions';
 import { registerSuiteRoutes } from './routes/admin/suites';
@@ -67,7 +69,8 @@ function readJsonBodies(scope: FastifyInstance): void {
 }
 
 export function buildApp(given: ApiDeps): FastifyInstance {
-  const deps: ApiDeps = { ...given, pending: given.pending ?? pendingTriggers() };
+  const health = given.hookHealth ?? hookHealth(given.pool, { onError: (err) => app.log.warn({ err }, 'could not write when hooks arrived; kept for the next write') });
+  const deps: ApiDeps = { ...given, pending: given.pending ?? pendingTriggers(), hookHealth: health };
   // Branch names may be 255 bytes (URL-encoded, more): Fastify's default cap on a path parameter is 100.
   const app = Fastify({
     logger: loggerOptions(deps.log),
@@ -76,6 +79,7 @@ export function buildApp(given: ApiDeps): FastifyInstance {
     bodyLimit: BODY_LIMIT,
     routerOptions: { maxParamLength: 1024 },
   });
+  app.addHook('onClose', () => health.close());
   logRequests(app);
   // Before any route: each request's span wraps its handler (tracing on only).
   if (tracingOn()) traceRequests(app);
@@ -121,6 +125,7 @@ export function buildApp(given: ApiDeps): FastifyInstance {
       registerSuiteRoutes(admin, deps);
       registerSecretRoutes(admin, deps);
       registerRegistryRoutes(admin, deps);
+      registerConnectionRoutes(admin, deps);
       registerWebhookRoutes(admin, deps);
       registerDeliveryRoutes(admin, deps);
       registerSessionRoutes(admin, deps);

@@ -5,6 +5,7 @@
 import type { AppDeps } from '../app/deps';
 import type { HealthReport } from '../app/health';
 import type { Intake } from '../core/intake';
+import type { HookHealth } from './hookHealth';
 import type { ApiLogOptions } from './logging';
 import type { PendingTriggers } from './pendingTriggers';
 import type { TriggerKnowledge } from './triggerKnowledge';
@@ -16,6 +17,8 @@ export interface ApiDeps extends AppDeps {
   knowledge: TriggerKnowledge;
   /** Triggers accepted here whose records may not be written yet (buildApp makes one when absent). */
   pending?: PendingTriggers;
+  /** When hooks last arrived and how many were refused, per repository (buildApp makes one when absent). */
+  hookHealth?: HookHealth;
   /** Default: PostgreSQL only. */
   health?: () => Promise<HealthReport>;
   /** Signals a workflow (a token runner's build telling its session something: api/routes/runnerApi.ts). Absent: 503 there. */

@@ -39,6 +39,7 @@ const REFUSALS: Record<Refusal, { status: number; error: string }> = {
   conflict: { status: 409, error: 'conflict' },
   'not rebuilt': { status: 422, error: 'not rebuilt' },
   unavailable: { status: 503, error: 'unavailable' },
+  site: { status: 502, error: 'hosting site failed' },
 };
 
 /** `err` as the API answers it, when it is one of ours (an HttpError, or a refusal of the application layer); else undefined. */

@@ -1,14 +1,15 @@
 /**
  * What an operation of the application layer refuses, in the domain's words: a field that is
  * not right, something that is not there, a conflict with what is, a role that is not enough,
- * a dependency away, a trigger the rules no longer build. The HTTP front ends (the JSON API,
+ * a dependency away, a trigger the rules no longer build, a hosting site that failed. The HTTP front ends (the JSON API,
  * the web pages) turn each kind into their status code and body (api/http.ts); nothing here
  * knows of HTTP.
  */
 import type { z } from 'zod';
 import { firstProblem } from '../core/issues';
 
-export type Refusal = 'invalid' | 'not found' | 'conflict' | 'forbidden' | 'unavailable' | 'not rebuilt';
+/** `site`: a hosting site's API (src/sites/) failed or refused what Sluice asked of it. */
+export type Refusal = 'invalid' | 'not found' | 'conflict' | 'forbidden' | 'unavailable' | 'not rebuilt' | 'site';
 
 export class AppError extends Error {
   constructor(

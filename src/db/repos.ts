@@ -95,6 +95,11 @@ export async function findRepoByKeyHash(db: Db, hash: Buffer): Promise<TriggerRe
   return (await db.query<TriggerRepoRow>(`SELECT ${COLUMNS}, r.key_hash, r.webhook_secret_sealed ${FROM} WHERE r.key_hash = $1`, [hash])).rows[0];
 }
 
+/** The repository's sealed webhook secret; null when it has none. */
+export async function webhookSecretOf(db: Db, id: number): Promise<string | null> {
+  return (await db.query<{ webhook_secret_sealed: string | null }>('SELECT webhook_secret_sealed FROM repos WHERE id = $1', [id])).rows[0]?.webhook_secret_sealed ?? null;
+}
+
 /** Sets (sealed) or removes (null) the repository's webhook secret. */
 export async function setWebhookSecret(db: Db, id: number, sealed: string | null): Promise<void> {
   await db.query('UPDATE repos SET webhook_secret_sealed = $2 WHERE id = $1', [id, sealed]);

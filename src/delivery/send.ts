@@ -85,8 +85,8 @@ export function newWebhookAgent(opts: { allow?: readonly Cidr[]; tls?: Connectio
   });
 }
 
-/** One Agent per process (and allow-list), so connections to a receiver are reused across events. */
-function defaultAgent(allow: readonly Cidr[]): Agent {
+/** One Agent per process (and allow-list), so connections to a receiver are reused across events (and a hosting site's API, src/sites/, across calls). */
+export function sharedWebhookAgent(allow: readonly Cidr[]): Agent {
   const key = allow.map((c) => c.text).join(',');
   let agent = sharedAgents.get(key);
   if (!agent) {
@@ -124,7 +124,7 @@ export async function sendWebhook(opts: SendOptions): Promise<AttemptResult> {
   try {
     const res = await request(target.url, {
       method: 'POST',
-      dispatcher: opts.dispatcher ?? defaultAgent(opts.allow ?? []),
+      dispatcher: opts.dispatcher ?? sharedWebhookAgent(opts.allow ?? []),
       headers,
       body: opts.body,
       headersTimeout: timeoutMs,

@@ -33,7 +33,7 @@ export const httpRequestDuration = histogram('http_server_request_duration_secon
 
 // ---- Triggers (the API) ----
 
-export const triggers = counter('sluice_triggers_total', 'Triggers answered, by provider, decision (build, skip, drop, ignore, unavailable) and reason code ("" for a build)', ['provider', 'decision', 'reason']);
+export const triggers = counter('sluice_triggers_total', 'Triggers answered, by provider, decision (build, skip, drop, ignore, unavailable, refused) and reason code ("" for a build)', ['provider', 'decision', 'reason']);
 
 // ---- Builds (the worker records their ends) ----
 

@@ -1,6 +1,7 @@
 /**
  * Triggers in /metrics: what became of each (build, skip, drop; ignore for a delivery Sluice
- * does not act on; unavailable when Temporal did not take it) and why, as a reason code. The
+ * does not act on; unavailable when Temporal did not take it; refused for a signature that did
+ * not verify) and why, as a reason code. The
  * selection rules (core/selection.ts) give reasons in words, with names in them; a code is
  * what is left of a reason once its quoted names are gone, matched against the rules' words,
  * so the label stays bounded whatever a branch is called (test/unit/metrics.test.ts runs every
@@ -8,7 +9,7 @@
  */
 import { triggers } from './registry';
 
-export type TriggerDecision = 'build' | 'skip' | 'drop' | 'ignore' | 'unavailable';
+export type TriggerDecision = 'build' | 'skip' | 'drop' | 'ignore' | 'unavailable' | 'refused';
 
 const CODES: [RegExp, string][] = [
   [/is blacklisted/, 'blacklisted'],

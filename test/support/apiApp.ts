@@ -19,6 +19,7 @@ import { recordIntakes } from '../../src/db/intake';
 import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
 import { triggerKnowledge, type TriggerKnowledge } from '../../src/api/triggerKnowledge';
+import { hookHealth } from '../../src/api/hookHealth';
 
 export interface RequestOptions {
   method: string;
@@ -135,6 +136,8 @@ export async function startApiHarness(
       else await recorded(intake);
     },
     health: async () => health ?? { ok: true, missing: [] },
+    // Written often, so a test waiting for a hook's arrival waits little.
+    hookHealth: hookHealth(db.pool, { everyMs: 200 }),
     stop: opts.stop,
     log: { level: 'debug', stream: { write: (line: string) => logs.push(line) } },
   });

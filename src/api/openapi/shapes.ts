@@ -21,6 +21,7 @@ export const TAGS = [
   { name: 'reports', description: 'A session’s report, opened by its token or a Bearer token that may see its build' },
   { name: 'orgs', description: 'Organizations own repositories and webhooks' },
   { name: 'repos', description: 'Repositories, their keys, branches and commit statuses' },
+  { name: 'connections', description: 'Hosting sites connected once; their repositories activated with their webhooks and deploy keys made by Sluice' },
   { name: 'suites', description: 'A suite is one repository + one branch, the unit that builds' },
   { name: 'secrets', description: 'Build secrets; values go in and never come out' },
   { name: 'registries', description: 'Registry logins builds pull their images with; passwords go in and never come out' },
@@ -35,7 +36,7 @@ type Tag = (typeof TAGS)[number]['name'];
 
 const NOT_FOUND = 'no such thing (or not yours to see)';
 /** The error answers a route can give, each `ErrorBody`. */
-export const errors = (...codes: (400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 503)[]) => {
+export const errors = (...codes: (400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 502 | 503)[]) => {
   const says: Record<number, string> = {
     400: 'a field is malformed; `field` names it',
     401: 'no or wrong credential',
@@ -45,6 +46,7 @@ export const errors = (...codes: (400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 
     413: 'the body is over 1 MiB',
     415: 'the body is not JSON',
     422: 'understood but not acted on',
+    502: 'the hosting site failed or refused what Sluice asked of it; `message` has its words',
     503: 'a service Sluice needs did not answer',
   };
   return Object.fromEntries(codes.map((c) => [c, ErrorBody.describe(says[c]!)]));

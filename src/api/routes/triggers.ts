@@ -94,7 +94,11 @@ export function registerTriggerRoutes(scope: FastifyInstance, deps: ApiDeps): vo
     // Optional beyond the spec: with a webhook secret, the trigger must be signed with it.
     if (repo.webhook_secret_sealed !== null) {
       const check = checkHookSignature(unseal(deps.config.secretKey, repo.webhook_secret_sealed), lowerCaseHeaders(request), rawBody(request));
-      if (!check.ok) throw new HttpError(401, 'unauthorized', check.message, check.field);
+      if (!check.ok) {
+        deps.hookHealth?.refused(repo.id);
+        countTrigger(provider, 'refused');
+        throw new HttpError(401, 'unauthorized', check.message, check.field);
+      }
       // The signature covers the body only: a captured signed trigger must not be replayable
       // for another branch by adding ?branch=.
       if ((request.query as Record<string, unknown>).branch !== undefined) {
@@ -102,6 +106,7 @@ export function registerTriggerRoutes(scope: FastifyInstance, deps: ApiDeps): vo
       }
     }
 
+    deps.hookHealth?.arrived(repo.id);
     const parsed = parseDelivery(adapter, {
       contentType: request.headers['content-type'],
       body: request.body as Buffer | undefined,

@@ -1,0 +1,31 @@
+/**
+ * The hosting sites Sluice connects to (issue 38), one folder each: a client of the site's API
+ * and how its repositories are wired to Sluice (which trigger path reads its hooks, which
+ * commit status provider answers it). A new site is one folder and one line in each table.
+ */
+import type { Dispatcher } from 'undici';
+import type { Cidr } from '../ip/ranges';
+import { giteaClient, giteaWiring } from './gitea';
+import { gitlabClient, gitlabWiring } from './gitlab';
+import type { Site, SiteClient, SiteWiring } from './types';
+
+export interface SiteClientOptions {
+  apiUrl: string;
+  token: string;
+  /** SLUICE_WEBHOOK_ALLOW: private ranges a self-hosted site may be on. */
+  allow: readonly Cidr[];
+  dispatcher?: Dispatcher;
+}
+
+const CLIENTS: Record<Site, (o: SiteClientOptions) => SiteClient> = {
+  gitlab: gitlabClient,
+  gitea: giteaClient,
+};
+
+const WIRING: Record<Site, SiteWiring> = {
+  gitlab: gitlabWiring,
+  gitea: giteaWiring,
+};
+
+export const siteClient = (site: Site, o: SiteClientOptions): SiteClient => CLIENTS[site](o);
+export const siteWiring = (site: Site): SiteWiring => WIRING[site];
