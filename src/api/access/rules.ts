@@ -175,6 +175,11 @@ const WEB: Record<string, Rule> = {
   'POST /orgs/:org/membership-rules': org('admin', 'membership-rule.create'),
   'POST /orgs/:org/membership-rules/:id/delete': org('admin', 'membership-rule.delete'),
   'GET /orgs/:org/audit': org('admin'),
+  'GET /orgs/:org/connections': org('admin'),
+  'POST /orgs/:org/connections': org('admin', 'connection.create'),
+  'POST /orgs/:org/connections/:connection/delete': org('admin', 'connection.delete'),
+  'GET /orgs/:org/connections/:connection': org('admin'),
+  'POST /orgs/:org/connections/:connection/repos': org('admin', 'repo.activate'),
 
   'GET /tokens': signedIn,
   'POST /tokens': { need: 'signed-in', audit: 'token.create' },
@@ -200,6 +205,8 @@ const WEB: Record<string, Rule> = {
   'POST /repos/:id/registries': webRepo('admin', 'registry.set'),
   'POST /repos/:id/registries/:host/delete': webRepo('admin', 'registry.delete'),
   'POST /repos/:id/delete': webRepo('admin', 'repo.delete'),
+  'POST /repos/:id/connection/repair': webRepo('admin', 'repo.repair'),
+  'POST /repos/:id/connection/deactivate': webRepo('admin', 'repo.deactivate'),
 
   'GET /webhooks/:id': webhook('admin'),
   'POST /webhooks/:id': webhook('admin', 'webhook.update'),

@@ -15,6 +15,7 @@ import type { SuiteRow } from '../../db/suites';
 import { STATUS_PROVIDERS, type StatusProvider } from '../../core/commitStatus';
 import { providers } from '../../providers';
 import { branchesWithLastBuild, setBranch } from '../../app/branches';
+import { deactivateRepo, repairRepo, repoConnection } from '../../app/connections';
 import { putRegistryLogin, registryLoginsOf, removeRegistryLogin } from '../../app/registries';
 import { loadRepo, repoView, rotateRepoKey, rotateRepoSshKey, updateRepo } from '../../app/repos';
 import { putSecret, removeSecret, secretsOf } from '../../app/secrets';
@@ -44,6 +45,9 @@ const NOTICES: Record<string, string> = {
   'suite-deleted': 'Suite deleted, with its builds.',
   key: 'New trigger key made: the old webhook URLs no longer work. Put the new ones into your hosting sites.',
   'ssh-key': 'New SSH key pair made: put the new public key on the git server (and the CI server) in place of the old one.',
+  activated: 'Activated: the hosting site has its webhook and deploy key. Add a suite for the branches to build.',
+  repaired: 'Repaired: the webhook and deploy key are at the hosting site.',
+  deactivated: 'Deactivated: the webhook and deploy key are gone from the hosting site; this repository and its builds stay.',
 };
 
 /** How people know the registry's adapters; one missing here shows by its path segment. */
@@ -176,7 +180,13 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
     const view = repoView(repo, config);
     // Keys, settings, statuses, secrets and registry logins are an admin's; a maintainer's page shows suites.
     const isAdmin = decide(user, 'admin', repo.org_id, true).allowed;
-    const [suites, secrets, registries] = await Promise.all([suitesOf(pool, repo), secretsOf(deps, repo), isAdmin ? registryLoginsOf(pool, repo) : []]);
+    const [suites, secrets, registries, site] = await Promise.all([
+      suitesOf(pool, repo),
+      secretsOf(deps, repo),
+      isAdmin ? registryLoginsOf(pool, repo) : [],
+      // Activated from a hosting site: how its parts there are (the site is asked; a repository not activated has none).
+      isAdmin ? tryAction(() => repoConnection(deps, repo)) : null,
+    ]);
     return page(
       reply,
       'repoSetup',
@@ -214,6 +224,14 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
         secrets,
         // Hosts and users only: the logins' view leaves the sealed password behind.
         registries: registries.map((login) => ({ ...login, path: encodeURIComponent(login.host), updated: formatTime(login.updated_at) })),
+        site: site?.ok
+          ? {
+              ...site.value,
+              last_hook: site.value.last_hook_at ? formatTime(site.value.last_hook_at) : null,
+              last_refused: site.value.last_refused_at ? formatTime(site.value.last_refused_at) : null,
+              delivery: site.value.site_last_delivery ? { ...site.value.site_last_delivery, at: formatTime(site.value.site_last_delivery.at) } : null,
+            }
+          : null,
       },
       status,
     );
@@ -270,6 +288,16 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
   const setup = (repo: RepoRow, saved: string, anchor: string) => `/repos/${repo.id}?saved=${saved}#${anchor}`;
 
   repoGet('/repos/:id', setupPage);
+
+  // A repository activated from a hosting site (app/connections.ts): its parts there made again, or removed.
+  repoPost('/repos/:id/connection/repair', setupPage, () => 'site', async (repo) => {
+    await repairRepo(deps, repo);
+    return setup(repo, 'repaired', 'site');
+  });
+  repoPost('/repos/:id/connection/deactivate', setupPage, () => 'site', async (repo) => {
+    await deactivateRepo(deps, repo);
+    return setup(repo, 'deactivated', 'site');
+  });
 
   repoPost('/repos/:id/settings', setupPage, () => 'settings', async (repo, v) => {
     await updateRepo(deps, repo, settingsBody(v));

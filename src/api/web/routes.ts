@@ -24,6 +24,7 @@ import { signInChoices, type SignInOption } from '../identity/providers';
 import { registerAuthPages } from './auth';
 import { registerPeoplePages } from './people';
 import { registerBuildPages } from './builds';
+import { registerConnectionPages } from './connections';
 import { registerOrgPages } from './orgs';
 import { registerOutputPages } from './output';
 import { registerRepoPages } from './repos';
@@ -113,6 +114,7 @@ export async function registerWebRoutes(web: FastifyInstance, deps: ApiDeps, opt
   registerOrgPages(web, scope);
   registerRepoPages(web, scope);
   registerWebhookPages(web, scope);
+  registerConnectionPages(web, scope);
   registerRunnerPages(web, scope);
 }
 
