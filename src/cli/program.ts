@@ -18,6 +18,9 @@ export function buildProgram(): Command {
     .description('Sluice from the command line: trigger and follow builds, manage secrets, webhooks and deliveries')
     .version(SLUICE_VERSION)
     .showHelpAfterError('(run with --help for usage)')
+    // A command's options are its own: `repos [org] --json` lists, `repos site <repo> --json` is
+    // the subcommand's (commands/repos.ts), which needs every parent to read its options in place.
+    .enablePositionalOptions()
     .exitOverride()
     .addHelpText(
       'after',

@@ -7,6 +7,7 @@ import { connect } from '../connection';
 import { orgRef, repoRef } from '../inputs';
 import { print, printJson, shortCommit, table, type Cell } from '../render';
 import { Org, Repo, Suite } from '../schemas';
+import { registerSiteCommands } from './hostingSites';
 
 /** The organizations named, or all of them: the API lists repositories and webhooks by organization. */
 async function orgsOf(client: ApiClient, org: string | undefined): Promise<z.infer<typeof Org>[]> {
@@ -26,8 +27,8 @@ interface OrgList<S extends z.ZodType> {
  * `<name> [org]`: lists what the API keeps by organization (`GET /api/v1/orgs/:org/<name>`), of
  * the one named or of all, in one table; with `--json`, the answers of every organization in one array.
  */
-export function orgListCommand<S extends z.ZodType>(program: Command, name: 'repos' | 'webhooks', description: string, list: OrgList<S>): void {
-  withCommonOptions(program.command(name).description(description).argument('[org]', 'an organization (name or id)', orgRef)).action(
+export function orgListCommand<S extends z.ZodType>(program: Command, name: 'repos' | 'webhooks', description: string, list: OrgList<S>): Command {
+  return withCommonOptions(program.command(name).description(description).argument('[org]', 'an organization (name or id)', orgRef)).action(
     async (org: string | undefined, opts: Options) => {
       const client = connect(opts);
       const answers: unknown[] = [];
@@ -44,12 +45,15 @@ export function orgListCommand<S extends z.ZodType>(program: Command, name: 'rep
 }
 
 export function registerRepoCommands(program: Command): void {
-  orgListCommand(program, 'repos', 'list repositories, of one organization or all', {
+  const repos = orgListCommand(program, 'repos', 'list repositories, of one organization or all (and, with its subcommands, connect hosting sites)', {
     item: Repo,
     header: ['ID', 'REPOSITORY', 'SCM', 'DEFAULT BRANCH', 'PULL URL'],
     row: (r) => [r.id, `${r.org_name}/${r.name}`, r.scm, r.default_branch, r.pull_url],
     none: '(no repositories)',
   });
+  // `repos [org]` lists, `repos connect …` and its siblings act: the list's own --json and
+  // --url are read only before a subcommand's name, so each subcommand gets its own.
+  registerSiteCommands(repos.enablePositionalOptions());
 
   withCommonOptions(
     program.command('suites').description("list a repository's suites (one per branch it builds)").argument('<repo>', '<org>/<name> or its id', repoRef),
