@@ -30,7 +30,7 @@ import type { OrgRow } from '../db/orgs';
 import { setWebhookSecret, updateRepoSettings, webhookSecretOf, type RepoRow } from '../db/repos';
 import { uniqueViolation, type Db } from '../db/transaction';
 import { siteClient, siteWiring } from '../sites';
-import { SITES, SiteError, type SiteClient, type SiteRepo } from '../sites/types';
+import { SITES, SiteError, type SiteClient, type SiteDeployKey, type SiteHook, type SiteRepo } from '../sites/types';
 import { storeStatusSettings } from './commitStatuses';
 import type { AppDeps } from './deps';
 import { AppError, conflict, notFound, parseId, validate } from './errors';
@@ -248,28 +248,41 @@ function repoNameOf(site: SiteRepo): string {
   return /^[0-9]+$/.test(name) ? `r${name}` : name;
 }
 
+/** Sluice's own webhook and deploy key among the site's: by their URL and key; a stored one that no longer matches (a rotated trigger or SSH key) is stale. */
+interface Ours {
+  hookUrl: string;
+  hook?: SiteHook;
+  staleHook?: SiteHook;
+  key?: SiteDeployKey;
+  staleKey?: SiteDeployKey;
+}
+
+async function oursAtSite(deps: Deps, c: ConnectionRow, client: SiteClient, repo: RepoRow, site: SiteRepo, link: LinkRow | undefined): Promise<Ours> {
+  const hookUrl = `${deps.config.baseUrl}/1/${siteWiring(c.site).triggerProvider}/${unseal(deps.config.secretKey, repo.key_sealed)}`;
+  const publicKey = keyBody(repo.ssh_public_key);
+  const [hooks, keys] = await Promise.all([client.hooks(site), client.deployKeys(site)]);
+  const storedHook = hooks.find((h) => h.id === link?.hook_id);
+  const storedKey = keys.find((k) => k.id === link?.deploy_key_id);
+  return {
+    hookUrl,
+    hook: storedHook?.url === hookUrl ? storedHook : hooks.find((h) => h.url === hookUrl),
+    staleHook: storedHook && storedHook.url !== hookUrl ? storedHook : undefined,
+    key: storedKey && keyBody(storedKey.key) === publicKey ? storedKey : keys.find((k) => keyBody(k.key) === publicKey),
+    staleKey: storedKey && keyBody(storedKey.key) !== publicKey ? storedKey : undefined,
+  };
+}
+
 /**
- * What Sluice keeps at the site for `repo`, made again where missing: the webhook (found by its
- * id, else by its URL; one with an old URL, from before a key rotation, replaced) and the
- * deploy key (found by id, else by the key itself). Idempotent. The repository's pull URL,
- * name at the site and status settings follow the site's current word.
+ * What Sluice keeps at the site for `repo`, made again where missing: the webhook (signed with
+ * the repository's secret, a fresh one when it has none) and the read-only deploy key; one left
+ * from before a key rotation is replaced. Idempotent. The repository's pull URL, name at the
+ * site and status settings follow the site's current word.
  */
 async function ensureAtSite(deps: Deps, c: ConnectionWithToken, client: SiteClient, repo: RepoRow, site: SiteRepo): Promise<void> {
   const wiring = siteWiring(c.site);
-  const hookUrl = `${deps.config.baseUrl}/1/${wiring.triggerProvider}/${unseal(deps.config.secretKey, repo.key_sealed)}`;
-  const link = await findLink(deps.pool, repo.id);
-  const save = (parts: Partial<Pick<LinkRow, 'hook_id' | 'deploy_key_id'>>) =>
-    saveLink(deps.pool, {
-      repo_id: repo.id,
-      connection_id: c.id,
-      site_repo_id: site.id,
-      site_name: site.fullName,
-      hook_id: link?.link.hook_id ?? null,
-      deploy_key_id: link?.link.deploy_key_id ?? null,
-      ...current,
-      ...parts,
-    });
-  const current: Partial<Pick<LinkRow, 'hook_id' | 'deploy_key_id'>> = {};
+  const link = (await findLink(deps.pool, repo.id))?.link;
+  const parts = { hook_id: link?.hook_id ?? null, deploy_key_id: link?.deploy_key_id ?? null };
+  const save = () => saveLink(deps.pool, { repo_id: repo.id, connection_id: c.id, site_repo_id: site.id, site_name: site.fullName, ...parts });
 
   // Renamed or moved at the site: pull from where it is now, post statuses to its new name.
   if (repo.pull_url !== site.sshUrl) await updateRepoSettings(deps.pool, repo.id, { pull_url: site.sshUrl });
@@ -281,26 +294,21 @@ async function ensureAtSite(deps: Deps, c: ConnectionWithToken, client: SiteClie
   });
 
   try {
-    // The webhook, signed with the repository's secret (a fresh one when it has none).
-    const hooks = await client.hooks(site);
-    const stored = link?.link.hook_id ? hooks.find((h) => h.id === link.link.hook_id) : undefined;
-    const ours = stored ?? hooks.find((h) => h.url === hookUrl);
-    if (ours && ours.url === hookUrl) {
-      current.hook_id = ours.id;
-    } else {
-      if (ours) await client.deleteHook(site, ours.id);
-      const secret = await secretOf(deps, repo);
-      current.hook_id = await client.createHook(site, { url: hookUrl, secret });
+    const ours = await oursAtSite(deps, c, client, repo, site, link);
+    if (ours.staleHook) {
+      await client.deleteHook(site, ours.staleHook.id);
+      parts.hook_id = null;
     }
-    await save({});
-
-    const keys = await client.deployKeys(site);
-    const publicKey = keyBody(repo.ssh_public_key);
-    const key = keys.find((k) => k.id === link?.link.deploy_key_id && keyBody(k.key) === publicKey) ?? keys.find((k) => keyBody(k.key) === publicKey);
-    current.deploy_key_id = key ? key.id : await client.addDeployKey(site, { title: `Sluice ${repo.org_name}/${repo.name}`, key: repo.ssh_public_key });
-    await save({});
+    parts.hook_id = ours.hook?.id ?? (await client.createHook(site, { url: ours.hookUrl, secret: await secretOf(deps, repo) }));
+    await save();
+    if (ours.staleKey) {
+      await client.deleteDeployKey(site, ours.staleKey.id);
+      parts.deploy_key_id = null;
+    }
+    parts.deploy_key_id = ours.key?.id ?? (await client.addDeployKey(site, { title: `Sluice ${repo.org_name}/${repo.name}`, key: repo.ssh_public_key }));
+    await save();
   } catch (err) {
-    await save({});
+    await save();
     throw siteRefusal(err, `setting ${site.fullName} up at the site`);
   }
 }
@@ -345,8 +353,9 @@ export async function deactivateRepo(deps: Deps, repo: RepoRow): Promise<void> {
   }
   if (site) {
     try {
-      if (link.hook_id) await client.deleteHook(site, link.hook_id);
-      if (link.deploy_key_id) await client.deleteDeployKey(site, link.deploy_key_id);
+      const ours = await oursAtSite(deps, connection, client, repo, site, link);
+      for (const hook of [ours.hook, ours.staleHook]) if (hook) await client.deleteHook(site, hook.id);
+      for (const key of [ours.key, ours.staleKey]) if (key) await client.deleteDeployKey(site, key.id);
     } catch (err) {
       throw siteRefusal(err, `removing Sluice's webhook and deploy key from ${site.fullName}`);
     }
@@ -384,10 +393,11 @@ export async function repoConnection(deps: Deps, repo: RepoRow): Promise<z.outpu
       return view;
     }
     view.site_name = site.fullName;
-    const [hooks, keys] = await Promise.all([client.hooks(site), client.deployKeys(site)]);
-    view.hook = link.hook_id !== null && hooks.some((h) => h.id === link.hook_id) ? 'present' : 'missing';
-    view.deploy_key = link.deploy_key_id !== null && keys.some((k) => k.id === link.deploy_key_id) ? 'present' : 'missing';
-    if (view.hook === 'present') view.site_last_delivery = (await client.lastDelivery(site, link.hook_id!)) ?? null;
+    // Present: Sluice's, as it is now (a hook with an old URL, a key rotated since, is missing).
+    const ours = await oursAtSite(deps, connection, client, repo, site, link);
+    view.hook = ours.hook ? 'present' : 'missing';
+    view.deploy_key = ours.key ? 'present' : 'missing';
+    if (ours.hook) view.site_last_delivery = (await client.lastDelivery(site, ours.hook.id)) ?? null;
   } catch (err) {
     if (!(err instanceof SiteError) && !(err instanceof AppError)) throw err;
     view.site_error = err.message;

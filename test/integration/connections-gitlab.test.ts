@@ -203,15 +203,20 @@ describe('connecting GitLab', () => {
     expect(await gitlab.push(11, { ref: 'refs/heads/main', before: SHA(3), after: SHA(4) }, { via })).toEqual([200]);
   });
 
-  it('repair follows a rename, and a rotated trigger key gets a hook with the new URL', async () => {
+  it('repair follows a rename, and rotated keys get a hook with the new URL and the new deploy key in place of the old', async () => {
     gitlab.rename(11, 'acme/website', 'git@gitlab.test:acme/website.git');
     const rotated = await h.admin('POST', `/api/v1/repos/${repo.id}/rotate-key`);
     expect(rotated.statusCode).toBe(200);
     const key = rotated.json().key as string;
+    const sshRotated = await h.admin('POST', `/api/v1/repos/${repo.id}/rotate-ssh-key`);
+    expect(sshRotated.statusCode).toBe(200);
+    // Until repaired, what is at GitLab is not Sluice's as it is now.
+    expect((await h.admin('GET', `/api/v1/repos/${repo.id}/connection`)).json()).toMatchObject({ hook: 'missing', deploy_key: 'missing' });
     const res = await h.admin('POST', `/api/v1/repos/${repo.id}/connection/repair`);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ pull_url: 'git@gitlab.test:acme/website.git', status_repo: '11' });
     expect(gitlab.hooksOf(11).map((x) => x.url)).toEqual([`${h.config.baseUrl}/1/gitlab/${key}`]);
+    expect(gitlab.keysOf(11).map((k) => k.key)).toEqual([sshRotated.json().ssh_public_key]);
     expect((await h.admin('GET', `/api/v1/repos/${repo.id}/connection`)).json()).toMatchObject({ site_name: 'acme/website', hook: 'present' });
   });
 
