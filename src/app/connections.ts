@@ -41,12 +41,12 @@ type Deps = Pick<AppDeps, 'pool' | 'config'>;
 
 export const CreateConnection = z
   .strictObject({
-    site: z.enum(SITES).describe('`gitlab` (GitLab.com or self-managed), `gitea` (Gitea or Forgejo)'),
+    site: z.enum(SITES).describe('`gitlab` (GitLab.com or self-managed), `gitea` (Gitea or Forgejo), `bitbucket` (Bitbucket Cloud)'),
     api_url: httpUrl
       .refine(withoutCredentials, 'must not contain credentials: give the token as `token`')
       .refine((s) => !/[?#]/.test(s), 'a base URL without query or fragment')
       .transform((s) => new URL(s).href.replace(/\/+$/, ''))
-      .describe('the API’s root: `https://gitlab.com/api/v4`, `https://codeberg.org/api/v1`'),
+      .describe('the API’s root: `https://gitlab.com/api/v4`, `https://codeberg.org/api/v1`, `https://api.bitbucket.org/2.0`'),
     token: z
       .string()
       .min(8)
@@ -79,7 +79,12 @@ export const SiteRepository = z.object({
 
 export const ActivateRepo = z
   .strictObject({
-    site_repo_id: z.string().min(1).max(100).regex(/^[A-Za-z0-9{}_.:-]+$/, 'the site’s id of the repository, as the list gives it'),
+    site_repo_id: z
+      .string()
+      .min(1)
+      .max(200)
+      .regex(/^[A-Za-z0-9{}_.:/-]+$/, 'the site’s id of the repository, as the list gives it')
+      .refine((s) => !s.split('/').some((part) => part === '' || part === '.' || part === '..'), 'the site’s id of the repository, as the list gives it'),
     name: resourceName.optional().describe('the Sluice repository’s name; default the site’s repository name'),
   })
   .meta({ examples: [{ site_repo_id: '42' }, { site_repo_id: '42', name: 'web' }] });

@@ -231,7 +231,7 @@ export function bitbucketKey(context: string): string {
  * app password, or an Atlassian API token with its account's e-mail; on Bitbucket Server a
  * user name and its password or personal access token) as Basic.
  */
-function bitbucketAuthorization(token: string): string {
+export function bitbucketAuthorization(token: string): string {
   return token.includes(':') ? `Basic ${Buffer.from(token, 'utf8').toString('base64')}` : `Bearer ${token}`;
 }
 

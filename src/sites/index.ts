@@ -5,6 +5,7 @@
  */
 import type { Dispatcher } from 'undici';
 import type { Cidr } from '../ip/ranges';
+import { bitbucketClient, bitbucketWiring } from './bitbucket';
 import { giteaClient, giteaWiring } from './gitea';
 import { gitlabClient, gitlabWiring } from './gitlab';
 import type { Site, SiteClient, SiteWiring } from './types';
@@ -20,11 +21,13 @@ export interface SiteClientOptions {
 const CLIENTS: Record<Site, (o: SiteClientOptions) => SiteClient> = {
   gitlab: gitlabClient,
   gitea: giteaClient,
+  bitbucket: bitbucketClient,
 };
 
 const WIRING: Record<Site, SiteWiring> = {
   gitlab: gitlabWiring,
   gitea: giteaWiring,
+  bitbucket: bitbucketWiring,
 };
 
 export const siteClient = (site: Site, o: SiteClientOptions): SiteClient => CLIENTS[site](o);
