@@ -27,6 +27,8 @@ export interface SiteResponse<T> {
   body: T;
   /** The next page's URL from a `Link: <…>; rel="next"` header, when the site sent one. */
   next: string | null;
+  /** The answer's headers, names in lower case. */
+  headers: Record<string, string | string[] | undefined>;
 }
 
 const DEFAULT_TIMEOUT_MS = 15_000;
@@ -76,7 +78,7 @@ export function siteHttp(o: SiteHttpOptions): SiteHttp {
         throw new SiteError(res.statusCode, `${method} ${url.pathname}: the site's answer is not JSON`);
       }
     }
-    return { status: res.statusCode, body: parsed as T, next: nextLink(res.headers.link) };
+    return { status: res.statusCode, body: parsed as T, next: nextLink(res.headers.link), headers: res.headers };
   };
 
   const need = async <T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<T> => {

@@ -8,6 +8,7 @@ import type { Cidr } from '../ip/ranges';
 import { bitbucketClient, bitbucketWiring } from './bitbucket';
 import { giteaClient, giteaWiring } from './gitea';
 import { gitlabClient, gitlabWiring } from './gitlab';
+import { stashClient, stashWiring } from './stash';
 import type { Site, SiteClient, SiteWiring } from './types';
 
 export interface SiteClientOptions {
@@ -22,12 +23,14 @@ const CLIENTS: Record<Site, (o: SiteClientOptions) => SiteClient> = {
   gitlab: gitlabClient,
   gitea: giteaClient,
   bitbucket: bitbucketClient,
+  stash: stashClient,
 };
 
 const WIRING: Record<Site, SiteWiring> = {
   gitlab: gitlabWiring,
   gitea: giteaWiring,
   bitbucket: bitbucketWiring,
+  stash: stashWiring,
 };
 
 export const siteClient = (site: Site, o: SiteClientOptions): SiteClient => CLIENTS[site](o);

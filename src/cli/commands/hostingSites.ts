@@ -13,7 +13,7 @@ import { print, printJson, table, timeText } from '../render';
 import { Repo } from '../schemas';
 import { readSecret } from '../secretInput';
 
-const SITES = ['gitlab', 'gitea', 'bitbucket'] as const;
+const SITES = ['gitlab', 'gitea', 'bitbucket', 'stash'] as const;
 
 const Connection = z.looseObject({ id: z.number(), site: z.string(), api_url: z.string(), account: z.string(), repos: z.number(), created_at: z.string() });
 const SiteRepo = z.looseObject({
@@ -45,7 +45,7 @@ export function registerSiteCommands(repos: Command): void {
       .command('connect')
       .description("connect a hosting site to an organization; the site's access token is read from stdin or a prompt that does not echo")
       .argument('<org>', 'an organization (name or id)', orgRef)
-      .requiredOption('--site <site>', `${SITES.join(', ')} (gitea: Gitea and Forgejo; bitbucket: Bitbucket Cloud)`, oneOf(SITES))
+      .requiredOption('--site <site>', `${SITES.join(', ')} (gitea: Gitea and Forgejo; bitbucket: Bitbucket Cloud; stash: Bitbucket Server and Data Center, its own address)`, oneOf(SITES))
       .requiredOption('--api-url <url>', "the site's API root, e.g. https://gitlab.com/api/v4 or https://codeberg.org/api/v1"),
   ).action(async (org: string, opts: Options<{ site: string; apiUrl: string }>) => {
     const client = connect(opts);
