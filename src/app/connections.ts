@@ -41,12 +41,12 @@ type Deps = Pick<AppDeps, 'pool' | 'config'>;
 
 export const CreateConnection = z
   .strictObject({
-    site: z.enum(SITES).describe('`gitlab` (GitLab.com or self-managed), `gitea` (Gitea or Forgejo), `bitbucket` (Bitbucket Cloud), `stash` (Bitbucket Server or Data Center)'),
+    site: z.enum(SITES).describe('`github` (GitHub.com or Enterprise Server), `gitlab` (GitLab.com or self-managed), `gitea` (Gitea or Forgejo), `bitbucket` (Bitbucket Cloud), `stash` (Bitbucket Server or Data Center)'),
     api_url: httpUrl
       .refine(withoutCredentials, 'must not contain credentials: give the token as `token`')
       .refine((s) => !/[?#]/.test(s), 'a base URL without query or fragment')
       .transform((s) => new URL(s).href.replace(/\/+$/, ''))
-      .describe('the API’s root: `https://gitlab.com/api/v4`, `https://codeberg.org/api/v1`, `https://api.bitbucket.org/2.0`; Bitbucket Server’s own address (`https://bitbucket.example.com`)'),
+      .describe('the API’s root: `https://api.github.com`, `https://gitlab.com/api/v4`, `https://codeberg.org/api/v1`, `https://api.bitbucket.org/2.0`; Bitbucket Server’s own address (`https://bitbucket.example.com`)'),
     token: z
       .string()
       .min(8)

@@ -60,7 +60,8 @@ export function siteHttp(o: SiteHttpOptions): SiteHttp {
       res = await request(url, {
         method,
         dispatcher: o.dispatcher ?? sharedWebhookAgent(o.allow),
-        headers: { ...o.headers, 'user-agent': 'Sluice', accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        // The site's own headers last: GitHub, say, wants its own Accept.
+        headers: { 'user-agent': 'Sluice', accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...o.headers },
         body: body === undefined ? undefined : JSON.stringify(body),
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,

@@ -7,6 +7,7 @@ import type { Dispatcher } from 'undici';
 import type { Cidr } from '../ip/ranges';
 import { bitbucketClient, bitbucketWiring } from './bitbucket';
 import { giteaClient, giteaWiring } from './gitea';
+import { githubClient, githubWiring } from './github';
 import { gitlabClient, gitlabWiring } from './gitlab';
 import { stashClient, stashWiring } from './stash';
 import type { Site, SiteClient, SiteWiring } from './types';
@@ -20,6 +21,7 @@ export interface SiteClientOptions {
 }
 
 const CLIENTS: Record<Site, (o: SiteClientOptions) => SiteClient> = {
+  github: githubClient,
   gitlab: gitlabClient,
   gitea: giteaClient,
   bitbucket: bitbucketClient,
@@ -27,6 +29,7 @@ const CLIENTS: Record<Site, (o: SiteClientOptions) => SiteClient> = {
 };
 
 const WIRING: Record<Site, SiteWiring> = {
+  github: githubWiring,
   gitlab: gitlabWiring,
   gitea: giteaWiring,
   bitbucket: bitbucketWiring,

@@ -1,12 +1,12 @@
 /**
  * What Sluice asks of a hosting site's API to connect repositories (issue 38), whatever the
  * site: who the token belongs to, which repositories that account administers, and the webhook
- * and deploy key Sluice keeps on each. One folder a site implements it (gitlab/, gitea/,
- * bitbucket/, stash/).
+ * and deploy key Sluice keeps on each. One folder a site implements it (github/, gitlab/,
+ * gitea/, bitbucket/, stash/).
  */
 import type { StatusProvider } from '../core/commitStatus';
 
-export const SITES = ['gitlab', 'gitea', 'bitbucket', 'stash'] as const;
+export const SITES = ['github', 'gitlab', 'gitea', 'bitbucket', 'stash'] as const;
 export type Site = (typeof SITES)[number];
 
 /** A repository as a site lists it. */

@@ -15,10 +15,10 @@ import { SITES } from '../../sites/types';
 import { formatTime, formFields, given, notFoundPage, page, tryAction, type FailedForm, type WebScope } from './pages';
 import type { SignedIn } from './signIn';
 
-const SITE_LABELS: Record<(typeof SITES)[number], string> = { gitlab: 'GitLab', gitea: 'Gitea or Forgejo', bitbucket: 'Bitbucket Cloud', stash: 'Bitbucket Server' };
+const SITE_LABELS: Record<(typeof SITES)[number], string> = { github: 'GitHub', gitlab: 'GitLab', gitea: 'Gitea or Forgejo', bitbucket: 'Bitbucket Cloud', stash: 'Bitbucket Server' };
 
 /** What each site's API root looks like, for the form's placeholder. */
-const API_EXAMPLES: Record<(typeof SITES)[number], string> = { gitlab: 'https://gitlab.com/api/v4', gitea: 'https://codeberg.org/api/v1', bitbucket: 'https://api.bitbucket.org/2.0', stash: 'https://bitbucket.example.com' };
+const API_EXAMPLES: Record<(typeof SITES)[number], string> = { github: 'https://api.github.com', gitlab: 'https://gitlab.com/api/v4', gitea: 'https://codeberg.org/api/v1', bitbucket: 'https://api.bitbucket.org/2.0', stash: 'https://bitbucket.example.com' };
 
 export function registerConnectionPages(web: FastifyInstance, { deps, csrf, requireUser }: WebScope): void {
   const { pool } = deps;

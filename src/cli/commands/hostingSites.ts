@@ -13,7 +13,7 @@ import { print, printJson, table, timeText } from '../render';
 import { Repo } from '../schemas';
 import { readSecret } from '../secretInput';
 
-const SITES = ['gitlab', 'gitea', 'bitbucket', 'stash'] as const;
+const SITES = ['github', 'gitlab', 'gitea', 'bitbucket', 'stash'] as const;
 
 const Connection = z.looseObject({ id: z.number(), site: z.string(), api_url: z.string(), account: z.string(), repos: z.number(), created_at: z.string() });
 const SiteRepo = z.looseObject({

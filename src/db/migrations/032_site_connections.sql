@@ -1,14 +1,14 @@
 -- Issue 38: connect a hosting site once, then add its repositories with one click.
 
--- An organization's connection to a hosting site's API (GitLab, Gitea or Forgejo, Bitbucket Cloud, Bitbucket
--- Server): where
+-- An organization's connection to a hosting site's API (GitHub, GitLab, Gitea or Forgejo, Bitbucket Cloud,
+-- Bitbucket Server): where
 -- the API is, the access token an admin gave (sealed with SLUICE_SECRET_KEY, never shown again,
 -- never sent to build code) and the site account it belongs to, as the site said when the
 -- connection was made. The site checks that account's rights on every change Sluice asks for.
 CREATE TABLE site_connections (
   id            bigserial PRIMARY KEY,
   org_id        bigint NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
-  site          text NOT NULL CHECK (site IN ('gitlab', 'gitea', 'bitbucket', 'stash')),
+  site          text NOT NULL CHECK (site IN ('github', 'gitlab', 'gitea', 'bitbucket', 'stash')),
   api_url       text NOT NULL,
   token_sealed  text NOT NULL,
   account       text NOT NULL,
