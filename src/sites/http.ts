@@ -44,6 +44,8 @@ export interface SiteHttp {
   need<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<T>;
   /** Every page of a list, following `rel="next"` links on the same API (at most MAX_PAGES). */
   all<T>(path: string): Promise<T[]>;
+  /** Deletes what `path` names; gone already (404) is no error. */
+  remove(path: string): Promise<void>;
 }
 
 export function siteHttp(o: SiteHttpOptions): SiteHttp {
@@ -100,7 +102,12 @@ export function siteHttp(o: SiteHttpOptions): SiteHttp {
     return items;
   };
 
-  return { call, need, all };
+  const remove = async (path: string): Promise<void> => {
+    const res = await call('DELETE', path);
+    if (res.status !== 200 && res.status !== 204 && res.status !== 404) throw new SiteError(res.status, clean(`DELETE ${path} answered ${res.status}${messageOf(res.body)}`));
+  };
+
+  return { call, need, all, remove };
 }
 
 /** The site's own words for a refusal: GitLab's and Gitea's `message` (or `error`), short. */

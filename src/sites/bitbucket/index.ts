@@ -68,10 +68,6 @@ export function bitbucketClient(o: { apiUrl: string; token: string; allow: reado
   /** The repositories of a workspace the account administers (explicitly, as Bitbucket's `role=admin` says). */
   const administered = (workspaceUuid: string, query = '') =>
     values<Repository>(`/repositories/${encodeURIComponent(workspaceUuid)}?role=admin&pagelen=100${query ? `&q=${encodeURIComponent(query)}` : ''}`);
-  const remove = async (p: string): Promise<void> => {
-    const res = await http.call('DELETE', p);
-    if (res.status !== 204 && res.status !== 404) throw new SiteError(res.status, `DELETE ${p} answered ${res.status}`);
-  };
 
   return {
     site: 'bitbucket',
@@ -109,7 +105,7 @@ export function bitbucketClient(o: { apiUrl: string; token: string; allow: reado
       });
       return made.uuid;
     },
-    deleteHook: (repo, id) => remove(`${path(repo)}/hooks/${encodeURIComponent(id)}`),
+    deleteHook: (repo, id) => http.remove(`${path(repo)}/hooks/${encodeURIComponent(id)}`),
     async deployKeys(repo) {
       return (await values<{ id: number; key: string }>(`${path(repo)}/deploy-keys?pagelen=100`)).map((k) => ({ id: String(k.id), key: k.key }));
     },
@@ -117,7 +113,7 @@ export function bitbucketClient(o: { apiUrl: string; token: string; allow: reado
       const made = await http.need<{ id: number }>('POST', `${path(repo)}/deploy-keys`, { key: key.key, label: key.title });
       return String(made.id);
     },
-    deleteDeployKey: (repo, id) => remove(`${path(repo)}/deploy-keys/${encodeURIComponent(id)}`),
+    deleteDeployKey: (repo, id) => http.remove(`${path(repo)}/deploy-keys/${encodeURIComponent(id)}`),
     async lastDelivery() {
       return undefined;
     },

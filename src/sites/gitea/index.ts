@@ -66,10 +66,6 @@ export function giteaClient(o: { apiUrl: string; token: string; allow: readonly 
     }
     return items;
   };
-  const remove = async (p: string): Promise<void> => {
-    const res = await http.call('DELETE', p);
-    if (res.status !== 204 && res.status !== 404) throw new SiteError(res.status, `DELETE ${p} answered ${res.status}`);
-  };
 
   return {
     site: 'gitea',
@@ -97,7 +93,7 @@ export function giteaClient(o: { apiUrl: string; token: string; allow: readonly 
       });
       return String(made.id);
     },
-    deleteHook: (repo, id) => remove(`${path(repo)}/hooks/${encodeURIComponent(id)}`),
+    deleteHook: (repo, id) => http.remove(`${path(repo)}/hooks/${encodeURIComponent(id)}`),
     async deployKeys(repo) {
       return (await pages<DeployKey>(`${path(repo)}/keys`)).map((k) => ({ id: String(k.id), key: k.key }));
     },
@@ -105,7 +101,7 @@ export function giteaClient(o: { apiUrl: string; token: string; allow: readonly 
       const made = await http.need<DeployKey>('POST', `${path(repo)}/keys`, { title: key.title, key: key.key, read_only: true });
       return String(made.id);
     },
-    deleteDeployKey: (repo, id) => remove(`${path(repo)}/keys/${encodeURIComponent(id)}`),
+    deleteDeployKey: (repo, id) => http.remove(`${path(repo)}/keys/${encodeURIComponent(id)}`),
     async lastDelivery() {
       return undefined;
     },

@@ -55,10 +55,6 @@ export function githubClient(o: { apiUrl: string; token: string; allow: readonly
     admin: r.permissions?.admin === true,
   });
   const mine = async () => (await http.all<Repository>('/user/repos?per_page=100&sort=full_name')).map(toRepo);
-  const remove = async (p: string): Promise<void> => {
-    const res = await http.call('DELETE', p);
-    if (res.status !== 204 && res.status !== 404) throw new SiteError(res.status, `DELETE ${p} answered ${res.status}`);
-  };
 
   return {
     site: 'github',
@@ -81,7 +77,7 @@ export function githubClient(o: { apiUrl: string; token: string; allow: readonly
       });
       return String(made.id);
     },
-    deleteHook: (repo, id) => remove(`${path(repo)}/hooks/${encodeURIComponent(id)}`),
+    deleteHook: (repo, id) => http.remove(`${path(repo)}/hooks/${encodeURIComponent(id)}`),
     async deployKeys(repo) {
       return (await http.all<{ id: number; key: string }>(`${path(repo)}/keys?per_page=100`)).map((k) => ({ id: String(k.id), key: k.key }));
     },
@@ -89,7 +85,7 @@ export function githubClient(o: { apiUrl: string; token: string; allow: readonly
       const made = await http.need<{ id: number }>('POST', `${path(repo)}/keys`, { title: key.title, key: key.key, read_only: true });
       return String(made.id);
     },
-    deleteDeployKey: (repo, id) => remove(`${path(repo)}/keys/${encodeURIComponent(id)}`),
+    deleteDeployKey: (repo, id) => http.remove(`${path(repo)}/keys/${encodeURIComponent(id)}`),
     async lastDelivery(repo, hookId) {
       const res = await http.call<Delivery[]>('GET', `${path(repo)}/hooks/${encodeURIComponent(hookId)}/deliveries?per_page=1`);
       if (res.status !== 200 || !Array.isArray(res.body)) throw new SiteError(res.status, `GET ${path(repo)}/hooks/${hookId}/deliveries answered ${res.status}`);

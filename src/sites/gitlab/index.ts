@@ -57,11 +57,6 @@ export function gitlabClient(o: { apiUrl: string; token: string; allow: readonly
     defaultBranch: p.default_branch ?? null,
     admin,
   });
-  /** Deletes, where a 404 means gone already. */
-  const remove = async (path: string): Promise<void> => {
-    const res = await http.call('DELETE', path);
-    if (res.status !== 204 && res.status !== 200 && res.status !== 404) throw new SiteError(res.status, `DELETE ${path} answered ${res.status}`);
-  };
 
   return {
     site: 'gitlab',
@@ -95,7 +90,7 @@ export function gitlabClient(o: { apiUrl: string; token: string; allow: readonly
       });
       return String(made.id);
     },
-    deleteHook: (repo, id) => remove(`${project(repo)}/hooks/${encodeURIComponent(id)}`),
+    deleteHook: (repo, id) => http.remove(`${project(repo)}/hooks/${encodeURIComponent(id)}`),
     async deployKeys(repo) {
       return (await http.all<DeployKey>(`${project(repo)}/deploy_keys?per_page=100`)).map((k) => ({ id: String(k.id), key: k.key }));
     },
@@ -103,7 +98,7 @@ export function gitlabClient(o: { apiUrl: string; token: string; allow: readonly
       const made = await http.need<DeployKey>('POST', `${project(repo)}/deploy_keys`, { title: key.title, key: key.key, can_push: false });
       return String(made.id);
     },
-    deleteDeployKey: (repo, id) => remove(`${project(repo)}/deploy_keys/${encodeURIComponent(id)}`),
+    deleteDeployKey: (repo, id) => http.remove(`${project(repo)}/deploy_keys/${encodeURIComponent(id)}`),
     async lastDelivery(repo, hookId) {
       // GitLab 17.3 and later; an older one answers 404 and keeps no log we can read.
       const res = await http.call<HookEvent[]>('GET', `${project(repo)}/hooks/${encodeURIComponent(hookId)}/events?per_page=1`);

@@ -68,10 +68,6 @@ export function stashClient(o: { apiUrl: string; token: string; allow: readonly 
     return items;
   };
   const administered = () => values<Repository>('/rest/api/1.0/repos?permission=REPO_ADMIN');
-  const remove = async (p: string): Promise<void> => {
-    const res = await http.call('DELETE', p);
-    if (res.status !== 204 && res.status !== 404) throw new SiteError(res.status, `DELETE ${p} answered ${res.status}`);
-  };
 
   return {
     site: 'stash',
@@ -111,7 +107,7 @@ export function stashClient(o: { apiUrl: string; token: string; allow: readonly 
       });
       return String(made.id);
     },
-    deleteHook: (repo, id) => remove(`${api(repo)}/webhooks/${encodeURIComponent(id)}`),
+    deleteHook: (repo, id) => http.remove(`${api(repo)}/webhooks/${encodeURIComponent(id)}`),
     async deployKeys(repo) {
       return (await values<{ key: { id: number; text: string } }>(`/rest/keys/1.0/${repoPath(repo)}/ssh`)).map((k) => ({ id: String(k.key.id), key: k.key.text }));
     },
@@ -119,7 +115,7 @@ export function stashClient(o: { apiUrl: string; token: string; allow: readonly 
       const made = await http.need<{ key: { id: number } }>('POST', `/rest/keys/1.0/${repoPath(repo)}/ssh`, { key: { text: key.key, label: key.title }, permission: 'REPO_READ' });
       return String(made.key.id);
     },
-    deleteDeployKey: (repo, id) => remove(`/rest/keys/1.0/${repoPath(repo)}/ssh/${encodeURIComponent(id)}`),
+    deleteDeployKey: (repo, id) => http.remove(`/rest/keys/1.0/${repoPath(repo)}/ssh/${encodeURIComponent(id)}`),
     async lastDelivery(repo, hookId) {
       // The hook's last invocation: 204 when it has made none.
       const res = await http.call<{ start?: number; finish?: number; result?: { outcome?: string; description?: string } }>('GET', `${api(repo)}/webhooks/${encodeURIComponent(hookId)}/latest`);
