@@ -20,6 +20,7 @@ import {
   hookHealthOf,
   insertConnection,
   linksOf,
+  replaceConnectionToken,
   listConnections,
   saveLink,
   type ConnectionRow,
@@ -55,6 +56,10 @@ export const CreateConnection = z
       .describe('an access token of an account that administers the repositories (docs/sites/): sealed, never shown again'),
   })
   .meta({ examples: [{ site: 'gitlab', api_url: 'https://gitlab.example.com/api/v4', token: 'glpat-example-token-value' }] });
+
+export const ReplaceToken = z
+  .strictObject({ token: CreateConnection.shape.token })
+  .meta({ examples: [{ token: 'glpat-the-new-token-value' }] });
 
 export const Connection = z.object({
   id: z.number().int(),
@@ -123,7 +128,7 @@ export const connectionView = (c: ConnectionRow & { repos?: number }): z.output<
 /** What a site refused or failed, as the application layer refuses it: the site's status and words. */
 function siteRefusal(err: unknown, doing: string): AppError {
   if (!(err instanceof SiteError)) throw err;
-  if (err.status === 401) return new AppError('invalid', `${doing}: the site refused the connection's token (${err.message}); connect again with a valid one`, 'token');
+  if (err.status === 401) return new AppError('invalid', `${doing}: the site refused the token (${err.message}); give the connection a valid one`, 'token');
   if (err.status === 403) return new AppError('forbidden', `${doing}: the site says the connection's account may not (${err.message})`);
   return new AppError('site', `${doing}: ${err.message}`, undefined, 30);
 }
@@ -162,8 +167,31 @@ export async function createConnection(deps: Deps, org: OrgRow, input: unknown, 
   }
 }
 
+/**
+ * Replaces a connection's token (the old one expired or was revoked): the site must accept the
+ * new one as the same account; the repositories it activated post their statuses with it.
+ */
+export async function replaceToken(deps: Deps, c: ConnectionWithToken, input: unknown): Promise<void> {
+  const { token } = validate(ReplaceToken, input);
+  let account: string;
+  try {
+    account = await siteClient(c.site, { apiUrl: c.api_url, token, allow: deps.config.webhookAllow }).account();
+  } catch (err) {
+    throw siteRefusal(err, `asking ${c.api_url} whose token this is`);
+  }
+  if (account !== c.account) throw conflict('token', `this token is ${account}'s, the connection is ${c.account}'s: connect ${account} as a connection of its own`);
+  await replaceConnectionToken(deps.pool, c.id, seal(deps.config.secretKey, token));
+}
+
 export async function connectionsOf(db: Db, org: OrgRow): Promise<z.output<typeof Connection>[]> {
   return (await listConnections(db, org.id)).map(connectionView);
+}
+
+/** One connection as the API shows it (with its count of repositories), or a 404. */
+export async function connectionOf(db: Db, org: OrgRow, id: number): Promise<z.output<typeof Connection>> {
+  const found = (await connectionsOf(db, org)).find((c) => c.id === id);
+  if (!found) throw notFound('connection');
+  return found;
 }
 
 /**

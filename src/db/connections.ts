@@ -44,9 +44,16 @@ export async function findConnection(db: Db, orgId: number, id: number): Promise
   return (await db.query<ConnectionWithToken>(`SELECT ${COLUMNS}, c.token_sealed FROM site_connections c WHERE c.org_id = $1 AND c.id = $2`, [orgId, id])).rows[0];
 }
 
-/** Replaces the token (an admin gave a new one for the same account). */
+/**
+ * Replaces the token (an admin gave a new one for the same account), and with it the status
+ * token of every repository the connection activated, so their statuses keep going out.
+ */
 export async function replaceConnectionToken(db: Db, id: number, tokenSealed: string): Promise<void> {
-  await db.query('UPDATE site_connections SET token_sealed = $2 WHERE id = $1', [id, tokenSealed]);
+  await db.query(
+    `WITH c AS (UPDATE site_connections SET token_sealed = $2 WHERE id = $1 RETURNING id)
+     UPDATE repos r SET status_token_sealed = $2 FROM repo_links l, c WHERE l.connection_id = c.id AND r.id = l.repo_id`,
+    [id, tokenSealed],
+  );
 }
 
 export async function deleteConnection(db: Db, orgId: number, id: number): Promise<boolean> {

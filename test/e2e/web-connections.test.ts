@@ -5,7 +5,8 @@
  * site is what lets it pull (the fake hands its deploy keys to the SSH git server), and GitLab's
  * push hook, delivered as GitLab delivers it, builds; the commit statuses go back to GitLab. The
  * repository page shows the hook's arrival and GitLab's delivery log, Repair makes a deleted hook
- * again, a forged hook is refused and counted, Deactivate removes the hook and the key.
+ * again, a forged hook is refused and counted, Deactivate removes the hook and the key, and the
+ * connection takes a new token.
  * Screenshots land in test/screenshots/ (not committed).
  */
 import { describeWithBrowser, openBrowser, signIn, type Browser } from '../support/browser';
@@ -55,7 +56,7 @@ describeWithBrowser('web-connections.test.ts')('connecting GitLab on the web', (
     await page.getByLabel('API URL').fill(gitlab.apiUrl);
     await page.getByLabel('Access token').fill('glpat-not-a-real-token');
     await page.getByRole('button', { name: 'Connect' }).click();
-    expect(await page.getByRole('alert').textContent()).toContain('refused the connection');
+    expect(await page.getByRole('alert').textContent()).toContain('refused the token');
     // The refused token is not typed back into the page.
     expect(await page.getByLabel('Access token').inputValue()).toBe('');
     await page.getByLabel('Access token').fill(TOKEN);
@@ -137,5 +138,14 @@ describeWithBrowser('web-connections.test.ts')('connecting GitLab on the web', (
     expect(gitlab.hooksOf(21)).toEqual([]);
     expect(gitlab.keysOf(21)).toEqual([]);
     await screenshots('repo-site-deactivated');
+
+    // A new token for the connection (the old one expired): the same account's, from its row.
+    await page.goto(`${w.sluice.url}/orgs/${w.org.name}/connections`);
+    await page.getByText('Replace token…').click();
+    await page.getByLabel('New token of alice').fill(TOKEN);
+    await page.getByRole('button', { name: 'Replace' }).click();
+    await page.waitForURL(/connections\?token/);
+    expect(await page.getByRole('status').textContent()).toContain('Token replaced');
+    await screenshots('connections');
   });
 });

@@ -12,6 +12,7 @@ import { startFakeGitLab, type FakeGitLab } from '../support/fakeGitLab';
 
 const CLI = path.join(__dirname, '..', '..', 'src', 'cli', 'main.ts');
 const TOKEN = 'glpat-cli-token-0000001';
+const NEW_TOKEN = 'glpat-cli-token-0000002';
 let h: ApiHarness;
 let gitlab: FakeGitLab;
 
@@ -30,7 +31,7 @@ function sluice(args: string[], stdin = ''): Promise<{ code: number | null; stdo
 
 beforeAll(async () => {
   gitlab = await startFakeGitLab({
-    tokens: { [TOKEN]: { username: 'alice', scopes: ['api'] } },
+    tokens: { [TOKEN]: { username: 'alice', scopes: ['api'] }, [NEW_TOKEN]: { username: 'alice', scopes: ['api'] } },
     projects: [{ id: 31, path: 'acme/cli', sshUrl: 'git@gitlab.test:acme/cli.git', defaultBranch: 'main', members: { alice: 40 } }],
   });
   h = await startApiHarness({ config: { webhookAllow: parseAllowList('127.0.0.0/8') } });
@@ -69,6 +70,11 @@ it('connects a site, lists and activates its repository, shows its health, repai
   expect((await sluice(['repos', 'repair', 'acme/cli-app'])).stdout).toContain('repaired acme/cli-app');
   expect(gitlab.hooksOf(31)).toHaveLength(1);
 
+  const renewed = await sluice(['repos', 'token', 'acme', '1'], `${NEW_TOKEN}\n`);
+  expect(renewed).toMatchObject({ code: 0, stderr: '' });
+  expect(renewed.stdout).toContain('uses the new token of alice, and so do the statuses of its 1 repositories');
+  expect(renewed.stdout).not.toContain(NEW_TOKEN);
+
   expect((await sluice(['repos', 'deactivate', 'acme/cli-app'])).code).toBe(0);
   expect(gitlab.hooksOf(31)).toEqual([]);
   expect(gitlab.keysOf(31)).toEqual([]);
@@ -77,6 +83,6 @@ it('connects a site, lists and activates its repository, shows its health, repai
 it('says what the site refused, with a non-zero exit', async () => {
   const res = await sluice(['repos', 'connect', 'acme', '--site', 'gitlab', '--api-url', gitlab.apiUrl], 'glpat-wrong\n');
   expect(res.code).not.toBe(0);
-  expect(res.stderr).toMatch(/refused the connection's token/);
+  expect(res.stderr).toMatch(/refused the token/);
   expect(res.stderr).not.toContain('glpat-wrong');
 });

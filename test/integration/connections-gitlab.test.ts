@@ -17,6 +17,7 @@ let gitlab: FakeGitLab;
 let org: string;
 const MAINTAINER = 'glpat-maintainer-token-0001';
 const READ_ONLY = 'glpat-read-only-token-0002';
+const RENEWED = 'glpat-maintainer-token-0003';
 const SHA = (n: number) => n.toString(16).padStart(40, 'a');
 
 const bulk: GitLabProject[] = Array.from({ length: 120 }, (_, i) => ({
@@ -29,7 +30,7 @@ const bulk: GitLabProject[] = Array.from({ length: 120 }, (_, i) => ({
 
 beforeAll(async () => {
   gitlab = await startFakeGitLab({
-    tokens: { [MAINTAINER]: { username: 'alice', scopes: ['api'] }, [READ_ONLY]: { username: 'carol', scopes: ['read_api'] } },
+    tokens: { [MAINTAINER]: { username: 'alice', scopes: ['api'] }, [READ_ONLY]: { username: 'carol', scopes: ['read_api'] }, [RENEWED]: { username: 'alice', scopes: ['api'] } },
     projects: [
       { id: 11, path: 'acme/web', sshUrl: 'git@gitlab.test:acme/web.git', defaultBranch: 'main', members: { alice: 40, carol: 40 } },
       { id: 12, path: 'acme/docs', sshUrl: 'git@gitlab.test:acme/docs.git', defaultBranch: 'main', members: { alice: 30 } },
@@ -235,6 +236,21 @@ describe('connecting GitLab', () => {
     expect(gitlab.keysOf(11)).toHaveLength(1);
   });
 
+  it('a connection takes a new token of the same account, and its repositories’ statuses go out with it', async () => {
+    const path = `/api/v1/orgs/${org}/connections/${connection}/token`;
+    expect((await h.admin('PUT', path, { token: 'glpat-nobody-s-token' })).statusCode).toBe(400);
+    const other = await h.admin('PUT', path, { token: READ_ONLY });
+    expect(other.statusCode).toBe(409);
+    expect(other.json().message).toContain('carol');
+    const res = await h.admin('PUT', path, { token: RENEWED });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ id: connection, account: 'alice', repos: 1 });
+    expect(res.body).not.toContain(RENEWED);
+    const { rows } = await h.db.pool.query('SELECT r.status_token_sealed, c.token_sealed FROM repos r, site_connections c WHERE r.id = $1 AND c.id = $2', [repo.id, connection]);
+    expect(unseal(h.config.secretKey, rows[0].token_sealed)).toBe(RENEWED);
+    expect(unseal(h.config.secretKey, rows[0].status_token_sealed)).toBe(RENEWED);
+  });
+
   it('a read-only token may list but not activate: GitLab’s refusal is named', async () => {
     const made = await h.admin('POST', `/api/v1/orgs/${org}/connections`, { site: 'gitlab', api_url: gitlab.apiUrl, token: READ_ONLY });
     expect(made.statusCode).toBe(201);
@@ -261,5 +277,6 @@ describe('connecting GitLab', () => {
     const logs = h.logs.join('\n');
     expect(logs).not.toContain(MAINTAINER);
     expect(logs).not.toContain(READ_ONLY);
+    expect(logs).not.toContain(RENEWED);
   });
 });

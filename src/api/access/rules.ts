@@ -97,6 +97,7 @@ const API: Record<string, Rule> = {
   'GET /api/v1/orgs/:org/connections': org('admin'),
   'POST /api/v1/orgs/:org/connections': org('admin', 'connection.create'),
   'DELETE /api/v1/orgs/:org/connections/:connection': org('admin', 'connection.delete'),
+  'PUT /api/v1/orgs/:org/connections/:connection/token': org('admin', 'connection.token'),
   'GET /api/v1/orgs/:org/connections/:connection/repos': org('admin'),
   'POST /api/v1/orgs/:org/connections/:connection/repos': org('admin', 'repo.activate'),
   'GET /api/v1/repos/:repo/connection': repo('admin'),
@@ -178,6 +179,7 @@ const WEB: Record<string, Rule> = {
   'GET /orgs/:org/connections': org('admin'),
   'POST /orgs/:org/connections': org('admin', 'connection.create'),
   'POST /orgs/:org/connections/:connection/delete': org('admin', 'connection.delete'),
+  'POST /orgs/:org/connections/:connection/token': org('admin', 'connection.token'),
   'GET /orgs/:org/connections/:connection': org('admin'),
   'POST /orgs/:org/connections/:connection/repos': org('admin', 'repo.activate'),
 

@@ -7,7 +7,7 @@
  * the JSON API does; a token typed into a form is never shown again, not even after a refusal.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { activateRepo, connectionsOf, createConnection, loadConnection, removeConnection, siteReposOf } from '../../app/connections';
+import { activateRepo, connectionsOf, createConnection, loadConnection, removeConnection, replaceToken, siteReposOf } from '../../app/connections';
 import { loadOrg } from '../../app/orgs';
 import { nameOf } from '../../core/access';
 import type { OrgRow } from '../../db/orgs';
@@ -17,8 +17,14 @@ import type { SignedIn } from './signIn';
 
 const SITE_LABELS: Record<(typeof SITES)[number], string> = { github: 'GitHub', gitlab: 'GitLab', gitea: 'Gitea or Forgejo', bitbucket: 'Bitbucket Cloud', stash: 'Bitbucket Server' };
 
-/** What each site's API root looks like, for the form's placeholder. */
-const API_EXAMPLES: Record<(typeof SITES)[number], string> = { github: 'https://api.github.com', gitlab: 'https://gitlab.com/api/v4', gitea: 'https://codeberg.org/api/v1', bitbucket: 'https://api.bitbucket.org/2.0', stash: 'https://bitbucket.example.com' };
+/** What each site's API root looks like, for the form's hint. */
+const API_EXAMPLES: Record<(typeof SITES)[number], string> = {
+  github: '`https://api.github.com` (Enterprise Server: `https://ghe.example.com/api/v3`)',
+  gitlab: '`https://gitlab.com/api/v4`, or your server’s',
+  gitea: '`https://codeberg.org/api/v1`, or your server’s',
+  bitbucket: '`https://api.bitbucket.org/2.0`',
+  stash: 'your server’s own address, `https://bitbucket.example.com`',
+};
 
 export function registerConnectionPages(web: FastifyInstance, { deps, csrf, requireUser }: WebScope): void {
   const { pool } = deps;
@@ -34,12 +40,18 @@ export function registerConnectionPages(web: FastifyInstance, { deps, csrf, requ
     return page(reply, 'connections', { title: `Hosting sites of ${org.name}`, section: 'orgs', user, org: { id: org.id, name: org.name }, connections, sites, failed, notice }, status);
   };
 
-  web.get<{ Params: { org: string }; Querystring: { deleted?: string } }>('/orgs/:org/connections', async (request, reply) => {
+  web.get<{ Params: { org: string }; Querystring: { deleted?: string; token?: string } }>('/orgs/:org/connections', async (request, reply) => {
     const user = requireUser(request, reply);
     if (!user) return reply;
     const org = await findOrg(request.params.org);
     if (!org) return notFoundPage(reply, user, `organization ${request.params.org}`);
-    return listPage(reply, user, org, null, 200, request.query.deleted !== undefined ? 'Connection deleted. Its repositories, and their webhooks and deploy keys at the site, are still there.' : null);
+    const notice =
+      request.query.deleted !== undefined
+        ? 'Connection deleted. Its repositories, and their webhooks and deploy keys at the site, are still there.'
+        : request.query.token !== undefined
+          ? 'Token replaced: the connection and the commit statuses of its repositories use the new one.'
+          : null;
+    return listPage(reply, user, org, null, 200, notice);
   });
 
   web.post<{ Params: { org: string } }>('/orgs/:org/connections', csrf, async (request, reply) => {
@@ -62,6 +74,17 @@ export function registerConnectionPages(web: FastifyInstance, { deps, csrf, requ
     const done = await tryAction(() => removeConnection(pool, org, request.params.connection));
     if (!done.ok) return listPage(reply, user, org, { form: `delete:${request.params.connection}`, error: done.error, values: {} }, done.status);
     return reply.code(303).header('location', `/orgs/${org.name}/connections?deleted`).send();
+  });
+
+  web.post<{ Params: { org: string; connection: string } }>('/orgs/:org/connections/:connection/token', csrf, async (request, reply) => {
+    const user = requireUser(request, reply);
+    if (!user) return reply;
+    const org = await findOrg(request.params.org);
+    if (!org) return notFoundPage(reply, user, `organization ${request.params.org}`);
+    const v = formFields(request);
+    const done = await tryAction(async () => replaceToken(deps, await loadConnection(pool, org, request.params.connection), { token: given(v.token) ?? '' }));
+    if (!done.ok) return listPage(reply, user, org, { form: `token:${request.params.connection}`, error: done.error, values: {} }, done.status);
+    return reply.code(303).header('location', `/orgs/${org.name}/connections?token`).send();
   });
 
   const reposPage = async (reply: FastifyReply, user: SignedIn, org: OrgRow, connectionId: string, failed: FailedForm | null, status = 200) => {

@@ -1,5 +1,5 @@
 /**
- * `repos connect|sites|available|activate|site|repair|deactivate`: hosting sites connected once
+ * `repos connect|token|sites|available|activate|site|repair|deactivate`: hosting sites connected once
  * (issue 38, `/api/v1/orgs/:org/connections`), their repositories activated with their webhook
  * and deploy key made by Sluice, and an activated repository's health. The site's token is read
  * from stdin or a prompt that does not echo (secretInput.ts), never from the command line.
@@ -53,6 +53,20 @@ export function registerSiteCommands(repos: Command): void {
     const { data, raw } = await client.call('POST', connectionsPath(org), Connection, { site: opts.site, api_url: opts.apiUrl, token });
     if (opts.json) return printJson(raw);
     print(`connected ${data.api_url} as ${data.account}: connection ${data.id}\nits repositories: sluice repos available ${org} ${data.id}\n`);
+  });
+
+  withCommonOptions(
+    repos
+      .command('token')
+      .description("replace a connection's token (the old one expired or was revoked); the new one is read from stdin or a prompt that does not echo")
+      .argument('<org>', 'an organization (name or id)', orgRef)
+      .argument('<connection>', 'the connection’s id (`sluice repos sites <org>`)', positiveId),
+  ).action(async (org: string, connection: number, opts: Options) => {
+    const client = connect(opts);
+    const token = await readSecret(`New access token of connection ${connection}: `);
+    const { data, raw } = await client.call('PUT', connectionsPath(org, `/${connection}/token`), Connection, { token });
+    if (opts.json) return printJson(raw);
+    print(`connection ${data.id} to ${data.api_url} uses the new token of ${data.account}, and so do the statuses of its ${data.repos} repositories\n`);
   });
 
   withCommonOptions(repos.command('sites').description("an organization's connected hosting sites").argument('<org>', 'an organization (name or id)', orgRef)).action(

@@ -3,7 +3,7 @@
  * …/connections/:connection`, the site's repositories `GET …/connections/:connection/repos` and
  * activating one `POST …/connections/:connection/repos {site_repo_id}`; a repository's link
  * `GET /api/v1/repos/:repo/connection`, `POST …/connection/repair`, `DELETE …/connection`
- * (deactivate). The rules are app/connections.ts's; this is their HTTP.
+ * (deactivate); a new token, `PUT …/connections/:connection/token`. The rules are app/connections.ts's; this is their HTTP.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -12,6 +12,7 @@ import {
   ActivateRepo,
   activateRepo,
   Connection,
+  connectionOf,
   connectionsOf,
   connectionView,
   CreateConnection,
@@ -20,6 +21,8 @@ import {
   loadConnection,
   removeConnection,
   repairRepo,
+  ReplaceToken,
+  replaceToken,
   RepoConnection,
   repoConnection,
   SiteRepository,
@@ -48,6 +51,13 @@ export function registerConnectionRoutes(app: FastifyInstance, deps: ApiDeps): v
   app.delete<{ Params: { org: string; connection: string } }>('/orgs/:org/connections/:connection', documented({ tag: 'connections', summary: 'Delete a site connection', description: 'Its repositories and their builds stay, and so do the webhooks and deploy keys at the site: deactivate a repository first to remove them.', params: ConnectionParams, response: { 204: NoBody, ...errors(404) } }), async (request, reply) => {
     await removeConnection(pool, await loadOrg(pool, request.params.org), request.params.connection);
     return reply.code(204).send();
+  });
+
+  app.put<{ Params: { org: string; connection: string } }>('/orgs/:org/connections/:connection/token', documented({ tag: 'connections', summary: 'Replace a connection’s token', description: 'When the old one expired or was revoked: the site must accept the new one as the same account. The repositories the connection activated post their commit statuses with it.', params: ConnectionParams, body: ReplaceToken, response: { 200: Connection, ...errors(400, 404, 409, 502) } }), async (request) => {
+    const org = await loadOrg(pool, request.params.org);
+    const c = await loadConnection(pool, org, request.params.connection);
+    await replaceToken(deps, c, request.body);
+    return connectionOf(pool, org, c.id);
   });
 
   app.get<{ Params: { org: string; connection: string } }>('/orgs/:org/connections/:connection/repos', documented({ tag: 'connections', summary: 'The site’s repositories the connection’s account can see', description: 'Each says whether the account administers it (only then can it be activated) and which Sluice repository was activated from it.', params: ConnectionParams, response: { 200: z.array(SiteRepository), ...errors(400, 404, 502) } }), async (request) => {
