@@ -133,14 +133,17 @@ function siteRefusal(err: unknown, doing: string): AppError {
   return new AppError('site', `${doing}: ${err.message}`, undefined, 30);
 }
 
-function clientOf(deps: Deps, c: ConnectionWithToken): SiteClient {
+/** How long the health look may ask the site, all requests together: a page shows it. */
+const HEALTH_DEADLINE_MS = 5_000;
+
+function clientOf(deps: Deps, c: ConnectionWithToken, deadline?: number): SiteClient {
   let token: string;
   try {
     token = unseal(deps.config.secretKey, c.token_sealed);
   } catch {
     throw new AppError('invalid', 'cannot unseal the connection’s token (was SLUICE_SECRET_KEY changed?): connect again', 'token');
   }
-  return siteClient(c.site, { apiUrl: c.api_url, token, allow: deps.config.webhookAllow });
+  return siteClient(c.site, { apiUrl: c.api_url, token, allow: deps.config.webhookAllow, deadline });
 }
 
 export async function loadConnection(db: Db, org: OrgRow, id: string): Promise<ConnectionWithToken> {
@@ -418,7 +421,7 @@ export async function repoConnection(deps: Deps, repo: RepoRow): Promise<z.outpu
     site_error: null,
   };
   try {
-    const client = clientOf(deps, connection);
+    const client = clientOf(deps, connection, Date.now() + HEALTH_DEADLINE_MS);
     const site = await client.repo(link.site_repo_id);
     if (!site) {
       view.hook = view.deploy_key = 'missing';

@@ -20,6 +20,8 @@ export interface SiteHttpOptions {
   /** Tests: replaces the guarded Agent. */
   dispatcher?: Dispatcher;
   timeoutMs?: number;
+  /** When every request must have been answered (epoch ms); none by default. */
+  deadline?: number;
 }
 
 export interface SiteResponse<T> {
@@ -57,6 +59,8 @@ export function siteHttp(o: SiteHttpOptions): SiteHttp {
     const url = /^https?:/.test(pathOrUrl) ? new URL(pathOrUrl) : new URL(pathOrUrl.replace(/^\//, ''), root);
     // A next-page link is the site's to give, but never to another host: the token goes with it.
     if (url.origin !== root.origin) throw new SiteError(null, `the site pointed to another host (${url.origin})`);
+    const left = o.deadline === undefined ? timeoutMs : Math.min(timeoutMs, o.deadline - Date.now());
+    if (left <= 0) throw new SiteError(null, `${method} ${url.pathname}: the site did not answer in time`);
     let res: Dispatcher.ResponseData;
     try {
       res = await request(url, {
@@ -65,9 +69,9 @@ export function siteHttp(o: SiteHttpOptions): SiteHttp {
         // The site's own headers last: GitHub, say, wants its own Accept.
         headers: { 'user-agent': 'Sluice', accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...o.headers },
         body: body === undefined ? undefined : JSON.stringify(body),
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-        signal: AbortSignal.timeout(timeoutMs),
+        headersTimeout: left,
+        bodyTimeout: left,
+        signal: AbortSignal.timeout(left),
       });
     } catch (err) {
       throw new SiteError(null, clean(`${method} ${url.pathname} did not get an answer: ${(err as Error).message}`));

@@ -3,22 +3,12 @@
  * and how its repositories are wired to Sluice (which trigger path reads its hooks, which
  * commit status provider answers it). A new site is one folder and one line in each table.
  */
-import type { Dispatcher } from 'undici';
-import type { Cidr } from '../ip/ranges';
 import { bitbucketClient, bitbucketWiring } from './bitbucket';
 import { giteaClient, giteaWiring } from './gitea';
 import { githubClient, githubWiring } from './github';
 import { gitlabClient, gitlabWiring } from './gitlab';
 import { stashClient, stashWiring } from './stash';
-import type { Site, SiteClient, SiteWiring } from './types';
-
-export interface SiteClientOptions {
-  apiUrl: string;
-  token: string;
-  /** SLUICE_WEBHOOK_ALLOW: private ranges a self-hosted site may be on. */
-  allow: readonly Cidr[];
-  dispatcher?: Dispatcher;
-}
+import type { Site, SiteClient, SiteClientOptions, SiteWiring } from './types';
 
 const CLIENTS: Record<Site, (o: SiteClientOptions) => SiteClient> = {
   github: githubClient,

@@ -4,10 +4,25 @@
  * and deploy key Sluice keeps on each. One folder a site implements it (github/, gitlab/,
  * gitea/, bitbucket/, stash/).
  */
+import type { Dispatcher } from 'undici';
 import type { StatusProvider } from '../core/commitStatus';
+import type { Cidr } from '../ip/ranges';
 
 export const SITES = ['github', 'gitlab', 'gitea', 'bitbucket', 'stash'] as const;
 export type Site = (typeof SITES)[number];
+
+/** How a client reaches its site. */
+export interface SiteClientOptions {
+  /** The API's root (Bitbucket Server: the server's own address). */
+  apiUrl: string;
+  token: string;
+  /** SLUICE_WEBHOOK_ALLOW: private ranges a self-hosted site may be on. */
+  allow: readonly Cidr[];
+  /** When every request must have been answered (epoch ms): a look that must not keep a page waiting. */
+  deadline?: number;
+  /** Tests: replaces the guarded Agent. */
+  dispatcher?: Dispatcher;
+}
 
 /** A repository as a site lists it. */
 export interface SiteRepo {

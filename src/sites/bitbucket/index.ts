@@ -9,11 +9,9 @@
  * Atlassian's OpenAPI document (swagger.v3.json): pages are `{values, next}` (follow `next`,
  * `pagelen` at most 100); UUIDs in a path are in curly braces, percent-encoded.
  */
-import type { Dispatcher } from 'undici';
 import { bitbucketAuthorization } from '../../delivery/commitStatus';
-import type { Cidr } from '../../ip/ranges';
 import { MAX_PAGES, siteHttp } from '../http';
-import { SiteError, type SiteClient, type SiteRepo, type SiteWiring } from '../types';
+import { SiteError, type SiteClient, type SiteClientOptions, type SiteRepo, type SiteWiring } from '../types';
 
 interface Repository {
   uuid: string;
@@ -35,9 +33,9 @@ export const bitbucketWiring: SiteWiring = {
   statusRepo: (repo) => repo.fullName,
 };
 
-export function bitbucketClient(o: { apiUrl: string; token: string; allow: readonly Cidr[]; dispatcher?: Dispatcher }): SiteClient {
+export function bitbucketClient(o: SiteClientOptions): SiteClient {
   const authorization = bitbucketAuthorization(o.token);
-  const http = siteHttp({ apiUrl: o.apiUrl, headers: { authorization }, secrets: [o.token, authorization.split(' ')[1]!], allow: o.allow, dispatcher: o.dispatcher });
+  const http = siteHttp({ apiUrl: o.apiUrl, headers: { authorization }, secrets: [o.token, authorization.split(' ')[1]!], allow: o.allow, deadline: o.deadline, dispatcher: o.dispatcher });
   /** `{ws}/{repo}` → the repository's path, each UUID percent-encoded; undefined for any other id. */
   const pathOf = (id: string): string | undefined => {
     const [ws, repo, ...rest] = id.split('/');

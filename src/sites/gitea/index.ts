@@ -9,10 +9,8 @@
  * 50 (`limit`); `/user/repos` sends `Link`, the hook and key lists only `X-Total-Count`; a hook's
  * `active` defaults to false and a key's `read_only` too, so both are always sent.
  */
-import type { Dispatcher } from 'undici';
-import type { Cidr } from '../../ip/ranges';
 import { MAX_PAGES, siteHttp } from '../http';
-import { SiteError, type SiteClient, type SiteRepo, type SiteWiring } from '../types';
+import { SiteError, type SiteClient, type SiteClientOptions, type SiteRepo, type SiteWiring } from '../types';
 
 /** Gitea's largest page (MAX_RESPONSE_ITEMS, 50 unless an admin changed it). */
 const LIMIT = 50;
@@ -44,8 +42,8 @@ export const giteaWiring: SiteWiring = {
   statusRepo: (repo) => repo.fullName,
 };
 
-export function giteaClient(o: { apiUrl: string; token: string; allow: readonly Cidr[]; dispatcher?: Dispatcher }): SiteClient {
-  const http = siteHttp({ apiUrl: o.apiUrl, headers: { authorization: `token ${o.token}` }, secrets: [o.token], allow: o.allow, dispatcher: o.dispatcher });
+export function giteaClient(o: SiteClientOptions): SiteClient {
+  const http = siteHttp({ apiUrl: o.apiUrl, headers: { authorization: `token ${o.token}` }, secrets: [o.token], allow: o.allow, deadline: o.deadline, dispatcher: o.dispatcher });
   const path = (repo: SiteRepo) => `/repos/${repo.fullName.split('/').map(encodeURIComponent).join('/')}`;
   const toRepo = (r: Repository): SiteRepo => ({
     id: String(r.id),

@@ -11,10 +11,8 @@
  * `permissions.admin` says what it administers). docs.github.com/rest: repos, webhooks (and
  * their deliveries), deploy keys; lists page by `Link: rel="next"`, at most 100 a page.
  */
-import type { Dispatcher } from 'undici';
-import type { Cidr } from '../../ip/ranges';
 import { siteHttp } from '../http';
-import { SiteError, type SiteClient, type SiteRepo, type SiteWiring } from '../types';
+import { SiteError, type SiteClient, type SiteClientOptions, type SiteRepo, type SiteWiring } from '../types';
 
 interface Repository {
   id: number;
@@ -37,12 +35,13 @@ export const githubWiring: SiteWiring = {
   statusRepo: (repo) => repo.fullName,
 };
 
-export function githubClient(o: { apiUrl: string; token: string; allow: readonly Cidr[]; dispatcher?: Dispatcher }): SiteClient {
+export function githubClient(o: SiteClientOptions): SiteClient {
   const http = siteHttp({
     apiUrl: o.apiUrl,
     headers: { authorization: `Bearer ${o.token}`, accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28' },
     secrets: [o.token],
     allow: o.allow,
+    deadline: o.deadline,
     dispatcher: o.dispatcher,
   });
   const path = (repo: SiteRepo) => `/repos/${repo.fullName.split('/').map(encodeURIComponent).join('/')}`;

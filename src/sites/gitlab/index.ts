@@ -7,10 +7,8 @@
  * docs.gitlab.com/api: projects.md, project_webhooks.md (events: GitLab 17.3 and later),
  * deploy_keys.md, users.md; pages follow `Link: rel="next"`.
  */
-import type { Dispatcher } from 'undici';
-import type { Cidr } from '../../ip/ranges';
 import { siteHttp } from '../http';
-import { SiteError, type SiteClient, type SiteRepo, type SiteWiring } from '../types';
+import { SiteError, type SiteClient, type SiteClientOptions, type SiteRepo, type SiteWiring } from '../types';
 
 /** Maintainer: may manage webhooks and deploy keys. */
 const MAINTAINER = 40;
@@ -46,8 +44,8 @@ export const gitlabWiring: SiteWiring = {
   statusRepo: (repo) => repo.id,
 };
 
-export function gitlabClient(o: { apiUrl: string; token: string; allow: readonly Cidr[]; dispatcher?: Dispatcher }): SiteClient {
-  const http = siteHttp({ apiUrl: o.apiUrl, headers: { 'private-token': o.token }, secrets: [o.token], allow: o.allow, dispatcher: o.dispatcher });
+export function gitlabClient(o: SiteClientOptions): SiteClient {
+  const http = siteHttp({ apiUrl: o.apiUrl, headers: { 'private-token': o.token }, secrets: [o.token], allow: o.allow, deadline: o.deadline, dispatcher: o.dispatcher });
   const project = (repo: SiteRepo) => `/projects/${encodeURIComponent(repo.id)}`;
   const toRepo = (p: Project, admin: boolean): SiteRepo => ({
     id: String(p.id),

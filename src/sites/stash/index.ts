@@ -10,11 +10,9 @@
  * Atlassian's OpenAPI document (9.2): pages are `{values, isLastPage, nextPageStart}` (`start`,
  * `limit`); webhooks, their last invocation and access keys (`/rest/keys/1.0`) need REPO_ADMIN.
  */
-import type { Dispatcher } from 'undici';
 import { bitbucketAuthorization } from '../../delivery/commitStatus';
-import type { Cidr } from '../../ip/ranges';
 import { MAX_PAGES, siteHttp } from '../http';
-import { SiteError, type SiteClient, type SiteRepo, type SiteWiring } from '../types';
+import { SiteError, type SiteClient, type SiteClientOptions, type SiteRepo, type SiteWiring } from '../types';
 
 interface Repository {
   id: number;
@@ -38,9 +36,9 @@ export const stashWiring: SiteWiring = {
   statusRepo: (repo) => repo.fullName,
 };
 
-export function stashClient(o: { apiUrl: string; token: string; allow: readonly Cidr[]; dispatcher?: Dispatcher }): SiteClient {
+export function stashClient(o: SiteClientOptions): SiteClient {
   const authorization = bitbucketAuthorization(o.token);
-  const http = siteHttp({ apiUrl: o.apiUrl, headers: { authorization }, secrets: [o.token, authorization.split(' ')[1]!], allow: o.allow, dispatcher: o.dispatcher });
+  const http = siteHttp({ apiUrl: o.apiUrl, headers: { authorization }, secrets: [o.token, authorization.split(' ')[1]!], allow: o.allow, deadline: o.deadline, dispatcher: o.dispatcher });
   /** `PROJECT/slug` → the repository's part of a path. */
   const repoPath = (repo: SiteRepo) => {
     const [project, slug] = repo.fullName.split('/');
