@@ -9,7 +9,7 @@
  * the site's stable id). Rights are the site's to check: it refuses an account that does not
  * administer the repository, and Sluice asks it, never assumes.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { seal, unseal } from '../crypto/sealed';
 import {
@@ -267,7 +267,7 @@ export async function activateRepo(deps: Deps, org: OrgRow, c: ConnectionWithTok
       status_token: unseal(deps.config.secretKey, c.token_sealed),
     });
     try {
-      await saveLink(deps.pool, { repo_id: repo.id, connection_id: c.id, site_repo_id: site.id, site_name: site.fullName, hook_id: null, deploy_key_id: null });
+      await saveLink(deps.pool, { repo_id: repo.id, connection_id: c.id, site_repo_id: site.id, site_name: site.fullName, hook_id: null, hook_secret_sha256: null, deploy_key_id: null });
     } catch (err) {
       if (uniqueViolation(err)) throw conflict('site_repo_id', 'this repository was activated meanwhile');
       throw err;
@@ -311,13 +311,13 @@ async function oursAtSite(deps: Deps, c: ConnectionRow, client: SiteClient, repo
 /**
  * What Sluice keeps at the site for `repo`, made again where missing: the webhook (signed with
  * the repository's secret, a fresh one when it has none) and the read-only deploy key; one left
- * from before a key rotation is replaced. Idempotent. The repository's pull URL, name at the
+ * from before a key rotation, or a hook made with a secret changed since, is replaced. Idempotent. The repository's pull URL, name at the
  * site and status settings follow the site's current word.
  */
 async function ensureAtSite(deps: Deps, c: ConnectionWithToken, client: SiteClient, repo: RepoRow, site: SiteRepo): Promise<void> {
   const wiring = siteWiring(c.site);
   const link = (await findLink(deps.pool, repo.id))?.link;
-  const parts = { hook_id: link?.hook_id ?? null, deploy_key_id: link?.deploy_key_id ?? null };
+  const parts = { hook_id: link?.hook_id ?? null, hook_secret_sha256: link?.hook_secret_sha256 ?? null, deploy_key_id: link?.deploy_key_id ?? null };
   const save = () => saveLink(deps.pool, { repo_id: repo.id, connection_id: c.id, site_repo_id: site.id, site_name: site.fullName, ...parts });
 
   // Renamed or moved at the site: pull from where it is now, post statuses to its new name.
@@ -331,11 +331,24 @@ async function ensureAtSite(deps: Deps, c: ConnectionWithToken, client: SiteClie
 
   try {
     const ours = await oursAtSite(deps, c, client, repo, site, link);
-    if (ours.staleHook) {
-      await client.deleteHook(site, ours.staleHook.id);
+    const { secret, fresh } = await secretOf(deps, repo);
+    const secretHash = createHash('sha256').update(secret).digest();
+    // A hook signed with a secret the repository does not have would see every delivery refused:
+    // one Sluice made with a secret changed since (by hand), or one found by its URL when the
+    // repository's secret was made just now. Made again.
+    const known = ours.hook !== undefined && ours.hook.id === link?.hook_id ? link.hook_secret_sha256 : null;
+    const signedWrong = ours.hook !== undefined && (known !== null ? !known.equals(secretHash) : fresh);
+    for (const stale of [ours.staleHook, signedWrong ? ours.hook : undefined]) {
+      if (!stale) continue;
+      await client.deleteHook(site, stale.id);
       parts.hook_id = null;
     }
-    parts.hook_id = ours.hook?.id ?? (await client.createHook(site, { url: ours.hookUrl, secret: await secretOf(deps, repo) }));
+    if (!ours.hook || signedWrong) {
+      parts.hook_id = await client.createHook(site, { url: ours.hookUrl, secret });
+      parts.hook_secret_sha256 = secretHash;
+    } else {
+      parts.hook_id = ours.hook.id;
+    }
     await save();
     if (ours.staleKey) {
       await client.deleteDeployKey(site, ours.staleKey.id);
@@ -353,12 +366,12 @@ async function ensureAtSite(deps: Deps, c: ConnectionWithToken, client: SiteClie
 const keyBody = (key: string): string => key.trim().split(/\s+/).slice(0, 2).join(' ');
 
 /** The repository's webhook secret; a fresh one (32 random bytes, hex) stored sealed when it has none. */
-async function secretOf(deps: Deps, repo: RepoRow): Promise<string> {
+async function secretOf(deps: Deps, repo: RepoRow): Promise<{ secret: string; fresh: boolean }> {
   const sealed = await webhookSecretOf(deps.pool, repo.id);
-  if (sealed !== null) return unseal(deps.config.secretKey, sealed);
+  if (sealed !== null) return { secret: unseal(deps.config.secretKey, sealed), fresh: false };
   const secret = randomBytes(32).toString('hex');
   await setWebhookSecret(deps.pool, repo.id, seal(deps.config.secretKey, secret));
-  return secret;
+  return { secret, fresh: true };
 }
 
 /** The repository's link, or a 404 for a repository not activated from a site. */
@@ -397,7 +410,7 @@ export async function deactivateRepo(deps: Deps, repo: RepoRow): Promise<void> {
     }
   }
   // A repository gone from the site took its webhook and key with it.
-  await saveLink(deps.pool, { ...link, site_name: site?.fullName ?? link.site_name, hook_id: null, deploy_key_id: null });
+  await saveLink(deps.pool, { ...link, site_name: site?.fullName ?? link.site_name, hook_id: null, hook_secret_sha256: null, deploy_key_id: null });
 }
 
 /** The repository's connection and how healthy it is: what is at the site now, and when hooks last arrived. */

@@ -67,11 +67,13 @@ export interface LinkRow {
   site_repo_id: string;
   site_name: string;
   hook_id: string | null;
+  /** SHA-256 of the secret the hook was made with (null: not known). */
+  hook_secret_sha256: Buffer | null;
   deploy_key_id: string | null;
   updated_at: Date;
 }
 
-const LINK_COLUMNS = 'l.repo_id, l.connection_id, l.site_repo_id, l.site_name, l.hook_id, l.deploy_key_id, l.updated_at';
+const LINK_COLUMNS = 'l.repo_id, l.connection_id, l.site_repo_id, l.site_name, l.hook_id, l.hook_secret_sha256, l.deploy_key_id, l.updated_at';
 
 /** The repositories a connection activated, with their Sluice names. */
 export async function linksOf(db: Db, connectionId: number): Promise<(LinkRow & { repo_name: string })[]> {
@@ -102,10 +104,10 @@ export async function findLinkBySiteRepo(db: Db, connectionId: number, siteRepoI
 /** Records (or updates) what Sluice keeps at the site for a repository. */
 export async function saveLink(db: Db, link: Omit<LinkRow, 'updated_at'>): Promise<void> {
   await db.query(
-    `INSERT INTO repo_links (repo_id, connection_id, site_repo_id, site_name, hook_id, deploy_key_id) VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT (repo_id) DO UPDATE SET connection_id = EXCLUDED.connection_id, site_repo_id = EXCLUDED.site_repo_id,
-       site_name = EXCLUDED.site_name, hook_id = EXCLUDED.hook_id, deploy_key_id = EXCLUDED.deploy_key_id, updated_at = now()`,
-    [link.repo_id, link.connection_id, link.site_repo_id, link.site_name, link.hook_id, link.deploy_key_id],
+    `INSERT INTO repo_links (repo_id, connection_id, site_repo_id, site_name, hook_id, hook_secret_sha256, deploy_key_id) VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (repo_id) DO UPDATE SET connection_id = EXCLUDED.connection_id, site_repo_id = EXCLUDED.site_repo_id, site_name = EXCLUDED.site_name,
+       hook_id = EXCLUDED.hook_id, hook_secret_sha256 = EXCLUDED.hook_secret_sha256, deploy_key_id = EXCLUDED.deploy_key_id, updated_at = now()`,
+    [link.repo_id, link.connection_id, link.site_repo_id, link.site_name, link.hook_id, link.hook_secret_sha256, link.deploy_key_id],
   );
 }
 

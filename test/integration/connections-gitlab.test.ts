@@ -204,6 +204,21 @@ describe('connecting GitLab', () => {
     expect(await gitlab.push(11, { ref: 'refs/heads/main', before: SHA(3), after: SHA(4) }, { via })).toEqual([200]);
   });
 
+  it('a webhook secret changed by hand: GitLab’s deliveries are refused until repair makes the hook again with the new one', async () => {
+    const res = await h.admin('PATCH', `/api/v1/repos/${repo.id}`, { webhook_secret: 'a-secret-typed-by-hand' });
+    expect(res.statusCode).toBe(200);
+    expect(await gitlab.push(11, { ref: 'refs/heads/main', before: SHA(4), after: SHA(5) }, { via })).toEqual([401]);
+    const before = gitlab.hooksOf(11)[0]!.id;
+    expect((await h.admin('POST', `/api/v1/repos/${repo.id}/connection/repair`)).statusCode).toBe(200);
+    expect(gitlab.hooksOf(11)).toEqual([expect.objectContaining({ token: 'a-secret-typed-by-hand' })]);
+    const remade = gitlab.hooksOf(11)[0]!.id;
+    expect(remade).not.toBe(before);
+    expect(await gitlab.push(11, { ref: 'refs/heads/main', before: SHA(5), after: SHA(6) }, { via })).toEqual([200]);
+    // Repair again: nothing to make.
+    expect((await h.admin('POST', `/api/v1/repos/${repo.id}/connection/repair`)).statusCode).toBe(200);
+    expect(gitlab.hooksOf(11).map((x) => x.id)).toEqual([remade]);
+  });
+
   it('repair follows a rename, and rotated keys get a hook with the new URL and the new deploy key in place of the old', async () => {
     gitlab.rename(11, 'acme/website', 'git@gitlab.test:acme/website.git');
     const rotated = await h.admin('POST', `/api/v1/repos/${repo.id}/rotate-key`);

@@ -27,6 +27,9 @@ CREATE TABLE repo_links (
   site_repo_id   text NOT NULL,
   site_name      text NOT NULL,
   hook_id        text,
+  -- SHA-256 of the secret the hook was made with: a secret changed since means repair makes the
+  -- hook again (sites never show a hook's secret).
+  hook_secret_sha256 bytea,
   deploy_key_id  text,
   updated_at     timestamptz NOT NULL DEFAULT now(),
   UNIQUE (connection_id, site_repo_id)
