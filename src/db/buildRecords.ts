@@ -3,7 +3,7 @@
  * unseal the repository's SSH key and build secrets (steps/records.ts says what they are).
  */
 import type { Pool } from 'pg';
-import type { BuildRecords, BuildSecrets, RegistryLogin } from '../steps/records';
+import type { BuildRecords, BuildSecrets, CheckoutTokens, RegistryLogin } from '../steps/records';
 import { unseal } from '../crypto/sealed';
 import * as artifacts from './artifacts';
 import * as cacheEntries from './cacheEntries';
@@ -47,12 +47,18 @@ export async function unsealedRegistryLogins(pool: Pool, secretKey: Buffer, repo
   return out;
 }
 
-export function pgBuildRecords(pool: Pool, secretKey: Buffer): BuildRecords {
+/**
+ * `checkoutTokens`: how this role mints a GitHub App's installation token for a checkout
+ * (app/githubApps.ts); without it, a repository that builds through an app has no token and its
+ * HTTPS pull is refused as one.
+ */
+export function pgBuildRecords(pool: Pool, secretKey: Buffer, checkoutTokens?: CheckoutTokens): BuildRecords {
   return {
     async pullSource(repoId) {
       const repo = await loadPullSource(pool, repoId);
       if (!repo) return undefined;
-      return { scm: repo.scm, pullUrl: repo.pull_url, privateKey: unseal(secretKey, repo.ssh_private_key_sealed), knownHosts: repo.ssh_known_hosts };
+      const httpToken = await checkoutTokens?.(repoId);
+      return { scm: repo.scm, pullUrl: repo.pull_url, privateKey: unseal(secretKey, repo.ssh_private_key_sealed), knownHosts: repo.ssh_known_hosts, ...(httpToken === undefined ? {} : { httpToken }) };
     },
     recordKnownHosts: (repoId, known, learned) => recordKnownHosts(pool, repoId, known, learned),
     endedSessions: (...a) => sessions.endedSessions(pool, ...a),

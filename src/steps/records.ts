@@ -35,7 +35,15 @@ export interface PullSource {
   privateKey: string;
   /** known_hosts lines (trust on first use when null). */
   knownHosts: string | null;
+  /**
+   * A repository that builds through a GitHub App: an installation token for it alone, read-only,
+   * minted for this checkout (an hour's life, never stored); the pull URL is then HTTPS.
+   */
+  httpToken?: string;
 }
+
+/** Mints a checkout's token for a repository that builds through a GitHub App (the roles that hold the app's keys have one). */
+export type CheckoutTokens = (repoId: number) => Promise<string | undefined>;
 
 /** A login to one registry, unsealed (registryLogins): what a build pulls private images with (image/credentials.ts). */
 export interface RegistryLogin {

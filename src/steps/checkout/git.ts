@@ -33,6 +33,11 @@ export interface FetchInput {
   pullUrl: string;
   /** OpenSSH private key text. */
   privateKey: string;
+  /**
+   * For an HTTPS pull URL instead of the key: a token good for this one repository (a GitHub App's
+   * installation token, minted for this checkout), sent as `x-access-token` Basic credentials.
+   */
+  httpToken?: string;
   /** The working tree; created (and initialized) when it holds no checkout. */
   workdir: string;
   /** The suite's branch (for hg: a named branch or a bookmark). */
@@ -91,6 +96,23 @@ const SCP_LIKE_URL = /^(?:[^@/\s:]+@)?(?:\[[^\]\s/]+\]|[^-/\s:[][^/\s:]*):(?!\/\
 export function isSshUrl(url: string): boolean {
   if (CONTROL_OR_SPACE.test(url)) return false;
   return SSH_URL.test(url) || (!url.includes('://') && SCP_LIKE_URL.test(url));
+}
+
+/**
+ * Whether git may fetch `url` over HTTP with a token: HTTPS with neither credentials nor query,
+ * or plain HTTP to this machine only (a server on loopback: tests, a local mirror).
+ */
+export function isTokenUrl(url: string): boolean {
+  if (CONTROL_OR_SPACE.test(url)) return false;
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return false;
+  }
+  if (u.username || u.password || u.search || u.hash || u.pathname.length < 2) return false;
+  if (u.protocol === 'https:') return true;
+  return u.protocol === 'http:' && (u.hostname === 'localhost' || u.hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(u.hostname));
 }
 
 /** The URL as shown in messages: a password in `ssh://user:pw@host` is blanked. */
@@ -242,8 +264,10 @@ export function sshCommand(keyFile: string): string {
  */
 export async function fetchRepository(input: FetchRepositoryInput): Promise<FetchRepositoryResult> {
   const url = displayUrl(input.pullUrl);
-  if (!isSshUrl(input.pullUrl)) {
-    throw new GitPullError(`could not pull from ${url}: not an SSH URL (ssh://host/path or user@host:path)`, 'invalid-input');
+  const token = input.httpToken;
+  if (token === undefined ? !isSshUrl(input.pullUrl) : !isTokenUrl(input.pullUrl)) {
+    const expected = token === undefined ? 'an SSH URL (ssh://host/path or user@host:path)' : 'an HTTPS URL without credentials';
+    throw new GitPullError(`could not pull from ${url}: not ${expected}`, 'invalid-input');
   }
   if (!isSafeRevision(input.branch)) {
     throw new GitPullError(`could not pull from ${url}: invalid branch name ${JSON.stringify(input.branch)}`, 'invalid-input');
@@ -263,8 +287,8 @@ export async function fetchRepository(input: FetchRepositoryInput): Promise<Fetc
     workdir: input.workdir,
     timeoutMs: input.timeoutMs ?? DEFAULT_SCM_TIMEOUT_MS,
     signal: input.signal,
-    secrets: scratch.secrets,
-    env: gitEnv(scratch),
+    secrets: token === undefined ? scratch.secrets : { ...scratch.secrets, paths: [...scratch.secrets.paths, ...tokenForms(token)] },
+    env: token === undefined ? gitEnv(scratch) : tokenGitEnv(scratch, input.pullUrl, token),
   };
 
   try {
@@ -279,7 +303,8 @@ export async function fetchRepository(input: FetchRepositoryInput): Promise<Fetc
       );
       return resolveHead(ctx, input, url);
     };
-    const commitId = await withKeyFile(keyDir, keyFile, input.privateKey, fetchAndResolve, input.hostKeys);
+    // Over HTTPS the token is in git's environment for these fetches only; no key file.
+    const commitId = token === undefined ? await withKeyFile(keyDir, keyFile, input.privateKey, fetchAndResolve, input.hostKeys) : await fetchAndResolve();
     // Everything below is local: the key file is already gone.
     await gitOrThrow(ctx, ['checkout', '--quiet', '--force', '--detach', commitId], `could not check out ${commitId}`);
     // A tree made just now has nothing to clean (each git process is ~10 ms of a build's start).
@@ -322,6 +347,38 @@ export function gitEnv(scratch: ScmScratch): NodeJS.ProcessEnv {
     GIT_SSH_VARIANT: 'ssh',
     GIT_SSH_COMMAND: sshCommand(scratch.keyFile),
   };
+}
+
+/** The token as it could appear in git's output: itself and inside its Basic credentials. */
+const basicOf = (token: string) => Buffer.from(`x-access-token:${token}`, 'utf8').toString('base64');
+const tokenForms = (token: string) => [basicOf(token), token];
+
+/**
+ * The environment of a fetch over HTTPS with a token: the token as an `Authorization` header
+ * through git's environment configuration (GIT_CONFIG_COUNT: never an argument, which `ps` shows,
+ * nor a file), for this URL's origin only; no redirects (the header must not follow one to
+ * another host), no credential helper or prompt.
+ */
+export function tokenGitEnv(scratch: ScmScratch, pullUrl: string, token: string): NodeJS.ProcessEnv {
+  const origin = new URL(pullUrl).origin;
+  const config: [string, string][] = [
+    [`http.${origin}/.extraHeader`, `Authorization: Basic ${basicOf(token)}`],
+    ['http.followRedirects', 'false'],
+    ['credential.helper', ''],
+  ];
+  const env: NodeJS.ProcessEnv = {
+    ...scratch.env,
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_ALLOW_PROTOCOL: new URL(pullUrl).protocol === 'http:' ? 'http' : 'https',
+    GIT_CONFIG_COUNT: String(config.length),
+  };
+  config.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key;
+    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  });
+  return env;
 }
 
 /**

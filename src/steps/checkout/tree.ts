@@ -83,7 +83,7 @@ export async function fetchTree(
   const common = { pullUrl: repo.pullUrl, privateKey: repo.privateKey, workdir, branch: ref.branch, head: ref.head, signal, hostKeys };
   let got: FetchRepositoryResult;
   try {
-    got = repo.scm === 'hg' ? await fetchHgRepository(common) : await fetchRepository({ ...common, refspecs: ref.refspecs ?? [] });
+    got = repo.scm === 'hg' ? await fetchHgRepository(common) : await fetchRepository({ ...common, httpToken: repo.httpToken, refspecs: ref.refspecs ?? [] });
   } catch (err) {
     throw withHostKeyHint(err, ref.repoId);
   } finally {
