@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { DEFAULT_ARTIFACT_LIMITS, DEFAULT_CACHE_DIR, type Config } from '../config';
 import { cacheDeps } from '../steps/cache';
+import { checkoutTokens } from '../app/githubApps';
 import { pgBuildRecords } from '../db/buildRecords';
 import { openStore, type BlobStore } from '../store';
 import { DEFAULT_STATUS_RETRY } from '../core/commitStatus';
@@ -65,7 +66,7 @@ export function createRunnerActivities(
   const { pushToCiServer } = createPostActivities({ config: deps.config, pool: deps.pool });
   // One store a runner, for its caches and its builds' artifacts.
   const store = deps.store ?? openStore(deps.config.store ?? { kind: 'dir', dir: DEFAULT_CACHE_DIR });
-  const records = pgBuildRecords(deps.pool, deps.config.secretKey);
+  const records = pgBuildRecords(deps.pool, deps.config.secretKey, checkoutTokens(deps));
   return {
     ...createBuildActivities({
       ...deps,

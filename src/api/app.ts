@@ -31,6 +31,8 @@ import { registerTokenRoutes } from './routes/admin/tokens';
 import { registerRunnerApi } from './routes/runnerApi';
 import { registerRegistryRoutes } from './routes/admin/registries';
 import { registerConnectionRoutes } from './routes/admin/connections';
+import { registerGitHubAppRoutes } from './routes/admin/githubApps';
+import { registerGitHubAppHookRoutes } from './routes/githubAppHooks';
 import { registerSecretRoutes } from './routes/admin/secrets';
 import { registerSessionRoutes } from './routes/admin/sessions';
 import { registerSuiteRoutes } from './routes/admin/suites';
@@ -103,7 +105,10 @@ export function buildApp(given: ApiDeps): FastifyInstance {
   });
 
   // Triggers parse their own bodies (src/providers/parse.ts), so they get a scope of their own.
-  void app.register(async (scope) => registerTriggerRoutes(scope, deps));
+  void app.register(async (scope) => {
+    registerTriggerRoutes(scope, deps);
+    registerGitHubAppHookRoutes(scope, deps);
+  });
 
   // The web pages: their own scope, with cookies, form bodies and CSRF tokens (web/routes.ts).
   // Pages for people, not API: they stay out of the OpenAPI document.
@@ -126,6 +131,7 @@ export function buildApp(given: ApiDeps): FastifyInstance {
       registerSecretRoutes(admin, deps);
       registerRegistryRoutes(admin, deps);
       registerConnectionRoutes(admin, deps);
+      registerGitHubAppRoutes(admin, deps);
       registerWebhookRoutes(admin, deps);
       registerDeliveryRoutes(admin, deps);
       registerSessionRoutes(admin, deps);

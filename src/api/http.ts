@@ -34,6 +34,7 @@ export class HttpError extends Error {
 /** How each refusal of the application layer (app/errors.ts) is answered. */
 const REFUSALS: Record<Refusal, { status: number; error: string }> = {
   invalid: { status: 400, error: 'invalid request' },
+  unauthorized: { status: 401, error: 'unauthorized' },
   forbidden: { status: 403, error: 'forbidden' },
   'not found': { status: 404, error: 'not found' },
   conflict: { status: 409, error: 'conflict' },

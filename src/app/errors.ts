@@ -9,7 +9,7 @@ import type { z } from 'zod';
 import { firstProblem } from '../core/issues';
 
 /** `site`: a hosting site's API (src/sites/) failed or refused what Sluice asked of it. */
-export type Refusal = 'invalid' | 'not found' | 'conflict' | 'forbidden' | 'unavailable' | 'not rebuilt' | 'site';
+export type Refusal = 'invalid' | 'unauthorized' | 'not found' | 'conflict' | 'forbidden' | 'unavailable' | 'not rebuilt' | 'site';
 
 export class AppError extends Error {
   constructor(

@@ -13,6 +13,7 @@ import { ownRunnersQueue } from '../core/queues';
 import { FIRST_FAIL_SIGNAL, WORKERS_READY_SIGNAL } from '../core/signalNames';
 import { fromWire, toWire } from '../core/wire';
 import { pgBuildRecords } from '../db/buildRecords';
+import { checkoutTokens } from './githubApps';
 import { finishJob, heartbeatJob, JOB_QUEUED_CHANNEL, listenForJobs, releaseJob, rowOfJob, runningJob, sessionsOfToken, takeJob, type JobOutput, type RunnerJob } from '../db/runnerJobs';
 import { tokenByHash, touchRunnerToken } from '../db/runnerTokens';
 import type { BuildRecords } from '../steps/records';
@@ -138,8 +139,9 @@ const jobMayHaveSecrets = (job: Job) => (job.input as { secrets?: unknown } | nu
 const jobMayUseKey = (job: Job, key: string) => key.startsWith(`caches/${job.repoId}/`) || key.startsWith(`artifacts/${job.sessionId}/`);
 
 /** The runner jobs of an installation: what its runner API does, without the HTTP. */
-export function runnerJobs({ pool, config }: Pick<AppDeps, 'pool'> & { config: Pick<Config, 'secretKey' | 'buildQueue' | 'cacheLimits' | 'artifactLimits'> }) {
-  const records = pgBuildRecords(pool, config.secretKey);
+export function runnerJobs({ pool, config }: Pick<AppDeps, 'pool'> & { config: Pick<Config, 'secretKey' | 'webhookAllow' | 'buildQueue' | 'cacheLimits' | 'artifactLimits'> }) {
+  // A build through a GitHub App gets its checkout's token with the job's pullSource, minted here.
+  const records = pgBuildRecords(pool, config.secretKey, checkoutTokens({ pool, config }));
   const limits: ServerLimits = { ...(config.cacheLimits ?? DEFAULT_CACHE_LIMITS), ...(config.artifactLimits ?? DEFAULT_ARTIFACT_LIMITS) };
 
   return {

@@ -46,7 +46,8 @@ export type StatusOutcome = 'delivered' | 'retrying' | 'gave_up' | 'dropped';
 export interface NewStatusAttempt {
   sessionId: number;
   repoId: number;
-  provider: StatusProvider;
+  /** `github-app`: a check run of the GitHub App the repository builds through. */
+  provider: StatusProvider | 'github-app';
   commitId: string;
   context: string;
   state: string;

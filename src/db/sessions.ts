@@ -140,7 +140,9 @@ const SESSION_WITH_REPO = `
            su.retry_failed AS suite_retry_failed, su.hooks AS suite_hooks, su.cache AS suite_cache, su.services AS suite_services, su.artifacts AS suite_artifacts,
            su.image AS suite_image, su.own_runners AS suite_own_runners,
            r.id AS repo_id, r.default_branch, r.name AS repo_name, r.pull_url, r.scm, r.chat_url, r.ci_squash, r.trust_same_repo_pull_requests,
-           (r.status_provider IS NOT NULL AND r.status_repo IS NOT NULL AND r.status_token_sealed IS NOT NULL) AS commit_status,
+           ((r.status_provider IS NOT NULL AND r.status_repo IS NOT NULL AND r.status_token_sealed IS NOT NULL)
+            -- a repository that builds through a GitHub App reports through check runs
+            OR EXISTS (SELECT 1 FROM repo_app_links l WHERE l.repo_id = r.id)) AS commit_status,
            o.id AS org_id, o.name AS org_name, o.email AS org_email
       FROM sessions s
       JOIN ci_events e ON e.id = s.ci_event_id

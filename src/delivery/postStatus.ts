@@ -10,49 +10,17 @@
  * repository or commit), 3xx, a certificate that does not verify, an address the guard
  * blocks, settings that cannot make a request.
  */
-import type { Dispatcher } from 'undici';
-import type { CommitStatusInput } from '../core/commitStatus';
 import { unseal } from '../crypto/sealed';
 import { insertStatusAttempt, loadStatusTarget } from '../db/commitStatuses';
-import type { Db } from '../db/transaction';
-import { nextDelay, outcomeOf, type DeliveryOutcome, type RetrySchedule } from './backoff';
+import { appCheckoutOfRepo } from '../db/githubApps';
+import { attemptCheckRun } from './checkRuns';
+import { nextDelay, outcomeOf } from './backoff';
 import { alreadyInState, providerState, rateLimitWaitMs, statusRequest } from './commitStatus';
 import { redact, sendWebhook, type AttemptResult } from './send';
-import type { Cidr } from '../ip/ranges';
 
-export interface StatusDeps {
-  pool: Db;
-  secretKey: Buffer;
-  /** SLUICE_WEBHOOK_ALLOW: non-public ranges a self-hosted instance may be on. Default none. */
-  allow?: readonly Cidr[];
-  /** Deadline of one HTTP attempt (default 10 s); the activity's startToCloseTimeout is longer. */
-  timeoutMs?: number;
-  /** Upper bound on a provider's Retry-After or rate-limit reset: the retry policy's maximum interval. */
-  maxRetryAfterMs?: number;
-  /** Tests: replaces the guarded Agent. */
-  dispatcher?: Dispatcher;
-}
+import type { StatusAttemptDone, StatusAttemptSpec, StatusDeps } from './statusAttempt';
 
-/** One attempt of the status the workflow asked for (its CommitStatusInput). */
-export interface StatusAttemptSpec extends CommitStatusInput {
-  /** This attempt's number, from 1. */
-  attempt: number;
-  /** The retry policy's maximumAttempts; 0 means unlimited. */
-  maxAttempts: number;
-  retry?: RetrySchedule;
-}
-
-export interface StatusAttemptDone {
-  id: number;
-  outcome: DeliveryOutcome;
-  /** The provider's state name sent. */
-  state: string;
-  statusCode: number | null;
-  /** Why it was not delivered; never holds the token. */
-  error: string | null;
-  /** Outcome `retrying`: the wait before the next attempt. */
-  nextDelayMs?: number;
-}
+export type { StatusAttemptDone, StatusAttemptSpec, StatusDeps };
 
 const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
 
@@ -62,7 +30,11 @@ const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
  */
 export async function attemptStatus(deps: StatusDeps, spec: StatusAttemptSpec): Promise<StatusAttemptDone | null> {
   const target = await loadStatusTarget(deps.pool, spec.sessionId);
-  if (!target?.status_provider || !target.status_repo || !target.status_token_sealed) return null;
+  if (!target) return null;
+  // A repository that builds through a GitHub App hears through check runs instead.
+  const app = await appCheckoutOfRepo(deps.pool, target.repo_id);
+  if (app) return attemptCheckRun(deps, spec, app, target.repo_id);
+  if (!target.status_provider || !target.status_repo || !target.status_token_sealed) return null;
   const provider = target.status_provider;
   const state = providerState(provider, spec.phase);
   const base = {

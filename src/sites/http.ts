@@ -41,9 +41,9 @@ export const MAX_PAGES = 50;
 
 export interface SiteHttp {
   /** One request; any status is returned (the caller decides), a transport failure is a SiteError with status null. */
-  call<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', pathOrUrl: string, body?: unknown): Promise<SiteResponse<T>>;
+  call<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', pathOrUrl: string, body?: unknown): Promise<SiteResponse<T>>;
   /** A request that must succeed (2xx); else a SiteError naming the request and the site's message. */
-  need<T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<T>;
+  need<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T>;
   /** Every page of a list, following `rel="next"` links on the same API (at most MAX_PAGES). */
   all<T>(path: string): Promise<T[]>;
   /** Deletes what `path` names; gone already (404) is no error. */
@@ -55,7 +55,7 @@ export function siteHttp(o: SiteHttpOptions): SiteHttp {
   const timeoutMs = o.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const clean = (text: string) => redact(text, o.secrets);
 
-  const call = async <T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', pathOrUrl: string, body?: unknown): Promise<SiteResponse<T>> => {
+  const call = async <T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', pathOrUrl: string, body?: unknown): Promise<SiteResponse<T>> => {
     const url = /^https?:/.test(pathOrUrl) ? new URL(pathOrUrl) : new URL(pathOrUrl.replace(/^\//, ''), root);
     // A next-page link is the site's to give, but never to another host: the token goes with it.
     if (url.origin !== root.origin) throw new SiteError(null, `the site pointed to another host (${url.origin})`);
@@ -88,7 +88,7 @@ export function siteHttp(o: SiteHttpOptions): SiteHttp {
     return { status: res.statusCode, body: parsed as T, next: nextLink(res.headers.link), headers: res.headers };
   };
 
-  const need = async <T>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<T> => {
+  const need = async <T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> => {
     const res = await call<T>(method, path, body);
     if (res.status < 200 || res.status >= 300) throw new SiteError(res.status, clean(`${method} ${path} answered ${res.status}${messageOf(res.body)}`));
     return res.body;

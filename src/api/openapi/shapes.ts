@@ -22,6 +22,7 @@ export const TAGS = [
   { name: 'orgs', description: 'Organizations own repositories and webhooks' },
   { name: 'repos', description: 'Repositories, their keys, branches and commit statuses' },
   { name: 'connections', description: 'Hosting sites connected once; their repositories activated with their webhooks and deploy keys made by Sluice' },
+  { name: 'github-apps', description: 'Sluice as a GitHub App: made with GitHub’s manifest flow, installed once, its repositories activated with a click; clones with installation tokens, check runs' },
   { name: 'suites', description: 'A suite is one repository + one branch, the unit that builds' },
   { name: 'secrets', description: 'Build secrets; values go in and never come out' },
   { name: 'registries', description: 'Registry logins builds pull their images with; passwords go in and never come out' },

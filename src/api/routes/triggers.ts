@@ -21,7 +21,9 @@
  * what the API knows (api/triggerKnowledge.ts): PostgreSQL may be away; only an API that has
  * never read them answers 503, with Retry-After, as it does when Temporal cannot take the trigger.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TriggerTarget } from '../../db/triggerKnowledge';
+import type { ProviderAdapter } from '../../providers/types';
 import { checkHookSignature } from '../../core/hookSignature';
 import { sameDigest } from '../../crypto/compare';
 import { keyHash, unseal } from '../../crypto/sealed';
@@ -106,44 +108,59 @@ export function registerTriggerRoutes(scope: FastifyInstance, deps: ApiDeps): vo
       }
     }
 
-    deps.hookHealth?.arrived(repo.id);
-    const parsed = parseDelivery(adapter, {
-      contentType: request.headers['content-type'],
-      body: request.body as Buffer | undefined,
-      headers: lowerCaseHeaders(request),
-      query: request.query as Record<string, unknown>,
-      repoScm: repo.scm,
-    });
-    if (!parsed.ok) throw new HttpError(parsed.status, parsed.status === 422 ? 'hook misconfigured' : 'invalid trigger', parsed.message, parsed.field);
-    if ('ignore' in parsed) {
-      countTrigger(provider, 'ignore');
-      return reply.code(200).send({ status: 0, ignored: parsed.ignore });
-    }
-
-    let accepted;
-    try {
-      accepted = await acceptTrigger(deps, { target, provider, events: parsed.events });
-    } catch (err) {
-      if (!(err instanceof EnqueueFailed) && !(err instanceof KnowledgeUnavailable)) throw err;
-      request.log.error({ err: err.cause, repo: repo.id }, 'trigger refused: it could not be handed to Temporal');
-      countTrigger(provider, 'unavailable');
-      throw new HttpError(503, 'unavailable', 'could not queue the build; nothing was accepted, try again', undefined, { retryAfterSeconds: 5 });
-    }
-    countTrigger(provider, accepted.decision, accepted.recorded ? accepted.reason : (accepted.reasons[0] ?? null));
-    if (!accepted.recorded) {
-      // Spec §7: the bare text DROPPED; the reason goes to the log only.
-      request.log.info({ repo: repo.id, reasons: accepted.reasons }, 'trigger dropped');
-      return reply.code(422).type('text/plain; charset=utf-8').send('DROPPED');
-    }
-    const { guid } = accepted;
-    if (accepted.decision === 'skip') request.log.info({ repo: repo.id, guid, reason: accepted.reason }, 'trigger skipped');
-    annotateActiveSpan({ [TRIGGER_GUID]: guid });
-    deps.pending?.remember(guid, { repo: repo.id, provider, decision: accepted.decision, reason: accepted.reason, branch: parsed.events[0].branch });
-    return reply.code(200).send({ status: 0, guid, status_uri: `${deps.config.baseUrl}/ci_events/${guid}/guid` });
+    return buildFromDelivery(deps, request, reply, { provider, adapter, target });
   });
 }
 
-function lowerCaseHeaders(request: FastifyRequest): Record<string, string | undefined> {
+/**
+ * A delivery whose repository is known and whose signature (if any) verified: parsed by its
+ * provider, decided by the commit-selection rules, answered as the trigger path answers (the
+ * keyed trigger route and a GitHub App's webhook both end here).
+ */
+export async function buildFromDelivery(
+  deps: ApiDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  { provider, adapter, target }: { provider: string; adapter: ProviderAdapter; target: TriggerTarget },
+): Promise<FastifyReply> {
+  const { repo } = target;
+  deps.hookHealth?.arrived(repo.id);
+  const parsed = parseDelivery(adapter, {
+    contentType: request.headers['content-type'],
+    body: request.body as Buffer | undefined,
+    headers: lowerCaseHeaders(request),
+    query: request.query as Record<string, unknown>,
+    repoScm: repo.scm,
+  });
+  if (!parsed.ok) throw new HttpError(parsed.status, parsed.status === 422 ? 'hook misconfigured' : 'invalid trigger', parsed.message, parsed.field);
+  if ('ignore' in parsed) {
+    countTrigger(provider, 'ignore');
+    return reply.code(200).send({ status: 0, ignored: parsed.ignore });
+  }
+
+  let accepted;
+  try {
+    accepted = await acceptTrigger(deps, { target, provider, events: parsed.events });
+  } catch (err) {
+    if (!(err instanceof EnqueueFailed) && !(err instanceof KnowledgeUnavailable)) throw err;
+    request.log.error({ err: err.cause, repo: repo.id }, 'trigger refused: it could not be handed to Temporal');
+    countTrigger(provider, 'unavailable');
+    throw new HttpError(503, 'unavailable', 'could not queue the build; nothing was accepted, try again', undefined, { retryAfterSeconds: 5 });
+  }
+  countTrigger(provider, accepted.decision, accepted.recorded ? accepted.reason : (accepted.reasons[0] ?? null));
+  if (!accepted.recorded) {
+    // Spec §7: the bare text DROPPED; the reason goes to the log only.
+    request.log.info({ repo: repo.id, reasons: accepted.reasons }, 'trigger dropped');
+    return reply.code(422).type('text/plain; charset=utf-8').send('DROPPED');
+  }
+  const { guid } = accepted;
+  if (accepted.decision === 'skip') request.log.info({ repo: repo.id, guid, reason: accepted.reason }, 'trigger skipped');
+  annotateActiveSpan({ [TRIGGER_GUID]: guid });
+  deps.pending?.remember(guid, { repo: repo.id, provider, decision: accepted.decision, reason: accepted.reason, branch: parsed.events[0].branch });
+  return reply.code(200).send({ status: 0, guid, status_uri: `${deps.config.baseUrl}/ci_events/${guid}/guid` });
+}
+
+export function lowerCaseHeaders(request: FastifyRequest): Record<string, string | undefined> {
   const headers: Record<string, string | undefined> = {};
   for (const [name, value] of Object.entries(request.headers)) {
     headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
@@ -151,6 +168,6 @@ function lowerCaseHeaders(request: FastifyRequest): Record<string, string | unde
   return headers;
 }
 
-function rawBody(request: FastifyRequest): Buffer {
+export function rawBody(request: FastifyRequest): Buffer {
   return Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
 }

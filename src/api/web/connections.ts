@@ -8,7 +8,9 @@
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { activateRepo, connectionsOf, createConnection, loadConnection, removeConnection, replaceToken, siteReposOf } from '../../app/connections';
+import { gitHubAppsOf } from '../../app/githubApps';
 import { loadOrg } from '../../app/orgs';
+import { registerGitHubAppPages } from './githubApps';
 import { nameOf } from '../../core/access';
 import type { OrgRow } from '../../db/orgs';
 import { SITES } from '../../sites/types';
@@ -26,7 +28,8 @@ const API_EXAMPLES: Record<(typeof SITES)[number], string> = {
   stash: 'your server’s own address, `https://bitbucket.example.com`',
 };
 
-export function registerConnectionPages(web: FastifyInstance, { deps, csrf, requireUser }: WebScope): void {
+export function registerConnectionPages(web: FastifyInstance, scope: WebScope): void {
+  const { deps, csrf, requireUser } = scope;
   const { pool } = deps;
 
   const findOrg = async (ref: string): Promise<OrgRow | undefined> => {
@@ -37,10 +40,12 @@ export function registerConnectionPages(web: FastifyInstance, { deps, csrf, requ
   const listPage = async (reply: FastifyReply, user: SignedIn, org: OrgRow, failed: FailedForm | null, status = 200, notice: string | null = null) => {
     const connections = (await connectionsOf(pool, org)).map((c) => ({ ...c, label: SITE_LABELS[c.site], created: formatTime(c.created_at) }));
     const sites = SITES.map((name) => ({ name, label: SITE_LABELS[name], example: API_EXAMPLES[name] }));
-    return page(reply, 'connections', { title: `Hosting sites of ${org.name}`, section: 'orgs', user, org: { id: org.id, name: org.name }, connections, sites, failed, notice }, status);
+    const apps = (await gitHubAppsOf(deps, org)).map((a) => ({ ...a, created: formatTime(a.created_at) }));
+    return page(reply, 'connections', { title: `Hosting sites of ${org.name}`, section: 'orgs', user, org: { id: org.id, name: org.name }, connections, sites, apps, failed, notice }, status);
   };
+  registerGitHubAppPages(web, scope, listPage);
 
-  web.get<{ Params: { org: string }; Querystring: { deleted?: string; token?: string } }>('/orgs/:org/connections', async (request, reply) => {
+  web.get<{ Params: { org: string }; Querystring: { deleted?: string; token?: string; 'deleted-app'?: string } }>('/orgs/:org/connections', async (request, reply) => {
     const user = requireUser(request, reply);
     if (!user) return reply;
     const org = await findOrg(request.params.org);
@@ -50,7 +55,9 @@ export function registerConnectionPages(web: FastifyInstance, { deps, csrf, requ
         ? 'Connection deleted. Its repositories, and their webhooks and deploy keys at the site, are still there.'
         : request.query.token !== undefined
           ? 'Token replaced: the connection and the commit statuses of its repositories use the new one.'
-          : null;
+          : request.query['deleted-app'] !== undefined
+            ? 'GitHub App forgotten: its repositories no longer build through it. Delete it at GitHub too.'
+            : null;
     return listPage(reply, user, org, null, 200, notice);
   });
 

@@ -78,6 +78,8 @@ export interface PageData {
   user: SignedIn | null;
   /** Which part of the site the page belongs to, for the navigation. */
   section?: 'builds' | 'orgs' | 'runners' | 'tokens';
+  /** An origin besides Sluice's own the page's forms may post to (the GitHub App manifest's GitHub). */
+  formTo?: string;
   [key: string]: unknown;
 }
 
@@ -90,7 +92,7 @@ export function page(reply: FastifyReply, template: string, data: PageData, stat
     .code(status)
     .type('text/html; charset=utf-8')
     .header('cache-control', 'no-store')
-    .header('content-security-policy', PAGE_CSP)
+    .header('content-security-policy', data.formTo ? PAGE_CSP.replace("form-action 'self'", `form-action 'self' ${new URL(data.formTo).origin}`) : PAGE_CSP)
     .send(renderTemplate(template, { csrf: reply.generateCsrf(), unisolated: data.user ? (reply.request.unisolatedRunners ?? []) : [], ...data }));
 }
 

@@ -16,6 +16,7 @@ import { STATUS_PROVIDERS, type StatusProvider } from '../../core/commitStatus';
 import { providers } from '../../providers';
 import { branchesWithLastBuild, setBranch } from '../../app/branches';
 import { deactivateRepo, repairRepo, repoConnection } from '../../app/connections';
+import { appOfRepo, deactivateAppRepo } from '../../app/githubApps';
 import { putRegistryLogin, registryLoginsOf, removeRegistryLogin } from '../../app/registries';
 import { loadRepo, repoView, rotateRepoKey, rotateRepoSshKey, updateRepo } from '../../app/repos';
 import { putSecret, removeSecret, secretsOf } from '../../app/secrets';
@@ -48,6 +49,8 @@ const NOTICES: Record<string, string> = {
   activated: 'Activated: the hosting site has its webhook and deploy key. Add a suite for the branches to build.',
   repaired: 'Repaired: the webhook and deploy key are at the hosting site.',
   deactivated: 'Deactivated: the webhook and deploy key are gone from the hosting site; this repository and its builds stay.',
+  'app-activated': 'Activated: the GitHub App’s webhook brings its pushes and pull requests, each checkout gets a token of its own, results go back as check runs. Add a suite for the branches to build.',
+  'app-deactivated': 'No longer built through the GitHub App: no more tokens or check runs; this repository and its builds stay.',
 };
 
 /** How people know the registry's adapters; one missing here shows by its path segment. */
@@ -180,12 +183,14 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
     const view = repoView(repo, config);
     // Keys, settings, statuses, secrets and registry logins are an admin's; a maintainer's page shows suites.
     const isAdmin = decide(user, 'admin', repo.org_id, true).allowed;
-    const [suites, secrets, registries, site] = await Promise.all([
+    const [suites, secrets, registries, site, githubApp] = await Promise.all([
       suitesOf(pool, repo),
       secretsOf(deps, repo),
       isAdmin ? registryLoginsOf(pool, repo) : [],
       // Activated from a hosting site: how its parts there are (the site is asked; a repository not activated has none).
       isAdmin ? tryAction(() => repoConnection(deps, repo)) : null,
+      // Built through a GitHub App: which, and through which installation.
+      isAdmin ? appOfRepo(deps, repo) : null,
     ]);
     return page(
       reply,
@@ -232,6 +237,7 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
               delivery: site.value.site_last_delivery ? { ...site.value.site_last_delivery, at: formatTime(site.value.site_last_delivery.at) } : null,
             }
           : null,
+        githubApp,
       },
       status,
     );
@@ -297,6 +303,12 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
   repoPost('/repos/:id/connection/deactivate', setupPage, () => 'site', async (repo) => {
     await deactivateRepo(deps, repo);
     return setup(repo, 'deactivated', 'site');
+  });
+
+  // A repository built through a GitHub App (app/githubApps.ts): no longer.
+  repoPost('/repos/:id/github-app/deactivate', setupPage, () => 'github-app', async (repo) => {
+    await deactivateAppRepo(deps, repo);
+    return setup(repo, 'app-deactivated', 'connect');
   });
 
   repoPost('/repos/:id/settings', setupPage, () => 'settings', async (repo, v) => {
