@@ -7,10 +7,12 @@
  * installation token for that one repository, check runs with annotations in batches of 50, and
  * deactivating.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { checkoutTokens } from '../../src/app/githubApps';
+import { insertJob } from '../../src/db/runnerJobs';
 import { attemptStatus } from '../../src/delivery/postStatus';
 import { parseAllowList } from '../../src/ip/ranges';
 import { fetchRepository } from '../../src/steps/checkout/git';
@@ -48,6 +50,18 @@ afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
 afterEach(() => expect(github.problems).toEqual([]));
+
+const CLI = path.join(__dirname, '..', '..', 'src', 'cli', 'main.ts');
+
+/** The CLI as its own process. */
+function sluice(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { env: { PATH: process.env.PATH, HOME: '/nonexistent', SLUICE_URL: h.url, SLUICE_TOKEN: h.config.adminToken }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
 
 /** What a browser does with the manifest form: posts it, and follows GitHub's redirect back (not followed here: its URL is the answer). */
 async function postManifest(form: { form_url: string; manifest: unknown }): Promise<URL> {
@@ -117,6 +131,24 @@ describe('a GitHub App made with the manifest flow', () => {
     expect((await h.admin('GET', `/api/v1/repos/${repo.id}/github-app`)).json()).toMatchObject({ site_repo_id: 501, full_name: 'acme/shop', app: { id: appId } });
   });
 
+  it('does the same from the command line: lists the apps and their repositories, activates, deactivates, writes the manifest’s page', async () => {
+    const apps = await sluice(['repos', 'apps', org]);
+    expect(apps).toMatchObject({ code: 0, stderr: '' });
+    expect(apps.stdout).toMatch(new RegExp(`${appId}\\s+Sluice ${org}\\s+${github.webUrl}\\s+acme`));
+    const listed = await sluice(['repos', 'app', org, String(appId)]);
+    expect(listed.stdout).toMatch(/501\s+acme\/shop\s+acme\s+shop/);
+    expect(listed.stdout).toMatch(/503\s+acme\/docs\s+acme\s+can activate/);
+    const activated = await sluice(['repos', 'app-activate', org, String(appId), '503', '--name', 'handbook']);
+    expect(activated).toMatchObject({ code: 0 });
+    expect(activated.stdout).toContain(`activated ${org}/handbook`);
+    expect(await sluice(['repos', 'app-deactivate', `${org}/handbook`])).toMatchObject({ code: 0, stdout: `${org}/handbook no longer builds through its GitHub App\n` });
+    const html = path.join(tmp, 'manifest.html');
+    expect(await sluice(['repos', 'app-manifest', org, '--web-url', github.webUrl, '--html', html])).toMatchObject({ code: 0 });
+    const page = await readFile(html, 'utf8');
+    expect(page).toContain(`action="${github.webUrl}/settings/apps/new?state=`);
+    expect(page).toContain('name="manifest" value="{&quot;name&quot;');
+  });
+
   it('a push through the app’s webhook builds; one of a repository Sluice does not build is answered, not built', async () => {
     expect((await h.admin('POST', `/api/v1/repos/${repo.id}/suites`, { branch: 'master', test_pattern: 'test/*.sh' })).statusCode).toBe(201);
     const before = h.enqueued.length;
@@ -141,6 +173,21 @@ describe('a GitHub App made with the manifest flow', () => {
     );
     // Nor does a token make git take an SSH or file URL.
     await expect(fetchRepository({ pullUrl: `file://${bare}`, privateKey: '', httpToken: token, workdir: path.join(tmp, 'tree3'), branch: 'master', head: 'HEAD' })).rejects.toMatchObject({ reason: 'invalid-input' });
+  });
+
+  it('a runner that holds only a token gets a checkout token with its job’s repository, minted for it', async () => {
+    const made = (await h.admin('POST', '/api/v1/runner-tokens', { name: 'keyless' })).json() as { token: string };
+    const sessionId = h.enqueued.at(-1)!.sessionId;
+    await insertJob(h.db.pool, { queue: 'q1', kind: 'checkout', activityId: 'a1', runId: 'run-1', attempt: 1, workflowId: `wf-${sessionId}`, sessionId, input: { tree: { sessionId } } }, 10_000);
+    const call = (url: string, body: unknown) =>
+      fetch(`${h.url}/api/v1/runner${url}`, { method: 'POST', headers: { authorization: `Bearer ${made.token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const job = ((await (await call('/jobs/next', { runner: 'host-1', version: 'test', queues: ['q1'], wait_ms: 0 })).json()) as { job: { id: number } }).job.id;
+    const res = await call(`/jobs/${job}/records/pullSource`, { args: [repo.id] });
+    expect(res.status).toBe(200);
+    const source = JSON.stringify(await res.json());
+    const minted = [...github.tokens.entries()].at(-1)!;
+    expect(source).toContain(minted[0]);
+    expect(minted[1]).toMatchObject({ repositoryIds: [501], permissions: { contents: 'read' } });
   });
 
   it('reports through check runs: in progress, then completed with a summary and every failing test annotated, 50 a request', async () => {

@@ -7,6 +7,7 @@ import { connect } from '../connection';
 import { orgRef, repoRef } from '../inputs';
 import { print, printJson, shortCommit, table, type Cell } from '../render';
 import { Org, Repo, Suite } from '../schemas';
+import { registerGitHubAppCommands } from './githubApps';
 import { registerSiteCommands } from './hostingSites';
 
 /** The organizations named, or all of them: the API lists repositories and webhooks by organization. */
@@ -54,6 +55,7 @@ export function registerRepoCommands(program: Command): void {
   // `repos [org]` lists, `repos connect …` and its siblings act: the list's own --json and
   // --url are read only before a subcommand's name, so each subcommand gets its own.
   registerSiteCommands(repos.enablePositionalOptions());
+  registerGitHubAppCommands(repos);
 
   withCommonOptions(
     program.command('suites').description("list a repository's suites (one per branch it builds)").argument('<repo>', '<org>/<name> or its id', repoRef),
