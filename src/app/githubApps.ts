@@ -39,11 +39,13 @@ import {
   type GitHubAppWithSecrets,
 } from '../db/githubApps';
 import type { Config } from '../config';
+import { hookHealthOf } from '../db/connections';
 import type { OrgRow } from '../db/orgs';
 import type { RepoRow } from '../db/repos';
 import { uniqueViolation, type Db } from '../db/transaction';
 import { findTriggerTargetById, type TriggerTarget } from '../db/triggerKnowledge';
 import {
+  appLastDelivery,
   appManifest,
   convertManifest,
   GITHUB_COM,
@@ -123,6 +125,11 @@ export const GitHubApp = z.object({
 });
 
 export const GitHubAppDetail = GitHubApp.extend({
+  site_last_delivery: z
+    .object({ at: z.date(), status: z.number().int().nullable(), ok: z.boolean(), event: z.string() })
+    .nullable()
+    .describe('GitHub’s own log of its last delivery of the app’s webhook (null: none yet)'),
+  site_error: z.string().nullable().describe('why GitHub could not be asked, if it could not'),
   installations: z.array(z.object({ installation_id: z.number().int(), account: z.string(), suspended: z.boolean(), updated_at: z.date() })),
   repositories: z.array(
     z.object({
@@ -251,10 +258,11 @@ export async function gitHubAppsOf(deps: Deps, org: OrgRow): Promise<z.output<ty
 }
 
 /** An app with its installations and their repositories, as its webhook last said. */
-export async function gitHubAppDetail(deps: Deps, app: GitHubAppRow): Promise<z.output<typeof GitHubAppDetail>> {
-  const [installations, repos] = await Promise.all([listInstallations(deps.pool, app.id), listInstallationRepos(deps.pool, app.id)]);
+export async function gitHubAppDetail(deps: Deps, app: GitHubAppWithSecrets): Promise<z.output<typeof GitHubAppDetail>> {
+  const [installations, repos, delivery] = await Promise.all([listInstallations(deps.pool, app.id), listInstallationRepos(deps.pool, app.id), lastDeliveryOf(deps, app)]);
   return {
     ...gitHubAppView(deps, app),
+    ...delivery,
     installations,
     repositories: repos.map((r) => ({
       installation_id: r.installation_id,
@@ -264,6 +272,22 @@ export async function gitHubAppDetail(deps: Deps, app: GitHubAppRow): Promise<z.
       repo: r.repo_id === null ? null : { id: r.repo_id, name: r.repo_name ?? '' },
     })),
   };
+}
+
+/** How long the health look may ask GitHub: a page shows it. */
+const HEALTH_DEADLINE_MS = 5_000;
+
+/** GitHub's log of the app's last delivery, or why it could not be read. */
+async function lastDeliveryOf(deps: Deps, app: GitHubAppWithSecrets): Promise<Pick<z.output<typeof GitHubAppDetail>, 'site_last_delivery' | 'site_error'>> {
+  try {
+    const privateKey = unseal(deps.config.secretKey, app.private_key_sealed);
+    const last = await appLastDelivery({ app: { apiUrl: app.api_url, appId: app.app_id, privateKey }, allow: deps.config.webhookAllow, deadline: Date.now() + HEALTH_DEADLINE_MS });
+    return { site_last_delivery: last, site_error: null };
+  } catch (err) {
+    if (err instanceof SiteError) return { site_last_delivery: null, site_error: err.message };
+    if (err instanceof Error && /unseal|decrypt|auth/i.test(err.message)) return { site_last_delivery: null, site_error: 'cannot unseal the app’s private key (was SLUICE_SECRET_KEY changed?)' };
+    throw err;
+  }
 }
 
 /**
@@ -362,11 +386,19 @@ export async function deactivateAppRepo(deps: Deps, repo: RepoRow): Promise<void
 }
 
 /** Which app and installation a repository builds through, or null. */
-export async function appOfRepo(deps: Deps, repo: RepoRow): Promise<{ app: z.output<typeof GitHubApp>; installation_id: number; site_repo_id: number; full_name: string } | null> {
+export const RepoApp = z.object({
+  app: GitHubApp,
+  installation_id: z.number().int(),
+  site_repo_id: z.number().int(),
+  full_name: z.string().describe('the repository at GitHub, as its last event named it'),
+  last_hook_at: z.date().nullable().describe('when the app’s webhook last brought one of its events (signature verified)'),
+});
+
+export async function appOfRepo(deps: Deps, repo: RepoRow): Promise<z.output<typeof RepoApp> | null> {
   const link = await appLinkOfRepo(deps.pool, repo.id);
   if (!link) return null;
-  const app = await findGitHubApp(deps.pool, link.app_id);
-  return app ? { app: gitHubAppView(deps, app), installation_id: link.installation_id, site_repo_id: link.site_repo_id, full_name: link.full_name } : null;
+  const [app, health] = await Promise.all([findGitHubApp(deps.pool, link.app_id), hookHealthOf(deps.pool, repo.id)]);
+  return app ? { app: gitHubAppView(deps, app), installation_id: link.installation_id, site_repo_id: link.site_repo_id, full_name: link.full_name, last_hook_at: health.last_hook_at } : null;
 }
 
 // --- the app's webhook -------------------------------------------------------------------------

@@ -103,11 +103,22 @@ describeWithBrowser('web-github-app.test.ts')('a GitHub App on the web', () => {
     expect(run.annotations[54]).toMatchObject({ path: 'test/bad.sh', start_line: 55, annotation_level: 'failure', title: 'bad case 55', message: expect.stringContaining('boom 55') });
     expect(run.output!.summary).toContain('| failed | 1 |');
 
-    // A forged delivery is refused.
+    // A forged delivery is refused; the app's page shows GitHub's log of it.
     expect(await github.push(501, { ref: 'refs/heads/master', before, after }, { secret: 'a guess' })).toBe(401);
+    await page.goto(`${w.sluice.url}/orgs/${w.org.name}/github-apps/${(await w.sluice.admin<{ id: number }[]>('GET', `/api/v1/orgs/${w.org.name}/github-apps`))[0]!.id}`);
+    expect(await page.locator('tr[data-app="delivery"]').textContent()).toContain('401');
+
+    // The repository's card says when the app's webhook last brought one of its events.
+    await eventually(
+      'the hook’s arrival on the page',
+      async () => {
+        await page.goto(`${w.sluice.url}/repos/${repoId}`);
+        return !(await page.locator('[data-app="last-hook"]').textContent())!.includes('never');
+      },
+      20_000,
+    );
 
     // No longer through the app, with one click.
-    await page.goto(`${w.sluice.url}/repos/${repoId}`);
     await page.getByRole('button', { name: 'Stop building through the app' }).click();
     await page.waitForURL(/saved=app-deactivated/);
     expect(await page.locator('#github-app').count()).toBe(0);

@@ -19,6 +19,7 @@ import { fetchRepository } from '../../src/steps/checkout/git';
 import { startFakeGitHubApp, type FakeGitHubApp } from '../support/fakeGitHubApp';
 import { createBareRepo, pushCommit } from '../support/gitRepo';
 import { startApiHarness, type ApiHarness } from '../support/apiApp';
+import { eventually } from '../support/wait';
 
 let h: ApiHarness;
 let github: FakeGitHubApp;
@@ -116,6 +117,8 @@ describe('a GitHub App made with the manifest flow', () => {
     expect(detail.repositories.map((r: { full_name: string }) => r.full_name)).toEqual(['acme/docs', 'acme/shop', 'acme/site']);
 
     expect(await github.push(501, { ref: 'refs/heads/master', before: '1'.repeat(40), after: '2'.repeat(40) }, { secret: 'a guess' })).toBe(401);
+    // The app's page reads GitHub's own log of its last delivery.
+    expect((await h.admin('GET', `/api/v1/orgs/${org}/github-apps/${appId}`)).json()).toMatchObject({ site_last_delivery: { status: 401, ok: false, event: 'push' }, site_error: null });
   });
 
   it('activates a repository GitHub says the app may read: pulled over HTTPS, no deploy key or hook of its own', async () => {
@@ -154,6 +157,7 @@ describe('a GitHub App made with the manifest flow', () => {
     const before = h.enqueued.length;
     expect(await github.push(501, { ref: 'refs/heads/master', before: '1'.repeat(40), after: '2'.repeat(40) })).toBe(200);
     expect(h.enqueued.length).toBe(before + 1);
+    await eventually('the hook’s arrival', async () => (await h.admin('GET', `/api/v1/repos/${repo.id}/github-app`)).json().last_hook_at, 5_000);
     expect(await github.push(502, { ref: 'refs/heads/main', before: '1'.repeat(40), after: '3'.repeat(40) })).toBe(200);
     expect(h.enqueued.length).toBe(before + 1);
   });

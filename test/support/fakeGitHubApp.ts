@@ -98,6 +98,7 @@ export async function startFakeGitHubApp(opts: { repos: AppRepo[]; via?: (url: s
   const tokens = new Map<string, Token>();
   const checkRuns: CheckRun[] = [];
   const clones: { token: string; repo: string }[] = [];
+  const deliveries: Record<string, unknown>[] = [];
   let nextId = 7000;
   const via = opts.via ?? ((u: string) => u);
   let base = '';
@@ -151,13 +152,17 @@ export async function startFakeGitHubApp(opts: { repos: AppRepo[]; via?: (url: s
       'x-github-hook-installation-target-id': String(app.id),
       'x-hub-signature-256': `sha256=${createHmac('sha256', secret ?? app.webhookSecret).update(body).digest('hex')}`,
     };
+    let status: number | null = null;
     try {
       const res = await fetch(via(hookUrl), { method: 'POST', headers, body });
       await res.arrayBuffer();
-      return res.status;
+      status = res.status;
     } catch {
-      return null;
+      status = null;
     }
+    const p = payload as { action?: string; installation?: { id?: number } };
+    deliveries.push({ id: nextId++, guid: headers['x-github-delivery'], delivered_at: new Date().toISOString(), redelivery: false, duration: 0.01, status: status === null ? 'failed to connect' : status < 300 ? 'OK' : 'Invalid HTTP Response', status_code: status ?? 0, event, action: p.action ?? null, installation_id: p.installation?.id ?? null, repository_id: null });
+    return status;
   };
 
   type Reply = { status: number; body?: unknown; headers?: Record<string, string> };
@@ -230,6 +235,16 @@ export async function startFakeGitHubApp(opts: { repos: AppRepo[]; via?: (url: s
       const expires = Date.now() + 3600_000;
       tokens.set(token, { installationId: Number(m[1]), repositoryIds: ids, permissions: asked, expires });
       return json(201, { token, expires_at: new Date(expires).toISOString(), permissions: asked, repository_selection: 'selected', repositories: ids.map((id) => repoJson(repoById(id)!)) });
+    }
+    if (method === 'GET' && p === '/app/hook/deliveries') {
+      const why = jwtApp(headers.authorization);
+      if (why) {
+        problems.push(`hook deliveries: a JWT GitHub refuses (${why})`);
+        return json(401, { message: 'A JSON web token could not be decoded' });
+      }
+      for (const key of url.searchParams.keys()) expect(`hook deliveries: query ${key}`, ['per_page', 'cursor', 'status'].includes(key));
+      const perPage = Number(url.searchParams.get('per_page') ?? 30);
+      return json(200, [...deliveries].reverse().slice(0, perPage));
     }
     const rm = /^\/repos\/([^/]+)\/([^/]+)(\/.*)?$/.exec(p);
     if (rm) {

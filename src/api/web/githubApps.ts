@@ -67,6 +67,7 @@ export function registerGitHubAppPages(web: FastifyInstance, { deps, csrf, requi
         org: { id: org.id, name: org.name },
         app: { ...detail, created: formatTime(detail.created_at) },
         installations: detail.installations.map((i) => ({ ...i, updated: formatTime(i.updated_at) })),
+        delivery: detail.site_last_delivery ? { ...detail.site_last_delivery, at: formatTime(detail.site_last_delivery.at) } : null,
         failed,
         notice,
       },

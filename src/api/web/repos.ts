@@ -237,7 +237,7 @@ export function registerRepoPages(web: FastifyInstance, { deps, csrf, requireUse
               delivery: site.value.site_last_delivery ? { ...site.value.site_last_delivery, at: formatTime(site.value.site_last_delivery.at) } : null,
             }
           : null,
-        githubApp,
+        githubApp: githubApp ? { ...githubApp, last_hook: githubApp.last_hook_at ? formatTime(githubApp.last_hook_at) : null } : null,
       },
       status,
     );

@@ -161,6 +161,18 @@ export async function mintInstallationToken(
   return { token: made.token, expiresAt: new Date(made.expires_at) };
 }
 
+/** GitHub's own log of its last delivery of the app's webhook (`GET /app/hook/deliveries`), or null when it has delivered none. */
+export async function appLastDelivery(o: Omit<Options, 'apiUrl'> & { app: AppCredentials }): Promise<{ at: Date; status: number | null; ok: boolean; event: string } | null> {
+  const jwt = appJwt(o.app.appId, o.app.privateKey);
+  const http = siteHttp({ apiUrl: o.app.apiUrl, headers: { ...GITHUB_HEADERS, authorization: `Bearer ${jwt}` }, secrets: [jwt], allow: o.allow, dispatcher: o.dispatcher, deadline: o.deadline });
+  const list = await http.need<{ delivered_at: string; status_code: number; event: string }[]>('GET', '/app/hook/deliveries?per_page=1');
+  const last = Array.isArray(list) ? list[0] : undefined;
+  if (!last) return null;
+  // 0: GitHub got no answer.
+  const status = last.status_code > 0 ? last.status_code : null;
+  return { at: new Date(last.delivered_at), status, ok: status !== null && status >= 200 && status < 300, event: last.event };
+}
+
 /** A repository of an installation, as GitHub lists it. */
 export interface InstallationRepo {
   id: number;

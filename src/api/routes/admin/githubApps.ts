@@ -22,6 +22,7 @@ import {
   loadGitHubApp,
   ManifestForm,
   removeGitHubApp,
+  RepoApp,
   StartManifest,
   startManifest,
 } from '../../../app/githubApps';
@@ -33,7 +34,6 @@ import type { ApiDeps } from '../../deps';
 import { documented, errors, NoBody, OrgParams, RepoParams } from '../../openapi/shapes';
 
 const AppParams = OrgParams.extend({ app: z.string().describe('Sluice’s id of the app') });
-const RepoApp = z.object({ app: GitHubApp, installation_id: z.number().int(), site_repo_id: z.number().int(), full_name: z.string() });
 
 export function registerGitHubAppRoutes(app: FastifyInstance, deps: ApiDeps): void {
   const { pool } = deps;
