@@ -152,7 +152,7 @@ export async function startFakeGitHubApp(opts: { repos: AppRepo[]; via?: (url: s
       'x-github-hook-installation-target-id': String(app.id),
       'x-hub-signature-256': `sha256=${createHmac('sha256', secret ?? app.webhookSecret).update(body).digest('hex')}`,
     };
-    let status: number | null = null;
+    let status: number | null;
     try {
       const res = await fetch(via(hookUrl), { method: 'POST', headers, body });
       await res.arrayBuffer();
