@@ -11,6 +11,7 @@ import { receiveAppHook } from '../../app/githubApps';
 import { getProvider } from '../../providers';
 import { countTrigger } from '../../metrics/triggers';
 import type { ApiDeps } from '../deps';
+import { HttpError } from '../http';
 import { documented, errors } from '../openapi/shapes';
 import { buildFromDelivery, lowerCaseHeaders, rawBody } from './triggers';
 import { AppError } from '../../app/errors';
@@ -36,8 +37,15 @@ export function registerGitHubAppHookRoutes(scope: FastifyInstance, deps: ApiDep
     try {
       outcome = await receiveAppHook(deps, request.params.hook, lowerCaseHeaders(request), rawBody(request));
     } catch (err) {
-      if (err instanceof AppError && err.kind === 'unauthorized') countTrigger('github', 'refused');
-      throw err;
+      if (err instanceof AppError) {
+        if (err.kind === 'unauthorized') countTrigger('github', 'refused');
+        throw err;
+      }
+      // The app and its repositories are read from PostgreSQL: away, the delivery is refused so
+      // that GitHub's log shows it failed (and it can be redelivered), never taken and lost.
+      request.log.error({ err }, 'GitHub App hook refused: its app or repository could not be read');
+      countTrigger('github', 'unavailable');
+      throw new HttpError(503, 'unavailable', 'Sluice cannot read its GitHub Apps now; nothing was accepted, redeliver it', undefined, { retryAfterSeconds: 5 });
     }
     if (outcome.kind !== 'trigger') return reply.code(200).send({ status: 0, [outcome.kind]: outcome.what });
     return buildFromDelivery(deps, request, reply, { provider: 'github', adapter: getProvider('github')!, target: outcome.target });
