@@ -38,6 +38,12 @@ export interface CacheSettings {
   key_paths: string[];
   /** What the entry keeps: paths relative to the checkout, or `~/…` in the build's home. */
   save_paths: string[];
+  /**
+   * Restore by hard links from the runner's copy instead of copying (issue 39): near-instant,
+   * but the restored files are read-only (replace them, do not edit them, as in pnpm's store).
+   * Needs a build user (the runner is root, builds are not); else the entry is copied.
+   */
+  link?: boolean;
 }
 
 /** What sluice.yml or a suite says; a key left out says nothing (the other source, else the default, decides). */

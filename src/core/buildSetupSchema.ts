@@ -70,7 +70,7 @@ export const cacheSchema = z
   .union(
     [
       z.strictObject(
-        { key_paths: pathList(false, 'files'), save_paths: pathList(true, 'paths') },
+        { key_paths: pathList(false, 'files'), save_paths: pathList(true, 'paths'), link: z.boolean({ error: 'must be true or false' }).optional() },
         { error: 'must be a mapping with key_paths and save_paths' },
       ),
       z.literal(false),

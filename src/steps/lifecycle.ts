@@ -189,7 +189,7 @@ async function restoreStep(w: Worker): Promise<boolean> {
   w.restored = await restoreCache(w.deps.cache, w.cacheSettings, cacheTarget(w), w.deps.signal);
   w.notes.push(...w.restored.notes);
   if (w.restored.hit !== 'miss') {
-    w.notes.push(`cache restored ${w.restored.paths.join(', ')} (${w.restored.hit === 'exact' ? 'this key' : 'an older key'}, branch ${w.restored.scope}, from ${w.restored.source === 'local' ? "this runner's copy" : 'the store'})`);
+    w.notes.push(`cache restored ${w.restored.paths.join(', ')} (${w.restored.hit === 'exact' ? 'this key' : 'an older key'}, branch ${w.restored.scope}, from ${w.restored.source === 'local' ? "this runner's copy" : 'the store'}${w.restored.linked ? ', linked: its files are read-only' : ''})`);
   } else {
     w.notes.push(`cache empty: no entry of branch ${job.cache.readScopes.join(' or ')} to restore`);
   }

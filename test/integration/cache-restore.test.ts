@@ -12,6 +12,7 @@ import { gzipSync } from 'node:zlib';
 import { Header } from 'tar';
 import { restoreCache, saveCache, sweepLocalCache, type CacheDeps, type CacheSettings, type CacheTarget, type Restored } from '../../src/steps/cache';
 import { checkoutKey } from '../../src/steps/cache/key';
+import { markUsed } from '../../src/steps/checkout/tree';
 import { openStore, type BlobStore } from '../../src/store';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { pgBuildRecords } from '../../src/db/buildRecords';
@@ -277,7 +278,7 @@ describe('limits', () => {
       const dirs = await checkout(lock);
       const t = target(dirs, 'master', 'master', lru);
       // A miss without a restore: a fallback's restore would count as a use of the entry it restored.
-      const restored: Restored = { key: (await checkoutKey(settings, dirs.tree)).key, hit: 'miss', scope: null, source: null, paths: [], bytes: 0, notes: [] };
+      const restored: Restored = { key: (await checkoutKey(settings, dirs.tree)).key, hit: 'miss', scope: null, source: null, paths: [], bytes: 0, linked: false, notes: [] };
       await mkdir(path.join(dirs.tree, 'node_modules'), { recursive: true });
       await writeFile(path.join(dirs.tree, 'node_modules/blob'), Buffer.from(Array.from({ length: 20 * 1024 }, () => Math.floor(Math.random() * 256))));
       const saved = await saveCache(deps, settings, t, restored);
@@ -304,7 +305,7 @@ describe('limits', () => {
     const saveOne = async (lock: string) => {
       const dirs = await checkout(lock);
       const t = target(dirs, 'small', 'small', repo);
-      const restored: Restored = { key: (await checkoutKey(settings, dirs.tree)).key, hit: 'miss', scope: null, source: null, paths: [], bytes: 0, notes: [] };
+      const restored: Restored = { key: (await checkoutKey(settings, dirs.tree)).key, hit: 'miss', scope: null, source: null, paths: [], bytes: 0, linked: false, notes: [] };
       await mkdir(path.join(dirs.tree, 'node_modules'), { recursive: true });
       await writeFile(path.join(dirs.tree, 'node_modules/blob'), Buffer.alloc(12 * 1024, lock));
       expect((await saveCache(deps, settings, t, restored)).saved).toBe(true);
@@ -427,6 +428,71 @@ if (!buildUser) console.warn(`cache-restore.test.ts: the build user's tests skip
     // The local directory is the runner's: the build user cannot list it.
     expect(statSync(deps.local.dir).mode & 0o777).toBe(0o700);
     expect(() => execFileSync('ls', [deps.local.dir], { uid: owner.uid, gid: owner.gid, stdio: 'pipe' })).toThrow(/Permission denied/);
+  });
+
+  describe('linked (`link: true`)', () => {
+    const linking: CacheSettings = { ...settings, link: true };
+    const as = (argv: string[]) => execFileSync(argv[0]!, argv.slice(1), { uid: owner.uid, gid: owner.gid, stdio: 'pipe', encoding: 'utf8' });
+
+    it('links the runner’s copy: the build owns the directories, cannot change a file in place, and the next build reads the original', async () => {
+      const deps = runner('linked');
+      const repo = await newRepo();
+      const first = await ownedCheckout('link-lock');
+      const t = { ...target(first, 'linked', 'linked', repo), owner };
+      const restored = await restoreCache(deps, linking, t);
+      await install(first, 'original');
+      execFileSync('chown', ['-R', `${owner.uid}:${owner.gid}`, path.dirname(first.tree)]);
+      expect(await saveCache(deps, linking, t, restored)).toMatchObject({ saved: true });
+
+      const dirs = await ownedCheckout('link-lock');
+      const got = await restoreCache(deps, linking, { ...t, ...dirs });
+      expect(got).toMatchObject({ hit: 'exact', source: 'local', linked: true, paths: ['node_modules', '~/.npm'], notes: [] });
+      const file = path.join(dirs.tree, 'node_modules/left-pad/index.js');
+      // The same file as the runner's copy, which is root's and writable by nobody else.
+      expect(lstatSync(file).nlink).toBe(2);
+      expect([lstatSync(file).uid, lstatSync(file).mode & 0o022]).toEqual([0, 0]);
+      expect(lstatSync(path.join(dirs.tree, 'node_modules/left-pad')).uid).toBe(owner.uid);
+      expect(readlinkSync(path.join(dirs.tree, 'node_modules/.bin/pad'))).toBe('../left-pad/bin/pad');
+      expect(as(['sh', '-c', `${path.join(dirs.tree, 'node_modules/.bin/pad')}`])).toBe('pad\n');
+
+      // A step that gives the build its tree again (markUsed, before tests and the post_build hook) leaves shared files alone.
+      await markUsed(dirs.tree, owner);
+      expect(lstatSync(file).uid).toBe(0);
+
+      // The build tries to change what it got: in place is refused, replacing and adding are its own.
+      expect(() => as(['sh', '-c', `echo hacked > ${file}`])).toThrow(/Permission denied/);
+      expect(() => as(['chmod', '666', file])).toThrow(/Operation not permitted/);
+      expect(() => as(['touch', file])).toThrow(/Permission denied/);
+      as(['sh', '-c', `rm ${file} && echo replaced > ${file} && echo new > ${path.join(dirs.tree, 'node_modules/left-pad/extra.js')}`]);
+      expect(readFileSync(file, 'utf8')).toBe('replaced\n');
+
+      // Another build reads the original.
+      const next = await ownedCheckout('link-lock');
+      expect(await restoreCache(deps, linking, { ...t, ...next })).toMatchObject({ hit: 'exact', linked: true });
+      expect(readFileSync(path.join(next.tree, 'node_modules/left-pad/index.js'), 'utf8')).toBe("module.exports = 'original';\n");
+      expect(existsSync(path.join(next.tree, 'node_modules/left-pad/extra.js'))).toBe(false);
+
+      // A build that copies afterwards gets files of its own, writable, as before.
+      const copied = await ownedCheckout('link-lock');
+      expect(await restoreCache(deps, settings, { ...t, ...copied })).toMatchObject({ hit: 'exact', linked: false });
+      const own = path.join(copied.tree, 'node_modules/left-pad/index.js');
+      expect([lstatSync(own).uid, lstatSync(own).nlink]).toEqual([owner.uid, 1]);
+      as(['sh', '-c', `echo mine > ${own}`]);
+    });
+
+    it('copies, saying so, where builds do not run as a build user', async () => {
+      const deps = runner('linked-trusted');
+      const repo = await newRepo();
+      const first = await checkout('trusted-lock');
+      const t = target(first, 'trusted', 'trusted', repo);
+      const restored = await restoreCache(deps, linking, t);
+      await install(first);
+      expect(await saveCache(deps, linking, t, restored)).toMatchObject({ saved: true });
+      const dirs = await checkout('trusted-lock');
+      const got = await restoreCache(deps, linking, { ...t, ...dirs });
+      expect(got).toMatchObject({ hit: 'exact', linked: false, notes: ['cache copied, not linked: linking needs builds that run as a build user'] });
+      expect(lstatSync(path.join(dirs.tree, 'node_modules/left-pad/index.js')).nlink).toBe(1);
+    });
   });
 
   it('reads the build\'s files as the build user: a file it cannot read is not saved by the root runner', async () => {

@@ -54,7 +54,7 @@ export function run(argv: readonly string[], opts: { cwd: string; owner?: Owner;
  * Why the way from `rootDir` to `rel`'s parent cannot be used (a symbolic link, or something
  * not a directory, in the way), or null: every part there is a real directory, or missing.
  */
-async function parentProblem(rootDir: string, rel: string): Promise<string | null> {
+export async function parentProblem(rootDir: string, rel: string): Promise<string | null> {
   const parents = rel.split('/').slice(0, -1);
   let at = rootDir;
   for (const part of parents) {
@@ -67,7 +67,7 @@ async function parentProblem(rootDir: string, rel: string): Promise<string | nul
   return null;
 }
 
-const rootDirOf = (dirs: BuildDirs, p: CachePath) => (p.root === 'tree' ? dirs.tree : dirs.home);
+export const rootDirOf = (dirs: BuildDirs, p: CachePath) => (p.root === 'tree' ? dirs.tree : dirs.home);
 
 /** Copies each save path of the build into `entryDir` (which `owner` must own); the paths copied, and notes on the others. */
 export async function copyOut(entryDir: string, dirs: BuildDirs, paths: readonly CachePath[], owner: Owner | undefined, signal?: AbortSignal): Promise<{ copied: CachePath[]; notes: string[] }> {

@@ -21,11 +21,14 @@ import { openStore, type BlobStore } from '../../store';
 import { checkEntry, EntryTooBig, packEntry, unpackEntry } from './archive';
 import { chownEntry, copyIn, copyOut, tidyEntry, type Owner } from './copy';
 import { cacheFamily, checkoutKey, parseSavePaths } from './key';
+import { canLink, linkIn, sealCopy } from './link';
 import { evictLocal, findLocal, placeLocal, setLocalOwner, workPlace, type LocalCopy } from './local';
 
 export interface CacheSettings {
   key_paths: string[];
   save_paths: string[];
+  /** Restore by hard links where the runner can (link.ts); else copied. */
+  link?: boolean;
 }
 
 export interface CacheDeps {
@@ -65,6 +68,8 @@ export interface Restored {
   paths: string[];
   /** Bytes of the entry restored, unpacked. */
   bytes: number;
+  /** How: copied, or linked from the runner's copy (link.ts). */
+  linked: boolean;
   /** Lines for the build page. */
   notes: string[];
 }
@@ -92,7 +97,7 @@ export async function restoreCache(deps: CacheDeps, settings: CacheSettings, tar
 }
 
 async function restore(deps: CacheDeps, settings: CacheSettings, target: CacheTarget, signal?: AbortSignal): Promise<Restored> {
-  const miss = (key: string, notes: string[]): Restored => ({ key, hit: 'miss', scope: null, source: null, paths: [], bytes: 0, notes });
+  const miss = (key: string, notes: string[]): Restored => ({ key, hit: 'miss', scope: null, source: null, paths: [], bytes: 0, linked: false, notes });
   let key = '';
   const notes: string[] = [];
   try {
@@ -105,12 +110,32 @@ async function restore(deps: CacheDeps, settings: CacheSettings, target: CacheTa
     const local = await findLocal(deps.local, found.storeKey);
     const copy = local ?? (await download(deps, found, target.owner, notes, signal));
     if (!copy) return miss(key, notes);
-    if (target.owner && copy.uid !== target.owner.uid) {
-      await chownEntry(copy.dir, target.owner, signal);
-      await setLocalOwner(copy, found.storeKey, target.owner.uid);
+    const linked = settings.link === true && canLink(target.owner);
+    if (settings.link && !linked) notes.push('cache copied, not linked: linking needs builds that run as a build user');
+    let restored: Awaited<ReturnType<typeof copyIn>>['restored'];
+    if (canLink(target.owner) && linked) {
+      // The copy's files become root's and unwritable by builds, once; then linked.
+      if (copy.uid !== 0) {
+        await sealCopy(copy.dir, signal);
+        await setLocalOwner(copy, found.storeKey, 0);
+      }
+      const work = await workPlace(deps.local, target.owner);
+      try {
+        const done = await linkIn(copy.dir, work, target, computed.savePaths, target.owner, signal);
+        restored = done.restored;
+        notes.push(...done.notes);
+      } finally {
+        await rm(work, { recursive: true, force: true });
+      }
+    } else {
+      if (target.owner && copy.uid !== target.owner.uid) {
+        await chownEntry(copy.dir, target.owner, signal);
+        await setLocalOwner(copy, found.storeKey, target.owner.uid);
+      }
+      const done = await copyIn(copy.dir, target, computed.savePaths, target.owner, signal);
+      restored = done.restored;
+      notes.push(...done.notes);
     }
-    const { restored, notes: copyNotes } = await copyIn(copy.dir, target, computed.savePaths, target.owner, signal);
-    notes.push(...copyNotes);
     await deps.records.touchEntry(found.id);
     await evictLocal(deps.local);
     return {
@@ -120,6 +145,7 @@ async function restore(deps: CacheDeps, settings: CacheSettings, target: CacheTa
       source: local ? 'local' : 'store',
       paths: restored.map((p) => p.written),
       bytes: copy.bytes,
+      linked,
       notes,
     };
   } catch (err) {

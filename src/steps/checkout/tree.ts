@@ -9,7 +9,7 @@
  * marker (`<tree>.json`) says which commit it holds and whether tests have run in it yet, and
  * the worker's home (`<tree>.home`) keeps what its hooks and tests leave there (`~/.npm`, ...).
  */
-import { lchown, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { lchown, lstat, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../../config';
 import type { TreeRef } from '../../core/session';
@@ -129,13 +129,17 @@ export async function markUsed(workdir: string, owner?: BuildUser): Promise<void
   if (owner) await chownTree(workdir, owner);
 }
 
-/** `chown -R` without following links (a tree's symlinks point wherever its author liked). */
+/**
+ * `chown -R` without following links (a tree's symlinks point wherever its author liked), and
+ * leaving alone files with more than one link: a cache restored by hard links (steps/cache/link.ts)
+ * shares its files with the runner's copy, which must stay root's and unwritable by builds.
+ */
 async function chownTree(dir: string, owner: BuildUser): Promise<void> {
   await lchown(dir, owner.uid, owner.gid);
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const child = path.join(dir, entry.name);
     if (entry.isDirectory()) await chownTree(child, owner);
-    else await lchown(child, owner.uid, owner.gid);
+    else if (!entry.isFile() || (await lstat(child)).nlink === 1) await lchown(child, owner.uid, owner.gid);
   }
 }
 
