@@ -166,4 +166,33 @@ exit $status`);
     expect(output).not.toContain('reached the API');
     await expectSandboxed(output, daemonMarker);
   });
+
+  it('gets a linked cache (`link: true`) it can replace but not change in place: the next build restores the original', async () => {
+    // Each build first checks what it restored is the original; a linked one then tries to write
+    // into it (refused), and replaces it. (The first build's copy is what gets saved, after its tests: left alone.)
+    const check = script(`grep -qx original deps/a.txt || { echo "restored: $(cat deps/a.txt)"; exit 1; }
+[ "$(stat -c %h deps/a.txt)" -gt 1 ] || exit 0
+if echo hacked > deps/a.txt 2>/dev/null; then echo "BREACH: changed a linked file"; exit 1; fi
+if chmod 666 deps/a.txt 2>/dev/null; then echo "BREACH: chmod of a linked file"; exit 1; fi
+rm deps/a.txt && echo replaced > deps/a.txt && grep -qx replaced deps/a.txt`);
+    const repo = await w.makeRepo(
+      {
+        'deps.lock': { content: 'v1\n' },
+        'check_test.sh': check,
+        'sluice.yml': {
+          content: ['hooks:', '  pre_setup: "[ -d deps ] || { mkdir deps && echo original > deps/a.txt; }"', 'cache:', '  key_paths: [deps.lock]', '  save_paths: [deps]', '  link: true', ''].join('\n'),
+        },
+      },
+      { suite: { branch: 'master', test_pattern: '*_test.sh' } },
+    );
+    const notes: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const { session } = await w.build(repo, { force: true });
+      expect((await w.eventsOf(session)).at(-1)).toMatchObject({ status: 'passed' });
+      notes.push(((await w.session(session)) as unknown as { worker_setup: { notes: string[] }[] }).worker_setup[0]!.notes.join('\n'));
+    }
+    expect(notes[0]).toMatch(/cache saved in master: deps/);
+    expect(notes[1]).toMatch(/cache restored deps \(this key, branch master, from this runner's copy, linked: its files are read-only\)/);
+    expect(notes[2]).toMatch(/linked/);
+  });
 });
