@@ -21,6 +21,7 @@
  */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { mirrorPath, prepareMirrors, withMirrorLock } from './mirror';
 import { DEFAULT_SCM_TIMEOUT_MS, exists, makeScratch, parseCommitters, runScmProcess, ScmError, SSH_DENIED, summarizeStderr, type ScmContext, type ScmOutcome, type ScmScratch } from './scmProcess';
 
 /**
@@ -47,6 +48,11 @@ export interface FetchInput {
   since?: string | null;
   /** Limit for each git or hg command. Default 10 minutes. */
   timeoutMs?: number;
+  /**
+   * This runner's mirrors (mirror.ts), and the repository's name among them: git pulls through
+   * its mirror when given (hg, and pulls with extra refspecs, straight from the site).
+   */
+  mirror?: { dir: string; key: string };
   signal?: AbortSignal;
   /** The host keys the repository trusts; `learned` is set to what ssh knows after. */
   hostKeys?: HostKeys;
@@ -291,7 +297,22 @@ export async function fetchRepository(input: FetchRepositoryInput): Promise<Fetc
     env: token === undefined ? gitEnv(scratch) : tokenGitEnv(scratch, input.pullUrl, token),
   };
 
+  // Over HTTPS the token is in git's environment for these fetches only; no key file.
+  const network = <T>(fn: () => Promise<T>): Promise<T> => (token === undefined ? withKeyFile(keyDir, keyFile, input.privateKey, fn, input.hostKeys) : fn());
+
   try {
+    if (input.mirror && refspecs.length === 0) {
+      try {
+        const commitId = await fromMirror(ctx, input, url, network);
+        return await finish(ctx, input, commitId, true);
+      } catch (err) {
+        if (err instanceof GitPullError && err.reason !== 'failed') throw err;
+        // A mirror that cannot serve (corrupt, half made, a disk problem) never fails the pull:
+        // it goes, and this pull goes straight to the site.
+        await rm(mirrorPath(input.mirror.dir, input.mirror.key, input.pullUrl), { recursive: true, force: true });
+        await rm(input.workdir, { recursive: true, force: true });
+      }
+    }
     await mkdir(input.workdir, { recursive: true });
     let fresh = false;
     const fetchAndResolve = async () => {
@@ -303,16 +324,81 @@ export async function fetchRepository(input: FetchRepositoryInput): Promise<Fetc
       );
       return resolveHead(ctx, input, url);
     };
-    // Over HTTPS the token is in git's environment for these fetches only; no key file.
-    const commitId = token === undefined ? await withKeyFile(keyDir, keyFile, input.privateKey, fetchAndResolve, input.hostKeys) : await fetchAndResolve();
-    // Everything below is local: the key file is already gone.
-    await gitOrThrow(ctx, ['checkout', '--quiet', '--force', '--detach', commitId], `could not check out ${commitId}`);
-    // A tree made just now has nothing to clean (each git process is ~10 ms of a build's start).
-    if (!fresh) await gitOrThrow(ctx, ['clean', '-ffdxq'], `could not clean the working tree`);
-    return { commitId, ...(await describeCommit(ctx, commitId, input.since ?? null)) };
+    const commitId = await network(fetchAndResolve);
+    return await finish(ctx, input, commitId, fresh);
   } finally {
     await rm(scratch.dir, { recursive: true, force: true });
   }
+}
+
+/** The local part of a pull, once `commitId` is in the tree: checked out, cleaned, described. */
+async function finish(ctx: GitContext, input: FetchRepositoryInput, commitId: string, fresh: boolean): Promise<FetchRepositoryResult> {
+  // Everything here is local: the key file is already gone.
+  await gitOrThrow(ctx, ['checkout', '--quiet', '--force', '--detach', commitId], `could not check out ${commitId}`);
+  // A tree made just now has nothing to clean (each git process is ~10 ms of a build's start).
+  if (!fresh) await gitOrThrow(ctx, ['clean', '-ffdxq'], `could not clean the working tree`);
+  return { commitId, ...(await describeCommit(ctx, commitId, input.since ?? null)) };
+}
+
+/** How long a pull waits for another pull of the same mirror. */
+const MIRROR_LOCK_WAIT_MS = 10 * 60_000;
+const FULL_COMMIT = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
+/**
+ * The pull through this runner's mirror of the repository (mirror.ts): under its lock, the site
+ * is asked only when the mirror lacks what is wanted (a branch's tip always; a commit id only if
+ * missing), then the tree is a local clone of the mirror, its objects hard links. The commit id.
+ */
+async function fromMirror(ctx: GitContext, input: FetchRepositoryInput, url: string, network: <T>(fn: () => Promise<T>) => Promise<T>): Promise<string> {
+  const settings = input.mirror!;
+  const mirror = mirrorPath(settings.dir, settings.key, input.pullUrl);
+  await prepareMirrors(settings.dir);
+  // The mirror's and the clone's own git calls reach no network: local paths only.
+  const local = (workdir: string): GitContext => ({ ...ctx, workdir, env: { ...ctx.env, GIT_ALLOW_PROTOCOL: 'file', GIT_SSH_COMMAND: 'false' } });
+  return withMirrorLock(
+    mirror,
+    MIRROR_LOCK_WAIT_MS,
+    async () => {
+      const m: GitContext = { ...ctx, workdir: mirror };
+      const bare = await runGit(local(mirror), ['rev-parse', '--is-bare-repository']);
+      if (!bare.ok || bare.stdout.trim() !== 'true') {
+        await rm(mirror, { recursive: true, force: true });
+        await gitOrThrow(local(settings.dir), ['init', '--quiet', '--bare', '--', mirror], 'could not make the mirror');
+      }
+      const wanted = input.head === 'HEAD' ? null : input.head;
+      const have = wanted !== null && FULL_COMMIT.test(wanted) ? await resolveCommit(local(mirror), wanted) : null;
+      if (!have) {
+        await network(async () => {
+          await gitOrThrow(m, ['fetch', '--quiet', '--prune', '--no-tags', '--force', '--', input.pullUrl, '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*'], `could not pull from ${url}`);
+          // Not a branch or tag the site lists: ask for it by name or id (a pull request's ref).
+          if (wanted !== null && !(await resolveCommit(local(mirror), wanted)) && !(await resolveCommit(local(mirror), `refs/heads/${wanted}`))) {
+            await runGit(m, ['fetch', '--quiet', '--no-tags', '--force', '--', input.pullUrl, `+${wanted}:${FETCHED_REF}`]);
+          }
+        });
+      }
+      // The tree: a clone git makes, whose object files are the mirror's (hard links).
+      await mkdir(input.workdir, { recursive: true });
+      await gitOrThrow(local(dirname(input.workdir)), ['clone', '--quiet', '--no-checkout', '--local', '--', mirror, input.workdir], 'could not make the tree from the mirror');
+      const tree = local(input.workdir);
+      await gitOrThrow(tree, ['fetch', '--quiet', '--no-tags', '--force', '--', mirror, `+${FETCHED_REF}:${FETCHED_REF}`], 'could not read the mirror').catch(() => undefined);
+      // The tree names the site as its origin, not the runner's mirror.
+      await gitOrThrow(tree, ['remote', 'set-url', 'origin', input.pullUrl], 'could not set the tree’s origin');
+      return resolveLocalHead(tree, input, url);
+    },
+    input.signal,
+  );
+}
+
+/** `head` in a tree made from the mirror: the branch's tip, a commit, a tag, a branch, or the ref fetched for it. */
+async function resolveLocalHead(ctx: GitContext, input: FetchRepositoryInput, url: string): Promise<string> {
+  if (input.head === 'HEAD') {
+    const tip = await resolveCommit(ctx, `refs/remotes/origin/${input.branch}`);
+    if (!tip) throw new GitPullError(`could not pull from ${url}: branch '${input.branch}' not found`, 'missing-ref');
+    return tip;
+  }
+  const found = (await resolveCommit(ctx, input.head)) ?? (await resolveCommit(ctx, `refs/remotes/origin/${input.head}`)) ?? (await resolveCommit(ctx, FETCHED_REF));
+  if (!found) throw new GitPullError(`could not pull from ${url}: head '${input.head}' not found`, 'missing-ref');
+  return found;
 }
 
 /**

@@ -15,6 +15,7 @@ import type { Config } from '../../config';
 import type { TreeRef } from '../../core/session';
 import { fetchRepository, GitPullError, type FetchRepositoryResult, type HostKeys } from './git';
 import { fetchHgRepository } from './hg';
+import { DEFAULT_MIRROR_MAX_BYTES, evictMirrors } from './mirror';
 import type { BuildUser } from '../isolation/process';
 import type { BuildRecords } from '../records';
 import { discard, emptyTrash } from '../trash';
@@ -22,6 +23,8 @@ import { discard, emptyTrash } from '../trash';
 export interface TreeDeps {
   records: BuildRecords;
   workspaceDir: string;
+  /** How much of the disk the runner's mirrors may take (mirror.ts; default DEFAULT_MIRROR_MAX_BYTES). */
+  mirrorMaxBytes?: number;
 }
 
 export const treeDeps = (config: Pick<Config, 'workspaceDir'>, records: BuildRecords): TreeDeps => ({ records, workspaceDir: config.workspaceDir });
@@ -83,7 +86,7 @@ export async function fetchTree(
   const common = { pullUrl: repo.pullUrl, privateKey: repo.privateKey, workdir, branch: ref.branch, head: ref.head, signal, hostKeys };
   let got: FetchRepositoryResult;
   try {
-    got = repo.scm === 'hg' ? await fetchHgRepository(common) : await fetchRepository({ ...common, httpToken: repo.httpToken, refspecs: ref.refspecs ?? [] });
+    got = repo.scm === 'hg' ? await fetchHgRepository(common) : await fetchRepository({ ...common, httpToken: repo.httpToken, refspecs: ref.refspecs ?? [], mirror: { dir: mirrorsDir(deps.workspaceDir), key: String(ref.repoId) } });
   } catch (err) {
     throw withHostKeyHint(err, ref.repoId);
   } finally {
@@ -145,6 +148,8 @@ async function chownTree(dir: string, owner: BuildUser): Promise<void> {
 
 /** Where a workspace's removed trees wait for their deletion (see trash.ts). */
 const trashOf = (workspaceDir: string) => path.join(workspaceDir, '.trash');
+/** This runner's mirrors of the repositories it builds (mirror.ts). */
+export const mirrorsDir = (workspaceDir: string) => path.join(workspaceDir, '.mirrors');
 
 /** Frees `workdir`'s name at once (marker first: no marker may claim a half-removed tree); the files go at low priority. */
 export async function removeTree(workdir: string): Promise<void> {
@@ -167,6 +172,7 @@ export async function sweepTrees(deps: TreeDeps): Promise<number> {
     bySession.set(id, [...(bySession.get(id) ?? []), name]);
   }
   await emptyTrash(trashOf(deps.workspaceDir));
+  await evictMirrors({ dir: mirrorsDir(deps.workspaceDir), maxBytes: deps.mirrorMaxBytes ?? DEFAULT_MIRROR_MAX_BYTES }, trashOf(deps.workspaceDir));
   if (bySession.size === 0) return 0;
   const ended = await deps.records.endedSessions([...bySession.keys()]);
   const gone: string[] = [];
