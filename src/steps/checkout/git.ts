@@ -21,7 +21,7 @@
  */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { mirrorPath, prepareMirrors, withMirrorLock } from './mirror';
+import { discardMirror, MirrorBusy, mirrorPath, prepareMirrors, withMirrorLock } from './mirror';
 import { DEFAULT_SCM_TIMEOUT_MS, exists, makeScratch, parseCommitters, runScmProcess, ScmError, SSH_DENIED, summarizeStderr, type ScmContext, type ScmOutcome, type ScmScratch } from './scmProcess';
 
 /**
@@ -308,8 +308,8 @@ export async function fetchRepository(input: FetchRepositoryInput): Promise<Fetc
       } catch (err) {
         if (err instanceof GitPullError && err.reason !== 'failed') throw err;
         // A mirror that cannot serve (corrupt, half made, a disk problem) never fails the pull:
-        // it goes, and this pull goes straight to the site.
-        await rm(mirrorPath(input.mirror.dir, input.mirror.key, input.pullUrl), { recursive: true, force: true });
+        // it goes (unless it is only busy), and this pull goes straight to the site.
+        if (!(err instanceof MirrorBusy)) await discardMirror(mirrorPath(input.mirror.dir, input.mirror.key, input.pullUrl));
         await rm(input.workdir, { recursive: true, force: true });
       }
     }

@@ -78,7 +78,7 @@ async function lockFile<T>(mirror: string, timeoutMs: number, fn: () => Promise<
         await rm(lock, { force: true });
         continue;
       }
-      if (Date.now() > deadline) throw new Error(`the mirror is locked by another fetch for more than ${timeoutMs} ms`, { cause: err });
+      if (Date.now() > deadline) throw new MirrorBusy(`the mirror is locked by another fetch for more than ${timeoutMs} ms`, { cause: err });
       await new Promise((r) => setTimeout(r, LOCK_POLL_MS));
     }
   }
@@ -90,6 +90,16 @@ async function lockFile<T>(mirror: string, timeoutMs: number, fn: () => Promise<
     const now = new Date();
     await utimes(mirror, now, now).catch(() => undefined);
   }
+}
+
+/** The mirror stayed locked by another pull too long: this pull goes to the site, the mirror stays. */
+export class MirrorBusy extends Error {
+  override readonly name = 'MirrorBusy';
+}
+
+/** Throws a mirror that could not serve away, under its lock (a pull using it meanwhile keeps it). */
+export async function discardMirror(mirror: string): Promise<void> {
+  await withMirrorLock(mirror, 1_000, () => rm(mirror, { recursive: true, force: true })).catch(() => undefined);
 }
 
 async function staleLock(lock: string): Promise<boolean> {
