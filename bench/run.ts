@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startCluster } from '../test/support/cluster';
 import { caseFigures } from './cases';
+import { checkoutFigures } from './checkout';
 import { eventFigures } from './events';
 import { imageFigures } from './image';
 import { isolationFigures } from './isolation';
@@ -27,6 +28,7 @@ const PARTS = {
   isolation: { title: 'Isolation: bubblewrap by default (issue 23)', figures: isolationFigures },
   image: { title: 'Images: a build brings its own toolchain (issue 35)', figures: imageFigures },
   cases: { title: 'Test cases: every run’s reports kept (issue 37)', figures: caseFigures },
+  checkout: { title: 'Checkouts: a runner’s mirror of each repository (issue 39)', figures: checkoutFigures },
 } as const;
 
 // Parts wait minutes between two calls of the API (a suite running alone): an idle connection

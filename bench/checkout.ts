@@ -1,0 +1,161 @@
+/**
+ * The checkout figures (issue 39, P8): a repository of 50,000 commits and about 500 MB of history
+ * (generated with `git fast-import`: each commit changes one of 1,000 files to 10 KiB of random
+ * bytes, which no delta or zlib shrinks), served by the tests' SSH git server on loopback, and
+ * pulled the way a runner pulls (steps/checkout/git.ts with its mirror, mirror.ts):
+ * - cold (the runner has no mirror) beside a plain `git clone` over the same SSH with the same key;
+ * - warm (the mirror has the commit) beside `git worktree add` of that commit from a local mirror;
+ * - how many times a build of four workers asks the site, with the mirror and without.
+ * Each figure the median of its runs, the two sides in turns, after a `sync`.
+ * `SLUICE_BENCH_COMMITS` and `SLUICE_BENCH_BLOB_BYTES` scale the repository down for a quick look.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fetchRepository, type FetchRepositoryInput } from '../src/steps/checkout/git';
+import { generateRepoKeyPair } from '../src/ssh/keys';
+import type { Cluster } from '../test/support/cluster';
+import { startSshGitServer } from '../test/support/sshGitServer';
+import type { Row } from './table';
+
+const COMMITS = Number(process.env.SLUICE_BENCH_COMMITS ?? 50_000);
+const BLOB_BYTES = Number(process.env.SLUICE_BENCH_BLOB_BYTES ?? 10 * 1024);
+const FILES = 1_000;
+const COLD_RUNS = 3;
+const WARM_RUNS = 5;
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** `git fast-import` of COMMITS commits on master, each writing one file of random bytes. */
+async function generate(bare: string): Promise<void> {
+  execFileSync('git', ['init', '--quiet', '--bare', '--initial-branch=master', bare]);
+  const child = spawn('git', ['--git-dir', bare, 'fast-import', '--quiet'], { stdio: ['pipe', 'ignore', 'inherit'] });
+  const write = (chunk: string | Buffer) => (child.stdin.write(chunk) ? Promise.resolve() : new Promise<void>((r) => child.stdin.once('drain', () => r())));
+  const when = 1_700_000_000;
+  for (let i = 0; i < COMMITS; i++) {
+    const data = randomBytes(BLOB_BYTES);
+    const message = `commit ${i}\n`;
+    await write(`commit refs/heads/master\ncommitter Bench <bench@example.test> ${when + i} +0000\ndata ${message.length}\n${message}`);
+    await write(`M 100644 inline f${String(i % FILES).padStart(4, '0')}.bin\ndata ${data.length}\n`);
+    await write(data);
+    await write('\n');
+  }
+  child.stdin.end();
+  await new Promise<void>((resolve, reject) => child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`git fast-import exited ${code}`)))));
+}
+
+export async function checkoutFigures(c: Cluster, log: (line: string) => void): Promise<Row[]> {
+  const dir = await mkdtemp(path.join(c.tmp, 'checkout-'));
+  const bare = path.join(dir, 'big.git');
+  let started = performance.now();
+  log(`generating ${COMMITS} commits of ${BLOB_BYTES} random bytes each (git fast-import)`);
+  await generate(bare);
+  const size = Number(execFileSync('du', ['-sk', bare], { encoding: 'utf8' }).split(/\s/)[0]) * 1024;
+  log(`generated in ${((performance.now() - started) / 1000).toFixed(0)} s: ${(size / 2 ** 20).toFixed(0)} MiB`);
+  const head = execFileSync('git', ['--git-dir', bare, 'rev-parse', 'master'], { encoding: 'utf8' }).trim();
+
+  const key = generateRepoKeyPair('sluice:bench/checkout');
+  const server = await startSshGitServer({ authorizedKeys: [key.publicKey] });
+  const pullUrl = server.url(bare);
+  const keyFile = path.join(dir, 'id');
+  await writeFile(keyFile, key.privateKey.trimEnd() + '\n');
+  await chmod(keyFile, 0o600);
+  const ssh = `ssh -F /dev/null -i ${keyFile} -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR`;
+  const uploads = () => server.commands.filter((x) => x.startsWith('git-upload-pack')).length;
+  let n = 0;
+  const pull = (mirrorDir: string | null, over: Partial<FetchRepositoryInput> = {}) =>
+    fetchRepository({
+      pullUrl,
+      privateKey: key.privateKey,
+      workdir: path.join(dir, `tree-${n++}`),
+      branch: 'master',
+      head: 'HEAD',
+      ...(mirrorDir ? { mirror: { dir: mirrorDir, key: '1' } } : {}),
+      ...over,
+    });
+  const timed = async (fn: () => Promise<unknown>) => {
+    execFileSync('sync');
+    const t = performance.now();
+    await fn();
+    return (performance.now() - t) / 1000;
+  };
+  const cleanTrees = () => execFileSync('sh', ['-c', 'rm -rf tree-* clone-* wt-*'], { cwd: dir });
+
+  try {
+    // Cold: no mirror yet, beside a plain clone.
+    const cold: number[] = [];
+    const clone: number[] = [];
+    for (let i = 0; i < COLD_RUNS; i++) {
+      const mirrors = path.join(dir, `mirrors-cold-${i}`);
+      cold.push(await timed(() => pull(mirrors)));
+      await rm(mirrors, { recursive: true, force: true });
+      clone.push(await timed(async () => execFileSync('git', ['clone', '--quiet', pullUrl, path.join(dir, `clone-${i}`)], { env: { ...process.env, GIT_SSH_COMMAND: ssh } })));
+      cleanTrees();
+      log(`cold: Sluice ${cold.at(-1)!.toFixed(1)} s, git clone ${clone.at(-1)!.toFixed(1)} s`);
+    }
+
+    // Warm: the mirror has the commit, beside `git worktree add` from a local mirror.
+    const mirrors = path.join(dir, 'mirrors');
+    await pull(mirrors);
+    const local = path.join(dir, 'local-mirror.git');
+    execFileSync('git', ['clone', '--quiet', '--mirror', bare, local]);
+    const warm: number[] = [];
+    const worktree: number[] = [];
+    for (let i = 0; i < WARM_RUNS; i++) {
+      warm.push(await timed(() => pull(mirrors, { head })));
+      const wt = path.join(dir, `wt-${i}`);
+      worktree.push(await timed(async () => execFileSync('git', ['--git-dir', local, 'worktree', 'add', '--quiet', '--detach', wt, head])));
+      execFileSync('git', ['--git-dir', local, 'worktree', 'remove', '--force', wt]);
+      cleanTrees();
+      log(`warm: Sluice ${warm.at(-1)!.toFixed(2)} s, git worktree add ${worktree.at(-1)!.toFixed(2)} s`);
+    }
+
+    // A build of four workers: its first checkout (the branch's tip), then each worker's (the commit).
+    const build = async (mirrorDir: string | null) => {
+      const before = uploads();
+      const lead = await pull(mirrorDir);
+      await Promise.all([1, 2, 3, 4].map(() => pull(mirrorDir, { head: lead.commitId })));
+      cleanTrees();
+      return uploads() - before;
+    };
+    started = performance.now();
+    const withMirror = await build(path.join(dir, 'mirrors-build'));
+    const without = await build(null);
+    log(`a build of 4 workers asked the site ${withMirror} time(s) with the mirror, ${without} without (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+
+    const coldM = median(cold);
+    const cloneM = median(clone);
+    const warmM = median(warm);
+    const wtM = median(worktree);
+    const repo = `${COMMITS.toLocaleString('en')} commits, ${(size / 2 ** 20).toFixed(0)} MiB`;
+    return [
+      {
+        name: `P8 cold checkout, no mirror yet (${repo}; median of ${COLD_RUNS})`,
+        value: coldM,
+        unit: 's',
+        baseline: { name: 'git clone over the same SSH', value: cloneM },
+        target: { text: '≤ 1.1 × git clone', met: coldM <= 1.1 * cloneM },
+        note: `${(coldM / cloneM).toFixed(2)}×`,
+      },
+      {
+        name: `P8 warm checkout from the runner’s mirror (median of ${WARM_RUNS})`,
+        value: warmM,
+        unit: 's',
+        baseline: { name: 'git worktree add from a local mirror', value: wtM },
+        target: { text: '≤ 1.2 × git worktree add', met: warmM <= 1.2 * wtM },
+        note: `${(warmM / wtM).toFixed(2)}×`,
+      },
+      {
+        name: 'P8 times the site is asked for a build of 4 workers on one runner',
+        value: withMirror,
+        unit: '',
+        baseline: { name: 'without a mirror', value: without },
+        target: { text: 'once', met: withMirror === 1 },
+      },
+    ];
+  } finally {
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
