@@ -81,6 +81,8 @@ export interface Config {
   store?: StoreSettings;
   /** Runners: their local copies of cache entries, and how much those may hold (least recently used go first). */
   cacheLocal?: { dir: string; maxBytes: number };
+  /** Runners: how much their git mirrors (`<workspace>/.mirrors`) may hold, least recently used going first. */
+  gitMirrorMaxBytes?: number;
   /**
    * Runners: builds' images (steps/image/): the store of unpacked images by digest and how much it
    * may hold (least recently used go first), Docker Hub's pull-through mirror, and the `crane`
@@ -242,6 +244,8 @@ export const DEFAULT_HOOK_TIMEOUT_MS = 30 * 60_000;
 const MiB = 1024 * 1024;
 export const DEFAULT_CACHE_LIMITS = { maxEntryBytes: 2048 * MiB, maxRepoBytes: 10240 * MiB };
 export const DEFAULT_CACHE_LOCAL_MAX_BYTES = 20480 * MiB;
+/** How much a runner's git mirrors may hold (steps/checkout/mirror.ts). */
+export const DEFAULT_GIT_MIRROR_MAX_BYTES = 20480 * MiB;
 export const DEFAULT_IMAGE_DIR = '/tmp/sluice-images';
 export const DEFAULT_IMAGE_MAX_BYTES = 20480 * MiB;
 export const DEFAULT_ARTIFACT_LIMITS = { maxFileBytes: 512 * MiB, maxBuildBytes: 2048 * MiB };
@@ -299,6 +303,7 @@ const EnvSchema = z.object({
   SLUICE_CACHE_S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).optional(),
   SLUICE_CACHE_LOCAL_DIR: z.string().refine((v) => v.startsWith('/'), 'must be an absolute directory').default(DEFAULT_CACHE_LOCAL_DIR),
   SLUICE_CACHE_LOCAL_MAX_MB: mebibytes.default(DEFAULT_CACHE_LOCAL_MAX_BYTES),
+  SLUICE_GIT_MIRROR_MAX_MB: mebibytes.default(DEFAULT_GIT_MIRROR_MAX_BYTES),
   SLUICE_CACHE_MAX_ENTRY_MB: mebibytes.default(DEFAULT_CACHE_LIMITS.maxEntryBytes),
   SLUICE_CACHE_MAX_REPO_MB: mebibytes.default(DEFAULT_CACHE_LIMITS.maxRepoBytes),
   SLUICE_IMAGE_DIR: z.string().refine((v) => v.startsWith('/'), 'must be an absolute directory').default(DEFAULT_IMAGE_DIR),
@@ -406,6 +411,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: Role = 'a
     deliveryRetentionDays: e.SLUICE_DELIVERY_RETENTION_DAYS,
     store: storeSettings(e),
     cacheLocal: { dir: e.SLUICE_CACHE_LOCAL_DIR, maxBytes: e.SLUICE_CACHE_LOCAL_MAX_MB },
+    gitMirrorMaxBytes: e.SLUICE_GIT_MIRROR_MAX_MB,
     cacheLimits: { maxEntryBytes: e.SLUICE_CACHE_MAX_ENTRY_MB, maxRepoBytes: e.SLUICE_CACHE_MAX_REPO_MB },
     images: {
       dir: e.SLUICE_IMAGE_DIR,

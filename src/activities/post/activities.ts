@@ -30,6 +30,7 @@ import { postChatMessage } from './chat';
 import { parseSmtpUrl, sendMail } from './email';
 import { hgPushInputProblem, pushHgCommit } from '../../steps/push/hg';
 import { GitPushError, pushCommit, pushInputProblem } from '../../steps/push/git';
+import { checkoutTokens } from '../../app/githubApps';
 import { pgBuildRecords } from '../../db/buildRecords';
 import { recordStep, type PostStep } from '../../db/postBuildSteps';
 import { countNotification } from '../../metrics/counts';
@@ -108,7 +109,7 @@ export function createPostActivities(deps: PostDeps) {
           const workdir = treeDir(config.workspaceDir, input.sessionId);
           // The session has ended: the runner's sweep must not take the tree from under the push.
           release = holdTree(workdir);
-          if (!hg) await ensureTree(treeDeps(config, pgBuildRecords(pool, config.secretKey)), input, workdir, 'objects', signal);
+          if (!hg) await ensureTree(treeDeps(config, pgBuildRecords(pool, config.secretKey, checkoutTokens({ pool, config }))), input, workdir, 'objects', signal);
           // Read again: a fetch just now may have learned the pull URL's host key.
           const hostKeys: HostKeys = { known: (await loadPushTarget(pool, input.repoId))?.sshKnownHosts ?? repo.sshKnownHosts };
           const pushed = await (hg ? pushHgCommit : pushCommit)({

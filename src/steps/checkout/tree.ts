@@ -27,7 +27,7 @@ export interface TreeDeps {
   mirrorMaxBytes?: number;
 }
 
-export const treeDeps = (config: Pick<Config, 'workspaceDir'>, records: BuildRecords): TreeDeps => ({ records, workspaceDir: config.workspaceDir });
+export const treeDeps = (config: Pick<Config, 'workspaceDir' | 'gitMirrorMaxBytes'>, records: BuildRecords): TreeDeps => ({ records, workspaceDir: config.workspaceDir, mirrorMaxBytes: config.gitMirrorMaxBytes });
 
 interface Marker extends FetchRepositoryResult {
   /** No test has run in the tree yet. */
