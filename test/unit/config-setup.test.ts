@@ -17,7 +17,8 @@ describe('cache, artifact and hook settings', () => {
   });
 
   it('take sizes in megabytes', () => {
-    const config = loadConfig({ ...base, SLUICE_CACHE_MAX_ENTRY_MB: '100', SLUICE_CACHE_MAX_REPO_MB: '1000', SLUICE_CACHE_LOCAL_MAX_MB: '5', SLUICE_ARTIFACT_MAX_FILE_MB: '1', SLUICE_ARTIFACT_MAX_BUILD_MB: '2' }, 'runner');
+    const config = loadConfig({ ...base, SLUICE_CACHE_MAX_ENTRY_MB: '100', SLUICE_CACHE_MAX_REPO_MB: '1000', SLUICE_CACHE_LOCAL_MAX_MB: '5', SLUICE_ARTIFACT_MAX_FILE_MB: '1', SLUICE_ARTIFACT_MAX_BUILD_MB: '2', SLUICE_GIT_MIRROR_MAX_MB: '7' }, 'runner');
+    expect(config.gitMirrorMaxBytes).toBe(7 * MiB);
     expect(config.cacheLimits).toEqual({ maxEntryBytes: 100 * MiB, maxRepoBytes: 1000 * MiB });
     expect(config.cacheLocal?.maxBytes).toBe(5 * MiB);
     expect(config.artifactLimits).toEqual({ maxFileBytes: MiB, maxBuildBytes: 2 * MiB });
