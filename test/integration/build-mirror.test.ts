@@ -7,10 +7,11 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, lstatSync, readdirSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mirrorPath } from '../../src/steps/checkout/mirror';
+import { evictMirrors, mirrorPath } from '../../src/steps/checkout/mirror';
 import { fetchTree, mirrorsDir, treeDir, type TreeDeps } from '../../src/steps/checkout/tree';
 import { generateRepoKeyPair } from '../../src/ssh/keys';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -18,6 +19,7 @@ import { createBareRepo, pushCommit } from '../support/gitRepo';
 import { insertPostSession, type PostSession } from '../support/postSession';
 import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
 import { pgBuildRecords } from '../../src/db/buildRecords';
+import { eventually } from '../support/wait';
 
 let db: TestDatabase;
 let server: SshGitServer;
@@ -25,7 +27,6 @@ let tmp: string;
 let deps: TreeDeps;
 let s: PostSession;
 let bare: string;
-let first: string;
 const secretKey = Buffer.alloc(32, 5);
 
 beforeAll(async () => {
@@ -34,7 +35,7 @@ beforeAll(async () => {
   const key = generateRepoKeyPair('sluice:test/mirror');
   server = await startSshGitServer({ authorizedKeys: [key.publicKey] });
   bare = join(tmp, 'app.git');
-  first = await createBareRepo(bare, { 'a.txt': { content: 'one\n' } }, 'first');
+  await createBareRepo(bare, { 'a.txt': { content: 'one\n' } }, 'first');
   for (let i = 0; i < 20; i++) await pushCommit(bare, { [`f${i}.txt`]: { content: `${i}\n` } }, `commit ${i}`);
   deps = { records: pgBuildRecords(db.pool, secretKey), workspaceDir: join(tmp, 'ws') };
   s = await insertPostSession(db.pool, secretKey, { key, pullUrl: server.url(bare) });
@@ -86,16 +87,28 @@ it('lets two builds of one repository pull at once: each gets its commit, the se
   expect(existsSync(`${mirror()}.lock`)).toBe(false);
 });
 
-it('takes over the lock of a fetch killed mid-way, and its half-made mirror still serves', async () => {
-  // A process that held the lock and died: its pid is gone.
-  const dead = spawn('true');
-  await new Promise((r) => dead.on('exit', r));
-  await writeFile(`${mirror()}.lock`, String(dead.pid));
-  // What a killed fetch leaves: a temporary pack nobody finished.
-  await writeFile(join(mirror(), 'objects/pack/tmp_pack_abandoned'), 'half a pack');
-  const got = await fetchTree(deps, { sessionId: 103, repoId: s.repoId, branch: 'master', head: first }, treeDir(deps.workspaceDir, 103), undefined);
-  expect(got.commitId).toBe(first);
+it('takes over the lock of a pull killed mid-fetch (SIGKILL, its process group with it), and the mirror still serves', async () => {
+  // Something new to fetch, big enough that the fetch is under way when the kill comes.
+  const big = await pushCommit(bare, { 'big.bin': { content: randomBytes(32 * 1024 * 1024).toString('base64') } }, 'a big file');
+  const input = { pullUrl: server.url(bare), privateKey: s.key.privateKey, workdir: treeDir(deps.workspaceDir, 103), branch: 'master', head: 'HEAD', mirror: { dir: mirrorsDir(deps.workspaceDir), key: String(s.repoId) } };
+  const code = `import('${join(__dirname, '../../src/steps/checkout/git.ts')}').then((g) => (g.fetchRepository ?? g.default.fetchRepository)(JSON.parse(process.env.INPUT)))`;
+  const child = spawn(process.execPath, ['--import', 'tsx', '-e', code], { detached: true, stdio: 'ignore', env: { PATH: process.env.PATH, HOME: tmp, INPUT: JSON.stringify(input) } });
+  const exited = new Promise((r) => child.on('exit', r));
+  // Killed while it holds the mirror's lock and its git is fetching.
+  const asked = fetches();
+  await eventually('the child’s fetch under way', async () => fetches() > asked && existsSync(`${mirror()}.lock`) && (await readFile(`${mirror()}.lock`, 'utf8')) === String(child.pid), 20_000);
+  process.kill(-child.pid!, 'SIGKILL');
+  await exited;
+  expect(existsSync(`${mirror()}.lock`)).toBe(true);
+
+  // Its git runs on in a process group of its own (as a dead runner's would): the next pull
+  // takes the lock over, and gets the commit whether the mirror could serve it or was rebuilt.
+  const got = await fetchTree(deps, { sessionId: 103, repoId: s.repoId, branch: 'master', head: 'HEAD' }, treeDir(deps.workspaceDir, 103), undefined);
+  expect(got.commitId).toBe(big);
   expect(existsSync(`${mirror()}.lock`)).toBe(false);
+  const after = await fetchTree(deps, { sessionId: 106, repoId: s.repoId, branch: 'master', head: big }, treeDir(deps.workspaceDir, 106), undefined);
+  expect(after.commitId).toBe(big);
+  execFileSync('git', ['--git-dir', mirror(), 'fsck', '--no-progress', '--no-dangling'], { stdio: 'pipe' });
 });
 
 it('throws a corrupt mirror away and pulls from the server instead; the next pull makes a new mirror', async () => {
@@ -113,4 +126,23 @@ it('throws a corrupt mirror away and pulls from the server instead; the next pul
 it('keeps another repository’s history out: mirrors are per repository, and the runner’s alone', async () => {
   expect(lstatSync(mirrorsDir(deps.workspaceDir)).mode & 0o777).toBe(0o700);
   expect(mirror()).toContain(`${s.repoId}-`);
+});
+
+it('sweeps the least recently used mirrors past the limit, never one in use', async () => {
+  const dir = join(tmp, 'evict');
+  const make = async (name: string, ageS: number, locked = false) => {
+    const m = join(dir, `${name}.git`);
+    execFileSync('mkdir', ['-p', m]);
+    await writeFile(join(m, 'pack'), randomBytes(256 * 1024));
+    const t = new Date(Date.now() - ageS * 1000);
+    await utimes(m, t, t);
+    if (locked) await writeFile(`${m}.lock`, String(process.pid));
+    return m;
+  };
+  const newest = await make('1-a', 10);
+  const middle = await make('2-b', 100, true);
+  const oldest = await make('3-c', 1000);
+  // Room for about one: the newest stays, the middle one is in use, the oldest goes.
+  expect(await evictMirrors({ dir, maxBytes: 300 * 1024 }, join(tmp, 'evict-trash'))).toBe(1);
+  expect([existsSync(newest), existsSync(middle), existsSync(oldest)]).toEqual([true, true, false]);
 });

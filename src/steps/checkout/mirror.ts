@@ -65,6 +65,7 @@ export async function withMirrorLock<T>(mirror: string, timeoutMs: number, fn: (
 async function lockFile<T>(mirror: string, timeoutMs: number, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   const lock = `${mirror}.lock`;
   const deadline = Date.now() + timeoutMs;
+  let tookOver = false;
   for (;;) {
     signal?.throwIfAborted();
     try {
@@ -76,6 +77,7 @@ async function lockFile<T>(mirror: string, timeoutMs: number, fn: () => Promise<
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       if (await staleLock(lock)) {
         await rm(lock, { force: true });
+        tookOver = true;
         continue;
       }
       if (Date.now() > deadline) throw new MirrorBusy(`the mirror is locked by another fetch for more than ${timeoutMs} ms`, { cause: err });
@@ -83,6 +85,8 @@ async function lockFile<T>(mirror: string, timeoutMs: number, fn: () => Promise<
     }
   }
   try {
+    // A pull killed mid-fetch leaves git's own locks (a ref's, packed-refs'): no git runs in the mirror now but ours.
+    if (tookOver) await execFileAsync('find', [mirror, '-type', 'f', '-name', '*.lock', '-delete']).catch(() => undefined);
     return await fn();
   } finally {
     await rm(lock, { force: true });
