@@ -9,16 +9,18 @@
  * Each figure the median of its runs, the two sides in turns, after a `sync`.
  * `SLUICE_BENCH_COMMITS` and `SLUICE_BENCH_BLOB_BYTES` scale the repository down for a quick look.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { fetchRepository, type FetchRepositoryInput } from '../src/steps/checkout/git';
 import { generateRepoKeyPair } from '../src/ssh/keys';
 import type { Cluster } from '../test/support/cluster';
 import { startSshGitServer } from '../test/support/sshGitServer';
 import type { Row } from './table';
 
+const execFileAsync = promisify(execFile);
 const COMMITS = Number(process.env.SLUICE_BENCH_COMMITS ?? 50_000);
 const BLOB_BYTES = Number(process.env.SLUICE_BENCH_BLOB_BYTES ?? 10 * 1024);
 const FILES = 1_000;
@@ -90,7 +92,8 @@ export async function checkoutFigures(c: Cluster, log: (line: string) => void): 
       const mirrors = path.join(dir, `mirrors-cold-${i}`);
       cold.push(await timed(() => pull(mirrors)));
       await rm(mirrors, { recursive: true, force: true });
-      clone.push(await timed(async () => execFileSync('git', ['clone', '--quiet', pullUrl, path.join(dir, `clone-${i}`)], { env: { ...process.env, GIT_SSH_COMMAND: ssh } })));
+      // Not execFileSync: the SSH git server answers in this very process.
+      clone.push(await timed(() => execFileAsync('git', ['clone', '--quiet', pullUrl, path.join(dir, `clone-${i}`)], { env: { ...process.env, GIT_SSH_COMMAND: ssh } })));
       cleanTrees();
       log(`cold: Sluice ${cold.at(-1)!.toFixed(1)} s, git clone ${clone.at(-1)!.toFixed(1)} s`);
     }
