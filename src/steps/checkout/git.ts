@@ -361,15 +361,17 @@ async function fromMirror(ctx: GitContext, input: FetchRepositoryInput, url: str
     async () => {
       const m: GitContext = { ...ctx, workdir: mirror };
       const bare = await runGit(local(mirror), ['rev-parse', '--is-bare-repository']);
-      if (!bare.ok || bare.stdout.trim() !== 'true') {
-        await rm(mirror, { recursive: true, force: true });
-        await gitOrThrow(local(settings.dir), ['init', '--quiet', '--bare', '--', mirror], 'could not make the mirror');
-      }
+      const fresh = !bare.ok || bare.stdout.trim() !== 'true';
+      if (fresh) await rm(mirror, { recursive: true, force: true });
       const wanted = input.head === 'HEAD' ? null : input.head;
-      const have = wanted !== null && FULL_COMMIT.test(wanted) ? await resolveCommit(local(mirror), wanted) : null;
+      const have = !fresh && wanted !== null && FULL_COMMIT.test(wanted) ? await resolveCommit(local(mirror), wanted) : null;
       if (!have) {
         await network(async () => {
-          await gitOrThrow(m, ['fetch', '--quiet', '--prune', '--no-tags', '--force', '--', input.pullUrl, '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*'], `could not pull from ${url}`);
+          // A new mirror is a bare clone (its branches as `refs/heads/*`, its tags): git checks
+          // what it receives as it indexes it, where a fetch into an empty repository would walk
+          // the whole history again to check it is connected.
+          if (fresh) await gitOrThrow({ ...ctx, workdir: settings.dir }, ['clone', '--quiet', '--bare', '--', input.pullUrl, mirror], `could not pull from ${url}`);
+          else await gitOrThrow(m, ['fetch', '--quiet', '--prune', '--no-tags', '--force', '--', input.pullUrl, '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*'], `could not pull from ${url}`);
           // Not a branch or tag the site lists: ask for it by name or id (a pull request's ref).
           if (wanted !== null && !(await resolveCommit(local(mirror), wanted)) && !(await resolveCommit(local(mirror), `refs/heads/${wanted}`))) {
             await runGit(m, ['fetch', '--quiet', '--no-tags', '--force', '--', input.pullUrl, `+${wanted}:${FETCHED_REF}`]);
