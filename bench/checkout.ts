@@ -25,7 +25,7 @@ const COMMITS = Number(process.env.SLUICE_BENCH_COMMITS ?? 50_000);
 const BLOB_BYTES = Number(process.env.SLUICE_BENCH_BLOB_BYTES ?? 10 * 1024);
 const FILES = 1_000;
 const COLD_RUNS = 3;
-const WARM_RUNS = 5;
+const WARM_RUNS = 9;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 

@@ -123,6 +123,15 @@ it('throws a corrupt mirror away and pulls from the server instead; the next pul
   execFileSync('git', ['--git-dir', mirror(), 'fsck', '--no-progress', '--no-dangling'], { stdio: 'pipe' });
 });
 
+it('fetches a pull request’s ref the site does not list as a branch, through the mirror', async () => {
+  const pr = await pushCommit(bare, { 'pr.txt': { content: 'from a fork\n' } }, 'a pull request', 'pr-source');
+  execFileSync('git', ['--git-dir', bare, 'update-ref', 'refs/pull/7/head', pr]);
+  execFileSync('git', ['--git-dir', bare, 'branch', '-D', 'pr-source'], { stdio: 'pipe' });
+  const got = await fetchTree(deps, { sessionId: 107, repoId: s.repoId, branch: 'master', head: 'refs/pull/7/head' }, treeDir(deps.workspaceDir, 107), undefined);
+  expect(got.commitId).toBe(pr);
+  expect(await readFile(join(treeDir(deps.workspaceDir, 107), 'pr.txt'), 'utf8')).toBe('from a fork\n');
+});
+
 it('keeps another repository’s history out: mirrors are per repository, and the runner’s alone', async () => {
   expect(lstatSync(mirrorsDir(deps.workspaceDir)).mode & 0o777).toBe(0o700);
   expect(mirror()).toContain(`${s.repoId}-`);

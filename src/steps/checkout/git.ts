@@ -382,7 +382,8 @@ async function fromMirror(ctx: GitContext, input: FetchRepositoryInput, url: str
       await mkdir(input.workdir, { recursive: true });
       await gitOrThrow(local(dirname(input.workdir)), ['clone', '--quiet', '--no-checkout', '--local', '--', mirror, input.workdir], 'could not make the tree from the mirror');
       const tree = local(input.workdir);
-      await gitOrThrow(tree, ['fetch', '--quiet', '--no-tags', '--force', '--', mirror, `+${FETCHED_REF}:${FETCHED_REF}`], 'could not read the mirror').catch(() => undefined);
+      // A ref fetched by name (a pull request's) is the mirror's own: brought over when it is what is wanted.
+      if (wanted !== null && !have) await runGit(tree, ['fetch', '--quiet', '--no-tags', '--force', '--', mirror, `+${FETCHED_REF}:${FETCHED_REF}`]);
       // The tree names the site as its origin, not the runner's mirror.
       await gitOrThrow(tree, ['remote', 'set-url', 'origin', input.pullUrl], 'could not set the tree’s origin');
       return resolveLocalHead(tree, input, url);
