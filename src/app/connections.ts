@@ -279,8 +279,12 @@ export async function activateRepo(deps: Deps, org: OrgRow, c: ConnectionWithTok
 
 /** A Sluice name from the site's: its last path segment, made to fit resourceName. */
 function repoNameOf(site: SiteRepo): string {
-  const last = site.fullName.split('/').pop() ?? 'repo';
-  const name = last.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 100) || 'repo';
+  return sluiceRepoName(site.fullName.split('/').pop() ?? 'repo');
+}
+
+/** A site's repository name made to fit resourceName (also the GitHub App's: githubApps.ts). */
+export function sluiceRepoName(siteName: string): string {
+  const name = siteName.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 100) || 'repo';
   return /^[0-9]+$/.test(name) ? `r${name}` : name;
 }
 

@@ -40,6 +40,7 @@ import {
 } from '../db/githubApps';
 import type { Config } from '../config';
 import { hookHealthOf } from '../db/connections';
+import { sluiceRepoName } from './connections';
 import type { OrgRow } from '../db/orgs';
 import type { RepoRow } from '../db/repos';
 import { uniqueViolation, type Db } from '../db/transaction';
@@ -361,7 +362,7 @@ export async function activateAppRepo(deps: Deps, org: OrgRow, app: GitHubAppWit
     throw new AppError('site', `asking GitHub for ${listed.full_name}: ${err.message}`, undefined, 30);
   }
   const repo = await createRepo(deps, org, {
-    name: body.name ?? nameOf(site.name),
+    name: body.name ?? sluiceRepoName(site.name),
     scm: 'git',
     pull_url: site.clone_url,
     default_branch: site.default_branch,
@@ -374,11 +375,6 @@ export async function activateAppRepo(deps: Deps, org: OrgRow, app: GitHubAppWit
   }
   return reloadRepo(deps.pool, repo.id);
 }
-
-const nameOf = (site: string) => {
-  const name = site.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 100) || 'repo';
-  return /^[0-9]+$/.test(name) ? `r${name}` : name;
-};
 
 /** The repository stops building through its app (no more tokens or check runs); it and its builds stay. */
 export async function deactivateAppRepo(deps: Deps, repo: RepoRow): Promise<void> {
