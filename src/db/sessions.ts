@@ -438,25 +438,45 @@ export interface SessionListRow {
   received_at: Date;
 }
 
-/** Sessions across repositories, newest first (the builds list). */
+/**
+ * Sessions across repositories, newest first (the builds list), a page at a time (keyset: `before`).
+ * Only the filters given are in the SQL, so that PostgreSQL picks an index for them: unfiltered,
+ * or by status, branch or `before` alone, it walks sessions by id (or by status, id:
+ * sessions_status_idx); narrowed to organizations or a repository, it takes each of their
+ * suites' newest matching builds (sessions_suite_idx, sessions_suite_status_idx) and keeps the
+ * newest of those. Either way a page reads about a page of rows per suite at most, however long
+ * the history (issue 39).
+ */
 export async function listSessions(db: Db, f: SessionFilter): Promise<SessionListRow[]> {
+  const params: unknown[] = [];
+  const param = (v: unknown) => `$${params.push(v)}`;
+  const ofSession: string[] = [];
+  if (f.branch !== undefined) ofSession.push(`s.branch = ${param(f.branch)}`);
+  if (f.status !== undefined) ofSession.push(`s.status = ${param(f.status)}`);
+  if (f.before !== undefined) ofSession.push(`s.id < ${param(f.before)}`);
+  const ofRepo: string[] = [];
+  if (f.orgId !== undefined) ofRepo.push(`r.org_id = ${param(f.orgId)}`);
+  if (f.repoId !== undefined) ofRepo.push(`r.id = ${param(f.repoId)}`);
+  if (f.orgIds != null) ofRepo.push(`r.org_id = ANY(${param(f.orgIds)}::bigint[])`);
+  const limit = param(f.limit);
+  const where = (conditions: string[]) => (conditions.length === 0 ? 'true' : conditions.join(' AND '));
+  const page =
+    ofRepo.length === 0
+      ? `SELECT s.id FROM sessions s WHERE ${where(ofSession)} ORDER BY s.id DESC LIMIT ${limit}`
+      : `SELECT s.id FROM suites su JOIN repos r ON r.id = su.repo_id
+           CROSS JOIN LATERAL (SELECT s.id FROM sessions s WHERE ${where([...ofSession, 's.suite_id = su.id'])} ORDER BY s.id DESC LIMIT ${limit}) s
+          WHERE ${where(ofRepo)} ORDER BY s.id DESC LIMIT ${limit}`;
   const { rows } = await db.query<SessionListRow>(
     `SELECT s.id, s.parent_id, o.name AS org_name, r.id AS repo_id, r.name AS repo_name, s.branch, s.commit_id, s.status,
             s.reason, s.profile_name, s.counts, s.committers, s.stopped_by, s.timing, s.report_token, e.received_at
-       FROM sessions s
+       FROM (${page}) p
+       JOIN sessions s ON s.id = p.id
        JOIN ci_events e ON e.id = s.ci_event_id
        JOIN suites su ON su.id = s.suite_id
        JOIN repos r ON r.id = su.repo_id
        JOIN orgs o ON o.id = r.org_id
-      WHERE ($1::bigint IS NULL OR o.id = $1)
-        AND ($2::bigint IS NULL OR r.id = $2)
-        AND ($3::text IS NULL OR s.branch = $3)
-        AND ($4::text IS NULL OR s.status = $4)
-        AND ($5::bigint IS NULL OR s.id < $5)
-        AND ($7::bigint[] IS NULL OR o.id = ANY($7))
-      ORDER BY s.id DESC
-      LIMIT $6`,
-    [f.orgId ?? null, f.repoId ?? null, f.branch ?? null, f.status ?? null, f.before ?? null, f.limit, f.orgIds ?? null],
+      ORDER BY s.id DESC`,
+    params,
   );
   return rows;
 }

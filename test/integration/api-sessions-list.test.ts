@@ -72,3 +72,66 @@ it('answers 400 naming the field for a bad filter, and 404 for an unknown organi
   // Like the rest of the management API: the admin token or nothing.
   expect((await h.request({ method: 'GET', url: '/api/v1/sessions' })).statusCode).toBe(401);
 });
+
+/**
+ * Builds as a long history leaves them, made straight in SQL (triggers would take minutes):
+ * `n` builds, the i-th on `suites[i % suites.length]`, every 7th failed, every 50th running.
+ */
+async function history(suites: { id: number; branch: string }[], repoId: number, n: number): Promise<void> {
+  await h.db.pool.query(
+    `WITH e AS (
+       INSERT INTO ci_events (guid, repo_id, provider, decision, trigger)
+       SELECT gen_random_uuid(), $1, 'generic', 'build', '{}' FROM generate_series(1, $3) RETURNING id
+     ), numbered AS (SELECT id, row_number() OVER (ORDER BY id) - 1 AS i FROM e)
+     INSERT INTO sessions (ci_event_id, suite_id, branch, head, status)
+     SELECT n.id, su.id, su.branch, 'a', CASE WHEN n.i % 50 = 0 THEN 'running' WHEN n.i % 7 = 0 THEN 'failed' ELSE 'passed' END
+       FROM numbered n JOIN unnest($2::bigint[], $4::text[]) WITH ORDINALITY AS su(id, branch, k) ON su.k - 1 = n.i % cardinality($2::bigint[])
+      ORDER BY n.i`,
+    [repoId, suites.map((s) => s.id), n, suites.map((s) => s.branch)],
+  );
+}
+
+/** Every page of `query`, following `before`, until an empty one; each page's sessions. */
+async function allPages(query: string): Promise<number[][]> {
+  const pages: number[][] = [];
+  for (let before = ''; pages.length < 100; ) {
+    const page = (await list(`?limit=50${query}${before}`)).map((s) => s.session);
+    if (page.length === 0) return pages;
+    pages.push(page);
+    before = `&before=${page.at(-1)!}`;
+  }
+  throw new Error('more than 100 pages');
+}
+
+it('pages through a long history by `before` under every filter: each build once, newest first, none left out', async () => {
+  const a = await seedRepo(h, { org: 'deep', repo: 'mono', branches: ['master', 'feature', 'release'] });
+  const b = await seedRepo(h, { org: 'shallow', repo: 'tool', branches: ['master'] });
+  await history(a.suites, a.repo.id, 1_200);
+  await history(b.suites, b.repo.id, 300);
+  const expected = async (where: string, params: unknown[]) =>
+    (await h.db.pool.query<{ id: string }>(
+      `SELECT s.id FROM sessions s JOIN suites su ON su.id = s.suite_id JOIN repos r ON r.id = su.repo_id WHERE ${where} ORDER BY s.id DESC`,
+      params,
+    )).rows.map((r) => Number(r.id));
+
+  for (const [query, where, params] of [
+    [`&repo=${a.repo.id}`, 'r.id = $1', [a.repo.id]],
+    [`&repo=${a.repo.id}&status=failed`, "r.id = $1 AND s.status = 'failed'", [a.repo.id]],
+    [`&repo=${a.repo.id}&branch=feature`, "r.id = $1 AND s.branch = 'feature'", [a.repo.id]],
+    ['&org=shallow', 'r.org_id = $1', [b.orgId]],
+    ['&org=deep&status=running', "r.org_id = $1 AND s.status = 'running'", [a.orgId]],
+    ['&status=running', "s.status = 'running' AND r.org_id IN ($1, $2)", [a.orgId, b.orgId]],
+  ] as const) {
+    const pages = await allPages(query);
+    const want = await expected(where, [...params]);
+    expect(want.length).toBeGreaterThan(0);
+    // Full pages until the last; together, exactly the builds the filter names, newest first.
+    expect(pages.slice(0, -1).every((p) => p.length === 50)).toBe(true);
+    expect(pages.flat()).toEqual(want);
+  }
+  // Unfiltered: the whole history of both, 1,500 builds and the earlier tests' own.
+  const everything = (await allPages('')).flat();
+  expect(everything).toEqual([...everything].sort((x, y) => y - x));
+  expect(new Set(everything).size).toBe(everything.length);
+  expect(everything).toEqual(expect.arrayContaining(await expected('r.org_id IN ($1, $2)', [a.orgId, b.orgId])));
+});
