@@ -173,32 +173,6 @@ export async function appLastDelivery(o: Omit<Options, 'apiUrl'> & { app: AppCre
   return { at: new Date(last.delivered_at), status, ok: status !== null && status >= 200 && status < 300, event: last.event };
 }
 
-/** A repository of an installation, as GitHub lists it. */
-export interface InstallationRepo {
-  id: number;
-  fullName: string;
-  cloneUrl: string;
-  defaultBranch: string | null;
-  private: boolean;
-}
-
-interface ListedRepo {
-  id: number;
-  full_name: string;
-  clone_url?: string;
-  html_url?: string;
-  default_branch?: string;
-  private?: boolean;
-}
-
-export const toInstallationRepo = (r: ListedRepo, webUrl: string): InstallationRepo => ({
-  id: r.id,
-  fullName: r.full_name,
-  cloneUrl: r.clone_url ?? `${webUrl.replace(/\/+$/, '')}/${r.full_name}.git`,
-  defaultBranch: r.default_branch ?? null,
-  private: r.private === true,
-});
-
 /** Requests as the installation, with a token of its own (check runs). */
 export function installationHttp(o: Omit<Options, 'apiUrl'> & { apiUrl: string; token: string }): SiteHttp {
   return siteHttp({ apiUrl: o.apiUrl, headers: { ...GITHUB_HEADERS, authorization: `Bearer ${o.token}` }, secrets: [o.token], allow: o.allow, dispatcher: o.dispatcher, deadline: o.deadline });
