@@ -29,3 +29,21 @@ it('replaces an idle connection the server terminated, and answers the next quer
     await pool.end();
   }
 });
+
+it('runs its queries without JIT, which costs short queries over a long history far more than it saves', async () => {
+  const pool = createPool(db.url, 1);
+  try {
+    expect((await pool.query<{ jit: string }>('SHOW jit')).rows).toEqual([{ jit: 'off' }]);
+  } finally {
+    await pool.end();
+  }
+});
+
+it('leaves JIT as the database URL says when it says so', async () => {
+  const pool = createPool(`${db.url}?options=-c%20jit%3Don`, 1);
+  try {
+    expect((await pool.query<{ jit: string }>('SHOW jit')).rows).toEqual([{ jit: 'on' }]);
+  } finally {
+    await pool.end();
+  }
+});
