@@ -2,7 +2,7 @@
 // batches, with everything recorded of it; what is new, queued or running stays, however old.
 import type { Config } from '../../src/config';
 import { createCleanupActivity } from '../../src/activities/cleanup';
-import { deleteOldSessions } from '../../src/db/retention';
+import { deleteOldSessions, SESSION_RETENTION_BATCH } from '../../src/db/retention';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 
 let db: TestDatabase;
@@ -154,4 +154,33 @@ it('deletes in batches: one statement deletes at most its limit, oldest first; t
   expect(await exists('sessions', made[3]!.session)).toBe(false);
   expect(await exists('sessions', made[0]!.session)).toBe(true);
   expect(await createCleanupActivity({ pool: db.pool, config: config(90, 30) })()).toMatchObject({ sessions: 3 });
+});
+
+it('deletes old delivery attempts before old sessions, so no deleted session has attempts left to unlink; sessions go a bounded batch at a time', async () => {
+  // Kept as long as their sessions: both expire in the same run.
+  const old = await session(200, 'passed');
+  const attempt = await delivery(200, old.session);
+  const recent = await session(1, 'passed');
+  const recentAttempt = await delivery(1, recent.session);
+  const many = [];
+  for (let i = 0; i < SESSION_RETENTION_BATCH + 5; i++) many.push(await session(150, 'skipped'));
+  // Every row of deliveries that retention rewrote (ON DELETE SET NULL is an UPDATE) counted.
+  await db.pool.query(`CREATE TABLE delivery_updates (id bigint);
+    CREATE FUNCTION count_delivery_update() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO delivery_updates VALUES (OLD.id); RETURN NEW; END $$;
+    CREATE TRIGGER delivery_updates AFTER UPDATE ON deliveries FOR EACH ROW EXECUTE FUNCTION count_delivery_update();`);
+  try {
+    const result = await createCleanupActivity({ pool: db.pool, config: config(100, 100) })();
+    expect(result).toMatchObject({ deliveries: 1, sessions: SESSION_RETENTION_BATCH + 6 });
+    expect((await db.pool.query('SELECT id FROM delivery_updates')).rows).toEqual([]);
+  } finally {
+    await db.pool.query('DROP TRIGGER delivery_updates ON deliveries; DROP FUNCTION count_delivery_update(); DROP TABLE delivery_updates');
+  }
+  expect(await exists('deliveries', attempt)).toBe(false);
+  expect(await exists('sessions', old.session)).toBe(false);
+  expect(await exists('deliveries', recentAttempt)).toBe(true);
+  expect(await exists('sessions', recent.session)).toBe(true);
+  // One statement takes at most a batch of sessions.
+  expect(await deleteOldSessions(db.pool, 90)).toBe(0);
+  for (let i = 0; i < SESSION_RETENTION_BATCH + 1; i++) await session(150, 'skipped');
+  expect(await deleteOldSessions(db.pool, 90)).toBe(SESSION_RETENTION_BATCH);
 });
