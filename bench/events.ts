@@ -24,6 +24,7 @@ import { git } from '../test/support/gitRepo';
 import { eventually } from '../test/support/wait';
 import { script, sessionOfGuid, type Payload } from '../test/support/world';
 import { describeCpu, recordCpu } from './cpu';
+import { closedLoop, openLoop, quantile, type Load } from './load';
 import type { Row } from './table';
 
 const sum = (cpu: Record<string, number>): number => Object.values(cpu).reduce((a, b) => a + b, 0);
@@ -38,53 +39,6 @@ export async function eventFigures(c: Cluster, log: (line: string) => void): Pro
   } finally {
     await connection.close();
   }
-}
-
-// --- measuring --------------------------------------------------------------------------------
-
-function quantile(values: number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
-}
-
-interface Load {
-  /** Calls per second over the whole run. */
-  rate: number;
-  latencies: number[];
-}
-
-/** `total` calls from `clients` concurrent loops, each waiting for its answer before the next. */
-async function closedLoop(total: number, clients: number, call: (i: number) => Promise<unknown>): Promise<Load> {
-  const latencies: number[] = [];
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: clients }, async () => {
-      for (let i = next++; i < total; i = next++) {
-        const t0 = performance.now();
-        await call(i);
-        latencies.push(performance.now() - t0);
-      }
-    }),
-  );
-  return { rate: total / ((performance.now() - started) / 1000), latencies };
-}
-
-/** `total` calls started `perSecond` a second whatever the answers (open loop). */
-async function openLoop(total: number, perSecond: number, call: (i: number) => Promise<unknown>): Promise<Load> {
-  const latencies: number[] = [];
-  const started = performance.now();
-  const calls: Promise<void>[] = [];
-  for (let i = 0; i < total; i++) {
-    const due = started + (i * 1000) / perSecond;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    const t0 = performance.now();
-    calls.push(call(i).then(() => void latencies.push(performance.now() - t0)));
-  }
-  await Promise.all(calls);
-  return { rate: total / ((performance.now() - started) / 1000), latencies };
 }
 
 /** The guids each repository's triggers were answered with, so far. */

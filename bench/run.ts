@@ -12,6 +12,7 @@ import { startCluster } from '../test/support/cluster';
 import { caseFigures } from './cases';
 import { checkoutFigures } from './checkout';
 import { eventFigures } from './events';
+import { historyFigures } from './history';
 import { imageFigures } from './image';
 import { isolationFigures } from './isolation';
 import { scaleFigures } from './scale';
@@ -29,6 +30,7 @@ const PARTS = {
   image: { title: 'Images: a build brings its own toolchain (issue 35)', figures: imageFigures },
   cases: { title: 'Test cases: every run’s reports kept (issue 37)', figures: caseFigures },
   checkout: { title: 'Checkouts: a runner’s mirror of each repository (issue 39)', figures: checkoutFigures },
+  history: { title: 'History at scale: a year of a busy installation beside a new one (issue 39)', figures: historyFigures },
 } as const;
 
 // Parts wait minutes between two calls of the API (a suite running alone): an idle connection
