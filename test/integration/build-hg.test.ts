@@ -3,7 +3,7 @@
  * the real OpenSSH client and hg: keys, clone, pull, the head rules, committers, safe errors,
  * and no repository config or hooks from an earlier build.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -11,8 +11,9 @@ import { join } from 'node:path';
 import { GitPullError } from '../../src/steps/checkout/git';
 import { scratchBase } from '../../src/steps/checkout/scmProcess';
 import { fetchHgRepository, isHgSshUrl, isSafeHgName, type FetchHgRepositoryInput } from '../../src/steps/checkout/hg';
+import { mirrorPath } from '../../src/steps/checkout/mirror';
 import { generateRepoKeyPair, type RepoKeyPair } from '../../src/ssh/keys';
-import { createHgRepo, hg, hgBookmark, hgCommit, hgTag } from '../support/hgRepo';
+import { createHgRepo, hg, hgBookmark, hgCommit, hgNode, hgTag } from '../support/hgRepo';
 import { parseHgCommand, startSshGitServer, type SshGitServer } from '../support/sshGitServer';
 
 const ALICE = { name: 'Alice', email: 'alice@example.test' };
@@ -301,5 +302,64 @@ describe('fetchHgRepository over SSH', () => {
     await writeFile(join(workdir, '.git'), 'gitdir: /nowhere\n');
     await pull({ workdir });
     expect(existsSync(join(workdir, '.git'))).toBe(false);
+  });
+});
+
+describe('through the runner’s mirror (issue 39)', () => {
+  let mirrored: string;
+  let mirrors: string;
+  const serves = () => server.commands.filter((c) => c === `hg -R ${mirrored} serve --stdio`).length;
+  const viaMirror = (overrides: Partial<FetchHgRepositoryInput> = {}) =>
+    fetchHgRepository({ pullUrl: server.hgUrl(mirrored), privateKey: key.privateKey, workdir: freshWorkdir(), branch: 'default', head: 'tip', mirror: { dir: mirrors, key: '7' }, ...overrides });
+
+  beforeAll(async () => {
+    mirrored = join(tmp, 'mirrored');
+    mirrors = join(tmp, 'mirrors');
+    await createHgRepo(mirrored, { 'a.txt': { content: 'one\n' } }, 'first', { author: ALICE });
+    for (let i = 0; i < 5; i++) await hgCommit(mirrored, { [`f${i}.txt`]: { content: `${i}\n` } }, `commit ${i}`, { author: BOB });
+  });
+
+  it('asks the server once for a build’s first working copy, then makes four more of its changeset from the mirror, hard-linked', async () => {
+    const before = serves();
+    const lead = await viaMirror();
+    expect(lead.commitId).toBe(await hgNode(mirrored, 'tip'));
+    const workdirs = [1, 2, 3, 4].map(() => freshWorkdir());
+    const workers = await Promise.all(workdirs.map((workdir) => viaMirror({ workdir, head: lead.commitId })));
+    expect(workers.map((w) => w.commitId)).toEqual(Array(4).fill(lead.commitId));
+    expect(serves() - before).toBe(1);
+    for (const w of workdirs) expect(await readFile(join(w, 'f4.txt'), 'utf8')).toBe('4\n');
+    // The working copies' history is the mirror's files, linked; and they name no mirror.
+    const mirror = mirrorPath(mirrors, '7', server.hgUrl(mirrored), 'hg');
+    expect(statSync(join(mirror, '.hg', 'store', '00changelog.i')).nlink).toBeGreaterThan(1);
+    expect(existsSync(join(workdirs[0]!, '.hg', 'hgrc'))).toBe(false);
+  });
+
+  it('a later pull into the mirror leaves an earlier working copy whole; the branch’s tip always asks the server', async () => {
+    const earlier = freshWorkdir();
+    const old = await viaMirror({ workdir: earlier });
+    const newer = await hgCommit(mirrored, { 'g.txt': { content: 'new\n' } }, 'newer', { author: ALICE });
+    const before = serves();
+    const now = await viaMirror();
+    expect(now.commitId).toBe(newer);
+    expect(serves() - before).toBe(1);
+    expect(await hg(earlier, ['log', '--rev', '.', '--template', '{node}'])).toBe(old.commitId);
+    expect(await hg(earlier, ['verify', '--quiet'])).toBe('');
+  });
+
+  it('makes a mirror whose history cannot be read anew, and throws one whose files are corrupt away: the pull never fails', async () => {
+    const mirror = mirrorPath(mirrors, '7', server.hgUrl(mirrored), 'hg');
+    const tip = await hgNode(mirrored, 'tip');
+    // Its changelog garbage: the mirror is started over, from the server, in the same pull.
+    await writeFile(join(mirror, '.hg', 'store', '00changelog.i'), 'not a revlog');
+    expect((await viaMirror()).commitId).toBe(tip);
+    expect(await hg(mirror, ['verify', '--quiet'])).toBe('');
+    // A file's history garbage (hg finds out only when it updates to it): thrown away, the pull goes to the server.
+    await writeFile(join(mirror, '.hg', 'store', 'data', 'f4.txt.i'), 'not a revlog either');
+    const workdir = freshWorkdir();
+    expect((await viaMirror({ workdir })).commitId).toBe(tip);
+    expect(await readFile(join(workdir, 'f4.txt'), 'utf8')).toBe('4\n');
+    expect(existsSync(mirror)).toBe(false);
+    await viaMirror();
+    expect(await hg(mirror, ['verify', '--quiet'])).toBe('');
   });
 });

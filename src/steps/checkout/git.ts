@@ -49,8 +49,8 @@ export interface FetchInput {
   /** Limit for each git or hg command. Default 10 minutes. */
   timeoutMs?: number;
   /**
-   * This runner's mirrors (mirror.ts), and the repository's name among them: git pulls through
-   * its mirror when given (hg, and pulls with extra refspecs, straight from the site).
+   * This runner's mirrors (mirror.ts), and the repository's name among them: git and hg pull
+   * through its mirror when given (pulls with extra refspecs straight from the site).
    */
   mirror?: { dir: string; key: string };
   signal?: AbortSignal;

@@ -29,7 +29,7 @@
  * Known limitation, as for git: host keys are not pinned yet (StrictHostKeyChecking=no).
  */
 import { lstat, mkdir, rm, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import {
   displayUrl,
   GitPullError,
@@ -42,6 +42,7 @@ import {
   type FetchRepositoryResult,
   type GitPullFailure,
 } from './git';
+import { discardMirror, MirrorBusy, mirrorPath, prepareMirrors, withMirrorLock } from './mirror';
 import { DEFAULT_SCM_TIMEOUT_MS, exists, makeScratch, parseCommitters, runScmProcess, SSH_DENIED, summarizeStderr, type ScmContext, type ScmOutcome, type ScmScratch } from './scmProcess';
 
 /** An hg pull (`ssh://host//abs/path` names an absolute path; `tip` is the branch's tip, as `HEAD`). */
@@ -173,25 +174,88 @@ export async function fetchHgRepository(input: FetchHgRepositoryInput): Promise<
 
   try {
     const ctx = await hgContext(scratch, workdir, input);
+    // From the site into `repo`: the key file exists for this pull only.
+    const pullFromSite = (repo: HgContext) =>
+      withKeyFile(keyDir, keyFile, input.privateKey, () => hgOrThrow(repo, ['pull', '--quiet', '--ssh', sshCommand(keyFile), '--', input.pullUrl], `could not pull from ${url}`), input.hostKeys);
+    if (input.mirror) {
+      try {
+        return await finish(ctx, input, await fromMirror(ctx, input, url, followsBranch, pullFromSite));
+      } catch (err) {
+        if (err instanceof GitPullError && err.reason !== 'failed') throw err;
+        // As git's (git.ts): a mirror that cannot serve goes (unless only busy), and this pull goes to the site.
+        if (!(err instanceof MirrorBusy)) await discardMirror(mirrorPath(input.mirror.dir, input.mirror.key, input.pullUrl, 'hg'));
+        await rm(workdir, { recursive: true, force: true });
+      }
+    }
     await mkdir(workdir, { recursive: true });
     await ensureRepository(ctx);
-    await withKeyFile(
-      keyDir,
-      keyFile,
-      input.privateKey,
-      () => hgOrThrow(ctx, ['pull', '--quiet', '--ssh', sshCommand(keyFile), '--', input.pullUrl], `could not pull from ${url}`),
-      input.hostKeys,
-    );
-    // Everything below is local: the key file is already gone.
-    const commitId = await resolveHead(ctx, input, url, followsBranch);
-    await hgOrThrow(ctx, ['update', '--clean', '--quiet', '--rev', commitId], `could not update to ${commitId}`);
-    await hgOrThrow(ctx, ['--config', 'extensions.purge=', 'purge', '--all', '--quiet'], 'could not clean the working copy');
-    const message = (await hgOrThrow(ctx, ['log', '--rev', commitId, '--template', '{desc}'], 'could not read the changeset')).trimEnd();
-    const committers = await listCommitters(ctx, commitId, input.since ?? null);
-    return { commitId, committers, message };
+    await pullFromSite(ctx);
+    return await finish(ctx, input, await resolveHead(ctx, input, url, followsBranch));
   } finally {
     await rm(scratch.dir, { recursive: true, force: true });
   }
+}
+
+/** The local part of a pull, once `commitId` is in the working copy: updated, cleaned, described (the key file is gone). */
+async function finish(ctx: HgContext, input: FetchHgRepositoryInput, commitId: string): Promise<FetchRepositoryResult> {
+  await hgOrThrow(ctx, ['update', '--clean', '--quiet', '--rev', commitId], `could not update to ${commitId}`);
+  await hgOrThrow(ctx, ['--config', 'extensions.purge=', 'purge', '--all', '--quiet'], 'could not clean the working copy');
+  const message = (await hgOrThrow(ctx, ['log', '--rev', commitId, '--template', '{desc}'], 'could not read the changeset')).trimEnd();
+  const committers = await listCommitters(ctx, commitId, input.since ?? null);
+  return { commitId, committers, message };
+}
+
+/** How long a pull waits for another pull of the same mirror. */
+const MIRROR_LOCK_WAIT_MS = 10 * 60_000;
+
+/**
+ * The pull through this runner's mirror of the repository (mirror.ts), hg's twin of git's: under
+ * its lock the mirror (a repository without a working copy) pulls from the site unless it has the
+ * changeset asked for by id; then the working copy is a local clone of it, whose store files are
+ * hard links (hg breaks a link before it appends to a file, so the mirror's later pulls never
+ * touch a working copy's history), or, when it holds a repository already, pulls from it. The
+ * changeset to build.
+ */
+async function fromMirror(
+  ctx: HgContext,
+  input: FetchHgRepositoryInput,
+  url: string,
+  followsBranch: boolean,
+  pullFromSite: (repo: HgContext) => Promise<string>,
+): Promise<string> {
+  const settings = input.mirror!;
+  const mirror = mirrorPath(settings.dir, settings.key, input.pullUrl, 'hg');
+  await prepareMirrors(settings.dir);
+  return withMirrorLock(
+    mirror,
+    MIRROR_LOCK_WAIT_MS,
+    async () => {
+      const m: HgContext = { ...ctx, workdir: mirror };
+      const fresh = !(await exists(join(mirror, '.hg'))) || !(await runHg(m, ['log', '--rev', 'tip', '--template', '{node}'])).ok;
+      if (fresh) {
+        await rm(mirror, { recursive: true, force: true });
+        // hg runs in the mirrors' directory: its own is not there yet.
+        await hgOrThrow({ ...ctx, workdir: settings.dir }, ['init', '--', mirror], 'could not make the mirror', { repository: false });
+      }
+      const have = !fresh && !followsBranch && /^[0-9a-f]{40}$/.test(input.head) && ((await revs(m, `"${input.head}"`))?.length ?? 0) > 0;
+      if (!have) await pullFromSite(m);
+      // The working copy, from the mirror: local paths only, no ssh.
+      if (await exists(join(ctx.workdir, '.hg'))) {
+        await ensureRepository(ctx);
+        await hgOrThrow(ctx, ['pull', '--quiet', '--', mirror], 'could not pull from the mirror');
+      } else {
+        await rm(ctx.workdir, { recursive: true, force: true });
+        await mkdir(dirname(ctx.workdir), { recursive: true });
+        await hgOrThrow({ ...ctx, workdir: dirname(ctx.workdir) }, ['clone', '--noupdate', '--quiet', '--', mirror, ctx.workdir], 'could not make the working copy from the mirror', {
+          repository: false,
+        });
+        // It names the mirror as its default path: the working copy keeps no configuration (module comment).
+        await rm(join(ctx.workdir, '.hg', 'hgrc'), { force: true });
+      }
+      return resolveHead(ctx, input, url, followsBranch);
+    },
+    input.signal,
+  );
 }
 
 /**

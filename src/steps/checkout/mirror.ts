@@ -1,15 +1,16 @@
 /**
- * A runner's mirrors of the repositories it builds (issue 39): one bare repository per Sluice
- * repository and pull URL under `<workspace>/.mirrors` (0700, the runner's), fetched from the
- * hosting site under a lock, so that the history crosses the network once per runner, not once
- * per worker and build. Each worker's tree is a local clone of its mirror (git.ts): its object
- * files are hard links (the same files, read-only, never the build's to change: tree.ts leaves
- * files with other links alone when it gives a tree to the build user), so a mirror's later
- * fetches or repacks never break a checkout that borrowed from it (Buildkite's agent learned with
- * `--reference` that a collected mirror breaks its borrowers), and a tree holds its own
- * repository's objects only, inside the sandbox too.
+ * A runner's mirrors of the repositories it builds (issue 39): one bare repository (git's; hg's,
+ * a repository without a working copy) per Sluice repository and pull URL under
+ * `<workspace>/.mirrors` (0700, the runner's), fetched from the hosting site under a lock, so
+ * that the history crosses the network once per runner, not once per worker and build. Each
+ * worker's tree is a local clone of its mirror (git.ts, hg.ts): its object files are hard links
+ * (the same files, read-only, never the build's to change: tree.ts leaves files with other links
+ * alone when it gives a tree to the build user), so a mirror's later fetches or repacks never
+ * break a checkout that borrowed from it (Buildkite's agent learned with `--reference` that a
+ * collected mirror breaks its borrowers; hg copies a linked file before it appends to it), and a
+ * tree holds its own repository's objects only, inside the sandbox too.
  *
- * A mirror that cannot serve is thrown away and the pull goes straight to the site (git.ts): it
+ * A mirror that cannot serve is thrown away and the pull goes straight to the site: it
  * never fails a build. Past `maxBytes`, the least recently used mirrors go (`evictMirrors`).
  */
 import { execFile } from 'node:child_process';
@@ -29,10 +30,10 @@ export interface MirrorSettings {
 /** The default share of a runner's disk its mirrors may take. */
 export const DEFAULT_MIRROR_MAX_BYTES = 20 * 1024 ** 3;
 
-/** Where a repository's mirror of `pullUrl` lives: by repository (never shared across repositories, whose keys differ) and URL. */
-export function mirrorPath(dir: string, repoKey: string, pullUrl: string): string {
+/** Where a repository's mirror of `pullUrl` lives: by repository (never shared across repositories, whose keys differ), URL and kind. */
+export function mirrorPath(dir: string, repoKey: string, pullUrl: string, scm: 'git' | 'hg' = 'git'): string {
   const url = createHash('sha256').update(pullUrl).digest('hex').slice(0, 16);
-  return path.join(dir, `${repoKey.replace(/[^A-Za-z0-9_-]/g, '_')}-${url}.git`);
+  return path.join(dir, `${repoKey.replace(/[^A-Za-z0-9_-]/g, '_')}-${url}.${scm}`);
 }
 
 /** Makes the mirrors' directory, 0700: no build reads another repository's history. */
@@ -136,7 +137,7 @@ async function sizeOf(dir: string): Promise<number> {
  * (locked) is never removed. How many went.
  */
 export async function evictMirrors(settings: MirrorSettings, trash: string): Promise<number> {
-  const names = (await readdir(settings.dir).catch(() => [] as string[])).filter((n) => n.endsWith('.git'));
+  const names = (await readdir(settings.dir).catch(() => [] as string[])).filter((n) => n.endsWith('.git') || n.endsWith('.hg'));
   const mirrors = await Promise.all(
     names.map(async (name) => {
       const dir = path.join(settings.dir, name);

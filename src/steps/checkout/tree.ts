@@ -86,7 +86,8 @@ export async function fetchTree(
   const common = { pullUrl: repo.pullUrl, privateKey: repo.privateKey, workdir, branch: ref.branch, head: ref.head, signal, hostKeys };
   let got: FetchRepositoryResult;
   try {
-    got = repo.scm === 'hg' ? await fetchHgRepository(common) : await fetchRepository({ ...common, httpToken: repo.httpToken, refspecs: ref.refspecs ?? [], mirror: { dir: mirrorsDir(deps.workspaceDir), key: String(ref.repoId) } });
+    const mirror = { dir: mirrorsDir(deps.workspaceDir), key: String(ref.repoId) };
+    got = repo.scm === 'hg' ? await fetchHgRepository({ ...common, mirror }) : await fetchRepository({ ...common, httpToken: repo.httpToken, refspecs: ref.refspecs ?? [], mirror });
   } catch (err) {
     throw withHostKeyHint(err, ref.repoId);
   } finally {
