@@ -7,13 +7,14 @@
  *   beside cold in the same run;
  * - a restore from a runner's local copy, beside a plain `cp -a` of the same tree (the local
  *   copy of the node_modules the cold build installed), five times each, in turns (the median);
- *   and a restore by hard links of the same copy (`link: true`, issue 39's P7b), where there is a
- *   build user to restore for.
+ *   and a restore by hard links of the same copy (`link: true`, issue 39's P7b: the spare the
+ *   previous restore linked, taken whole), where there is a build user to restore for.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { restoreCache, type CacheDeps } from '../src/steps/cache';
+import { sparesSettled } from '../src/steps/cache/link';
 import { findLocal } from '../src/steps/cache/local';
 import { openStore } from '../src/store';
 import type { Cluster } from '../test/support/cluster';
@@ -74,7 +75,7 @@ export async function setupFigures(c: Cluster, log: (line: string) => void): Pro
             unit: 's',
             baseline: { name: 'cp -a of the same tree', value: local.copy },
             target: { text: '≤ 0.5 s', met: local.linked <= 0.5 },
-            note: `${(local.copy / local.linked).toFixed(1)}× faster than cp -a`,
+            note: `${(local.copy / local.linked).toFixed(1)}× faster than cp -a; taking the spare the last restore left (the first, linking every file: ${local.firstLink?.toFixed(2) ?? '?'} s)`,
           },
         ]),
   ];
@@ -86,7 +87,7 @@ export async function setupFigures(c: Cluster, log: (line: string) => void): Pro
  * is timed after a `sync` (the writes of the one before must not slow the next), in turns,
  * after one untimed restore that brings the copy into the page cache.
  */
-async function localRestore(c: Cluster, repoId: number, lock: string, log: (line: string) => void): Promise<{ restore: number; copy: number; linked: number | null }> {
+async function localRestore(c: Cluster, repoId: number, lock: string, log: (line: string) => void): Promise<{ restore: number; copy: number; linked: number | null; firstLink: number | null }> {
   const deps: CacheDeps = {
     records: pgBuildRecords(c.db.pool, Buffer.alloc(32)),
     store: openStore({ kind: 'dir', dir: c.env.SLUICE_CACHE_URL! }),
@@ -97,6 +98,9 @@ async function localRestore(c: Cluster, repoId: number, lock: string, log: (line
   const copy = await findLocal(deps.local, rows[0]!.store_key);
   if (!copy) throw new Error('the runners kept no local copy of the entry');
   const work = await mkdtemp(path.join(c.tmp, 'restore-'));
+  // The build user reaches its checkouts, as it reaches a runner's workspace (the cluster's directory is 0700).
+  await chmod(c.tmp, 0o711);
+  await chmod(work, 0o755);
   const restore = async (i: number) => {
     const tree = path.join(work, `tree-${i}`);
     await mkdir(tree, { recursive: true });
@@ -118,11 +122,13 @@ async function localRestore(c: Cluster, repoId: number, lock: string, log: (line
     await mkdir(home, { recursive: true });
     await writeFile(path.join(tree, 'package-lock.json'), lock);
     execFileSync('chown', ['-R', `${owner!.uid}:${owner!.gid}`, path.dirname(tree)]);
+    // A warm runner between two builds: the spare the last restore left is linked by now.
+    await sparesSettled();
     execFileSync('sync');
     const started = performance.now();
     const restored = await restoreCache(deps, { ...NPM_CACHE, link: true }, { repoId, readScopes: ['master'], writeScope: null, tree, home, owner: owner! });
     const seconds = (performance.now() - started) / 1000;
-    if (!restored.linked) throw new Error(`expected a linked restore: ${restored.notes.join('; ')}`);
+    if (!restored.linked || restored.notes.length > 0 || !restored.paths.includes('node_modules')) throw new Error(`expected a linked restore of node_modules: ${JSON.stringify(restored)}`);
     await rm(path.dirname(tree), { recursive: true, force: true });
     return seconds;
   };
@@ -138,9 +144,11 @@ async function localRestore(c: Cluster, repoId: number, lock: string, log: (line
   const restores: number[] = [];
   const copies: number[] = [];
   const links: number[] = [];
+  let firstLink: number | null = null;
   try {
     await restore(0);
-    if (owner) await linked(0);
+    // The first linked restore has no spare to take: it links every file (the figure before spares).
+    if (owner) firstLink = await linked(0);
     for (let i = 1; i <= RUNS; i++) {
       restores.push(await restore(i));
       copies.push(await cpA(i));
@@ -151,7 +159,7 @@ async function localRestore(c: Cluster, repoId: number, lock: string, log: (line
     await rm(work, { recursive: true, force: true });
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  return { restore: median(restores), copy: median(copies), linked: owner ? median(links) : null };
+  return { restore: median(restores), copy: median(copies), linked: owner ? median(links) : null, firstLink };
 }
 
 /** The build user a root runner runs builds as (.ci/run makes it), or null where there is none. */

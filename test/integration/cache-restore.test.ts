@@ -12,6 +12,7 @@ import { gzipSync } from 'node:zlib';
 import { Header } from 'tar';
 import { restoreCache, saveCache, sweepLocalCache, type CacheDeps, type CacheSettings, type CacheTarget, type Restored } from '../../src/steps/cache';
 import { checkoutKey } from '../../src/steps/cache/key';
+import { sparesSettled } from '../../src/steps/cache/link';
 import { markUsed } from '../../src/steps/checkout/tree';
 import { openStore, type BlobStore } from '../../src/store';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -448,8 +449,9 @@ if (!buildUser) console.warn(`cache-restore.test.ts: the build user's tests skip
       const got = await restoreCache(deps, linking, { ...t, ...dirs });
       expect(got).toMatchObject({ hit: 'exact', source: 'local', linked: true, paths: ['node_modules', '~/.npm'], notes: [] });
       const file = path.join(dirs.tree, 'node_modules/left-pad/index.js');
-      // The same file as the runner's copy, which is root's and writable by nobody else.
-      expect(lstatSync(file).nlink).toBe(2);
+      // The same file as the runner's copy, which is root's and writable by nobody else (and the next restore's spare).
+      await sparesSettled();
+      expect(lstatSync(file).nlink).toBe(3);
       expect([lstatSync(file).uid, lstatSync(file).mode & 0o022]).toEqual([0, 0]);
       expect(lstatSync(path.join(dirs.tree, 'node_modules/left-pad')).uid).toBe(owner.uid);
       expect(readlinkSync(path.join(dirs.tree, 'node_modules/.bin/pad'))).toBe('../left-pad/bin/pad');
@@ -478,6 +480,50 @@ if (!buildUser) console.warn(`cache-restore.test.ts: the build user's tests skip
       const own = path.join(copied.tree, 'node_modules/left-pad/index.js');
       expect([lstatSync(own).uid, lstatSync(own).nlink]).toEqual([owner.uid, 1]);
       as(['sh', '-c', `echo mine > ${own}`]);
+    });
+
+    it('keeps a spare linked for the next restore, which takes it whole; the spare is the copy’s files, never the build’s to change', async () => {
+      const deps = runner('spare');
+      const repo = await newRepo();
+      const first = await ownedCheckout('spare-lock');
+      const t = { ...target(first, 'spare', 'spare', repo), owner };
+      const restored = await restoreCache(deps, linking, t);
+      await install(first, 'original');
+      execFileSync('chown', ['-R', `${owner.uid}:${owner.gid}`, path.dirname(first.tree)]);
+      expect(await saveCache(deps, linking, t, restored)).toMatchObject({ saved: true });
+      // The first linked restore links, and leaves a spare of each path behind it.
+      const a = await ownedCheckout('spare-lock');
+      expect(await restoreCache(deps, linking, { ...t, ...a })).toMatchObject({ hit: 'exact', linked: true, notes: [] });
+      await sparesSettled();
+      const entries = path.join(deps.local.dir, 'entries');
+      const [entry] = await readdir(entries);
+      const spares = path.join(entries, entry!, '.spares');
+      const before = new Map((await readdir(spares)).map((n) => [statSync(path.join(spares, n)).ino, n]));
+      expect(before.size).toBe(2); // node_modules, ~/.npm
+      for (const n of before.values()) expect(n.endsWith(`-${owner.uid}`)).toBe(true);
+      // The next takes them: its trees are those very directories (moved, not linked again).
+      const b = await ownedCheckout('spare-lock');
+      expect(await restoreCache(deps, linking, { ...t, ...b })).toMatchObject({ hit: 'exact', linked: true, paths: ['node_modules', '~/.npm'], notes: [] });
+      expect(before.has(statSync(path.join(b.tree, 'node_modules')).ino)).toBe(true);
+      expect(before.has(statSync(path.join(b.home, '.npm')).ino)).toBe(true);
+      const file = path.join(b.tree, 'node_modules/left-pad/index.js');
+      expect([lstatSync(file).uid, lstatSync(path.join(b.tree, 'node_modules/left-pad')).uid]).toEqual([0, owner.uid]);
+      expect(() => as(['sh', '-c', `echo hacked > ${file}`])).toThrow(/Permission denied/);
+      // And a new spare follows; the build after still reads the original.
+      await sparesSettled();
+      expect((await readdir(spares)).length).toBe(2);
+      const c = await ownedCheckout('spare-lock');
+      await restoreCache(deps, linking, { ...t, ...c });
+      expect(readFileSync(path.join(c.tree, 'node_modules/left-pad/index.js'), 'utf8')).toBe("module.exports = 'original';\n");
+      // A restore that copies makes the copy the build user's; the next linked one seals it again and starts its spares over.
+      const d = await ownedCheckout('spare-lock');
+      await sparesSettled();
+      expect(await restoreCache(deps, settings, { ...t, ...d })).toMatchObject({ linked: false });
+      const e = await ownedCheckout('spare-lock');
+      expect(await restoreCache(deps, linking, { ...t, ...e })).toMatchObject({ linked: true, notes: [] });
+      expect(lstatSync(path.join(e.tree, 'node_modules/left-pad/index.js')).uid).toBe(0);
+      expect(lstatSync(path.join(e.tree, 'node_modules/left-pad')).uid).toBe(owner.uid);
+      await sparesSettled();
     });
 
     it('copies, saying so, where builds do not run as a build user', async () => {
