@@ -21,7 +21,7 @@
  */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { discardMirror, MirrorBusy, mirrorPath, prepareMirrors, withMirrorLock } from './mirror';
+import { discardMirror, MIRROR_LOCK_WAIT_MS, MirrorBusy, mirrorPath, prepareMirrors, withMirrorLock } from './mirror';
 import { DEFAULT_SCM_TIMEOUT_MS, exists, makeScratch, parseCommitters, runScmProcess, ScmError, SSH_DENIED, summarizeStderr, type ScmContext, type ScmOutcome, type ScmScratch } from './scmProcess';
 
 /**
@@ -340,8 +340,6 @@ async function finish(ctx: GitContext, input: FetchRepositoryInput, commitId: st
   return { commitId, ...(await describeCommit(ctx, commitId, input.since ?? null)) };
 }
 
-/** How long a pull waits for another pull of the same mirror. */
-const MIRROR_LOCK_WAIT_MS = 10 * 60_000;
 const FULL_COMMIT = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
 /**

@@ -42,7 +42,7 @@ import {
   type FetchRepositoryResult,
   type GitPullFailure,
 } from './git';
-import { discardMirror, MirrorBusy, mirrorPath, prepareMirrors, withMirrorLock } from './mirror';
+import { discardMirror, MIRROR_LOCK_WAIT_MS, MirrorBusy, mirrorPath, prepareMirrors, withMirrorLock } from './mirror';
 import { DEFAULT_SCM_TIMEOUT_MS, exists, makeScratch, parseCommitters, runScmProcess, SSH_DENIED, summarizeStderr, type ScmContext, type ScmOutcome, type ScmScratch } from './scmProcess';
 
 /** An hg pull (`ssh://host//abs/path` names an absolute path; `tip` is the branch's tip, as `HEAD`). */
@@ -205,8 +205,6 @@ async function finish(ctx: HgContext, input: FetchHgRepositoryInput, commitId: s
   return { commitId, committers, message };
 }
 
-/** How long a pull waits for another pull of the same mirror. */
-const MIRROR_LOCK_WAIT_MS = 10 * 60_000;
 
 /**
  * The pull through this runner's mirror of the repository (mirror.ts), hg's twin of git's: under

@@ -41,6 +41,9 @@ export async function prepareMirrors(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
 }
 
+/** How long a pull (git's or hg's) waits for another pull of the same mirror. */
+export const MIRROR_LOCK_WAIT_MS = 10 * 60_000;
+
 const LOCK_POLL_MS = 100;
 /** A lock held this long by a process that still lives is taken over anyway: no fetch runs this long. */
 const STALE_LOCK_MS = 30 * 60_000;
