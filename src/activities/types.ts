@@ -6,7 +6,7 @@
 import type { BuildSetup } from '../core/buildSetup';
 import type { CommitStatusInput, CommitStatusResult } from '../core/commitStatus';
 import type { Intake } from '../core/intake';
-import type { RepoConfigResult } from '../core/profiles';
+import type { AffectedSettings, RepoConfigResult } from '../core/profiles';
 import type { LaneSettings, ResolvedImage, SessionContext, TreeRef } from '../core/session';
 import type { OpenLanes, SquashedBatch } from '../core/squash';
 import type { Counts, OutgoingPayload, SessionStatus, Timing } from '../core/types';
@@ -43,11 +43,26 @@ export interface QueueTestsInput {
   /** The profile that runs: earlier builds' durations count only within the same profile. */
   profileName: string;
   pattern: string;
+  /** The profile runs only what a change can affect (issue 40). Absent: every file runs. */
+  affected?: AffectedPlan;
+}
+
+/** What the workflow decided about selection; the runner, which has the tree, does the rest. */
+export interface AffectedPlan {
+  settings: AffectedSettings;
+  /** The build records a map if one is due: a push to the default branch with no env of its own. */
+  mayMap: boolean;
+  /** Every file runs, for this reason (the default branch, `[ci full]`, the trigger's `full`); null: select. */
+  fullBecause: string | null;
 }
 
 export interface QueueTestsResult {
-  /** How many files the session's shared list holds. */
+  /** How many files the session's shared list holds to run. */
   total: number;
+  /** Files left out as not affected (done already, skipped). Absent: none. */
+  skipped?: number;
+  /** The lanes run each file alone under strace and record the map (a mapping run). */
+  mapping?: boolean;
 }
 
 export interface RunLaneInput extends LaneSettings {
@@ -62,6 +77,8 @@ export interface RunLaneInput extends LaneSettings {
   cache?: { readScopes: string[]; writeScope: string | null };
   /** The session workflow, told of the first failure. */
   workflowId: string;
+  /** A mapping run: each file runs alone under strace, and what it touched is recorded (issue 40). */
+  trace?: boolean;
 }
 
 /** The build's image, resolved on a runner: its tag to a digest, or a rebuild's digest checked. */

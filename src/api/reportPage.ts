@@ -6,6 +6,7 @@
  * escapes as every page does (`<%= %>`); the route sends a Content-Security-Policy that forbids
  * scripts anyway.
  */
+import { describeSelection } from '../core/affected';
 import { stripVTControlCharacters } from 'node:util';
 import type { ReportView, SessionView } from '../app/builds';
 import { renderTemplate } from './web/pages';
@@ -163,6 +164,7 @@ function summary(v: ReportView) {
     branch: v.branch,
     ref: v.ref || null,
     reason: v.reason || null,
+    selection: v.affected ? describeSelection(v.affected) : null,
     commit: v.commit_id ?? `(not checked out yet; requested ${v.head})`,
     committers: v.committers.length > 0 ? v.committers.join(', ') : null,
     image: v.image ? imageText(v.image) : null,

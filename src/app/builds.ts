@@ -17,6 +17,7 @@
  * not wired here or the session's workflow (or its suite, while it is queued) cannot be reached
  * for a while.
  */
+import type { AffectedSummary } from '../core/affected';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Config } from '../config';
@@ -268,7 +269,9 @@ export async function stopAsked(deps: Pick<AppDeps, 'pool' | 'config' | 'stop'>,
 export const RebuildBody = z.strictObject({
   // Resolve each image's tag to a digest again (the default runs the digests the session ran).
   resolve_images: z.boolean().optional(),
-}).meta({ examples: [{}, { resolve_images: true }] });
+  /** Every test file, where the profile would run only those the change can affect (`affected:`). */
+  full: z.boolean().optional(),
+}).meta({ examples: [{}, { resolve_images: true }, { full: true }] });
 
 export interface Rebuilt {
   session: number;
@@ -278,6 +281,8 @@ export interface Rebuilt {
 export interface RebuildOptions {
   /** Resolve each image's tag to a digest again, instead of running the digests the session ran. */
   resolveImages?: boolean;
+  /** Run every test file, over the profile's selection of affected ones. */
+  full?: boolean;
 }
 
 /**
@@ -297,7 +302,7 @@ export async function rebuildSession(deps: Pick<AppDeps, 'pool' | 'knowledge' | 
   const { repo } = target;
   const original = row.trigger;
   const digests = options.resolveImages ? {} : await imageDigestsOfBuild(deps.pool, sessionId);
-  const event = rebuildTrigger(original, row.commit_id, sessionId, digests);
+  const event = rebuildTrigger(original, row.commit_id, sessionId, digests, options.full === true);
   const branches = await deps.knowledge.branches(repo.id, [event.branch]);
   const acceptedAt = Date.now();
   const guid = randomUUID();
@@ -336,8 +341,8 @@ export async function rebuildSession(deps: Pick<AppDeps, 'pool' | 'knowledge' | 
 
 /** A rebuild from a body of POST /sessions/:id/rebuild: the new session, its trigger's guid and its report's URL. */
 export async function rebuildAsked(deps: Pick<AppDeps, 'pool' | 'config' | 'knowledge' | 'enqueue'>, sessionId: number, input: unknown, log: (err: unknown) => void): Promise<Rebuilt & { url: string }> {
-  const { resolve_images } = validate(RebuildBody, input ?? {});
-  const { session, guid } = await rebuildSession(deps, sessionId, log, { resolveImages: resolve_images });
+  const { resolve_images, full } = validate(RebuildBody, input ?? {});
+  const { session, guid } = await rebuildSession(deps, sessionId, log, { resolveImages: resolve_images, full });
   const view = await loadSessionView(deps.pool, deps.config, session);
   return { session, guid, url: view!.url };
 }
@@ -353,6 +358,8 @@ export interface SessionView extends Pick<SessionWithRepo, 'guid' | 'profile_nam
   stopped_by?: string;
   /** The image its hooks and tests ran in, as read and as resolved when its build started; absent: none. */
   image?: { reference: string; digest: string | null };
+  /** For a profile with `affected:`: what ran and why (core/affected.ts AffectedSummary); absent: every file ran. */
+  affected?: AffectedSummary;
   timing: Record<string, number>;
   repository: { name: string; url: string; org_name: string };
   changeset?: TriggerEvent['changeset'];
@@ -561,6 +568,7 @@ async function buildSessionView(db: Db, config: Config, row: SessionWithRepo, te
   if (row.parent_id !== null) view.parent_session = row.parent_id;
   if (row.stopped_by !== null) view.stopped_by = row.stopped_by;
   if (row.image !== null) view.image = { reference: row.image, digest: row.image_digest };
+  if (row.affected !== null) view.affected = row.affected;
   if (row.changeset) view.changeset = row.changeset;
   const postBuild = await listPostBuildSteps(db, id);
   if (postBuild.length > 0) view.post_build_steps = postBuild;

@@ -107,6 +107,12 @@ const CHECKS: Record<Method, (job: Job, args: unknown[], owns: Owns, limits: Ser
     replaceJUnitResults: session,
     recordRunCases: session,
     mutedTests: session,
+    // A map only from a job the workflow made a mapping run of (a push to the default branch).
+    startMap: (job, args) => session(job, args) && (job.input as { affected?: { mayMap?: unknown } } | null)?.affected?.mayMap === true,
+    recordFileDeps: (job, args) => session(job, args) && (job.input as { trace?: unknown } | null)?.trace === true,
+    mapCandidates: session,
+    loadMap: session,
+    recordAffected: session,
     findExactEntry: (job, args) => repo(job, args) && readsOnly(job, args[1]),
     findNewestEntry: (job, args) => repo(job, args) && readsOnly(job, args[1]),
     touchEntry: (_job, args, owns) => owns('cache_entries', args[0]),

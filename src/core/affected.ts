@@ -122,3 +122,53 @@ function dependsOn(deps: TestFileDeps, changed: readonly string[]): string[] {
 }
 
 const parentOf = (file: string) => (file.includes('/') ? file.slice(0, file.lastIndexOf('/')) : '.');
+
+/**
+ * What a build did about selection, as its page and the API say it:
+ * - `map`: a default-branch build that ran everything and recorded a map at its commit;
+ * - `full`: everything ran, and why (the default branch, `[ci full]`, a lock file changed, no map…);
+ * - `selected`: only `ran` of `total` files ran, each for its reason; the rest were not affected.
+ */
+export type AffectedSummary =
+  | { mode: 'map'; commit: string }
+  | { mode: 'full'; reason: string }
+  | {
+      mode: 'selected';
+      map_commit: string;
+      ran: number;
+      total: number;
+      /** The changed files that made some file run (causes of "depends on"). */
+      causes: string[];
+      /** Every file that ran, with why: `changed`, `no map yet`, `depends on a.js, b.js`. */
+      reasons: Record<string, string>;
+    };
+
+/** A run reason in words. */
+export function describeReason(reason: RunReason): string {
+  if (reason.kind === 'changed') return 'changed';
+  if (reason.kind === 'unmapped') return 'no map yet';
+  return `depends on ${reason.on.join(', ')}`;
+}
+
+/** The summary of a selection that did not run everything. */
+export function selectedSummary(selection: Extract<Selection, { full: false }>): AffectedSummary {
+  return {
+    mode: 'selected',
+    map_commit: selection.mapCommit,
+    ran: selection.run.size,
+    total: selection.run.size + selection.skipped.length,
+    causes: selection.causes,
+    reasons: Object.fromEntries([...selection.run].map(([file, reason]) => [file, describeReason(reason)])),
+  };
+}
+
+/**
+ * What a build with `affected:` did, in a sentence ("Ran 9 of 88 test files, affected by …"),
+ * as its page and report say it.
+ */
+export function describeSelection(affected: AffectedSummary): string {
+  if (affected.mode === 'map') return `Ran every test file, each alone under strace, and recorded the dependency map at ${affected.commit.slice(0, 10)}.`;
+  if (affected.mode === 'full') return `Ran every test file: ${affected.reason}.`;
+  const by = affected.causes.length > 0 ? `, affected by ${affected.causes.slice(0, 10).join(', ')}${affected.causes.length > 10 ? ` and ${affected.causes.length - 10} more` : ''}` : '';
+  return `Ran ${affected.ran} of ${affected.total} test files${by}; the rest were not affected (dependency map of ${affected.map_commit.slice(0, 10)}).`;
+}

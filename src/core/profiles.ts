@@ -34,6 +34,8 @@ export interface Profile {
   retry_failed?: number;
   /** The OCI image its build runs in, over the top-level `image` (null: none). */
   image?: string | null;
+  /** Run only the test files a change can affect (issue 40): `true`, or its settings; false or absent: every file. */
+  affected?: boolean | Partial<AffectedSettings>;
 }
 
 /** A profile with every key settled: what a build of it runs with. */
@@ -47,6 +49,30 @@ export interface ResolvedProfile {
   retry_failed: number;
   /** Its own image when it names one (null: none); absent: the top-level `image` decides (core/buildSetup.ts imageOf). */
   image?: string | null;
+  /** Selection of affected test files (core/affected.ts); absent or null: every file runs. */
+  affected?: AffectedSettings | null;
+}
+
+/** A profile's `affected:` setting, settled: how often the default branch records a map, and what always runs everything. */
+export interface AffectedSettings {
+  /** A mapping run every this many builds of the default branch (the first build with none maps). */
+  map_every: number;
+  /** Globs of files whose change runs every test file (`jest.config.js`, `test/support/**`). */
+  always_full: string[];
+}
+
+export const DEFAULT_MAP_EVERY = 10;
+export const MAX_MAP_EVERY = 1000;
+export const MAX_ALWAYS_FULL = 100;
+
+/** In a commit message: run every test file whatever changed. */
+export const FULL_RUN_MARKER = '[ci full]';
+
+/** The `affected:` setting settled: null when it is off. */
+export function affectedSettings(given: Profile['affected']): AffectedSettings | null {
+  if (given === undefined || given === false) return null;
+  if (given === true) return { map_every: DEFAULT_MAP_EVERY, always_full: [] };
+  return { map_every: given.map_every ?? DEFAULT_MAP_EVERY, always_full: [...(given.always_full ?? [])] };
 }
 
 /** A profile as sluice.yml gives it: any key may be left out (then the suite's profile of that name, if any, says). */
@@ -105,6 +131,7 @@ function given(p: ProfileSettings): ProfileSettings {
   if (p.junit_pattern !== undefined) out.junit_pattern = p.junit_pattern;
   if (p.retry_failed !== undefined) out.retry_failed = p.retry_failed;
   if (p.image !== undefined) out.image = p.image;
+  if (p.affected !== undefined) out.affected = p.affected;
   return out;
 }
 
@@ -140,6 +167,7 @@ export function resolveProfiles(input: ResolveInput): ResolveResult {
       junit_pattern: p.junit_pattern ?? DEFAULTS.junit_pattern,
       retry_failed: p.retry_failed ?? DEFAULTS.retry_failed,
       ...(p.image !== undefined ? { image: p.image } : {}),
+      ...(p.affected !== undefined && p.affected !== false ? { affected: affectedSettings(p.affected) } : {}),
     });
   }
   const lookup = (name: string, what: string): ResolvedProfile | { error: string } =>

@@ -80,6 +80,8 @@ export interface SessionContext {
   readonly suitePlan: string[] | undefined;
   /** The trigger's `profile_name`, when it named one. */
   readonly requestedProfile: string | null;
+  /** The trigger asked for every test file (`full: true`), over a profile's selection of affected ones. Absent: no. */
+  readonly fullRun?: boolean;
   /** The suite's hooks, cache, services and artifacts (sluice.yml may override them). Absent in histories recorded before them: none. */
   readonly suiteSetup?: BuildSetupSettings;
   /** The repository's default branch, whose cache entries its other branches may read. Absent in older histories: master. */

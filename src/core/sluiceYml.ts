@@ -16,6 +16,7 @@
  *     env: { LOG_LEVEL: debug }  # optional; scalars become strings
  *     workers: 4                 # optional; 1 to 64
  *     junit_pattern: "reports/*.xml"  # optional
+ *     affected: { map_every: 10, always_full: [jest.config.js] }  # optional; or `true` (core/affected.ts)
  * hooks: { worker_setup: ./script/db-schema }   # optional; core/buildSetup.ts says when each runs
  * cache: { key_paths: [package-lock.json], save_paths: [node_modules, ~/.npm] }
  * services: [postgresql, redis]
@@ -28,7 +29,7 @@
 import { isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
 import { buildSetupShape, imageSchema, setupSettingsOf } from './buildSetupSchema';
-import { MAX_PLAN_PROFILES, MAX_RETRY_FAILED, MAX_WORKERS, PROFILE_NAME, type RepoConfig } from './profiles';
+import { MAX_ALWAYS_FULL, MAX_MAP_EVERY, MAX_PLAN_PROFILES, MAX_RETRY_FAILED, MAX_WORKERS, PROFILE_NAME, type RepoConfig } from './profiles';
 
 export type ParseResult = { ok: true; config: RepoConfig } | { ok: false; error: string };
 
@@ -108,8 +109,24 @@ const profileSchema = z.strictObject(
     retry_failed: wholeNumber(0, MAX_RETRY_FAILED).optional(),
     // The profile's own image, over the file's top-level `image` (null: none for this profile).
     image: imageSchema.optional(),
+    // Run only the test files a change can affect (core/affected.ts).
+    affected: z
+      .union(
+        [
+          z.boolean(),
+          z.strictObject(
+            {
+              map_every: wholeNumber(1, MAX_MAP_EVERY).optional(),
+              always_full: z.array(pattern, { error: 'must be a list of globs' }).max(MAX_ALWAYS_FULL, `must list at most ${MAX_ALWAYS_FULL} globs`).optional(),
+            },
+            { error: 'must be true, false or a mapping of map_every and always_full' },
+          ),
+        ],
+        { error: 'must be true, false or a mapping of map_every and always_full' },
+      )
+      .optional(),
   },
-  { error: 'must be a mapping of profile settings (test_pattern, test_command, env, workers, junit_pattern, retry_failed, image)' },
+  { error: 'must be a mapping of profile settings (test_pattern, test_command, env, workers, junit_pattern, retry_failed, image, affected)' },
 );
 
 const fileSchema = z.strictObject(

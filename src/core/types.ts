@@ -45,6 +45,8 @@ export interface TriggerEvent {
   force: boolean;
   queuePosition: 'tail' | 'head';
   profileName?: string;
+  /** Every test file runs, over a profile's selection of affected ones (issue 40). */
+  full?: boolean;
   refspec?: string[];
   changeset?: { kind: ChangesetKind; id?: string; url?: string };
   env: Record<string, string>;

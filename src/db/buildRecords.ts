@@ -6,6 +6,7 @@ import type { Pool } from 'pg';
 import type { BuildRecords, BuildSecrets, CheckoutTokens, RegistryLogin } from '../steps/records';
 import { unseal } from '../crypto/sealed';
 import * as artifacts from './artifacts';
+import * as dependencyMaps from './dependencyMaps';
 import * as cacheEntries from './cacheEntries';
 import * as outputChunks from './outputChunks';
 import { loadInstallation } from './installation';
@@ -91,6 +92,12 @@ export function pgBuildRecords(pool: Pool, secretKey: Buffer, checkoutTokens?: C
     replaceJUnitResults: (...a) => testCases.replaceJUnitResults(pool, ...a),
     recordRunCases: (...a) => testCases.recordRunCases(pool, ...a),
     mutedTests: (...a) => mutedTests.mutedTestsOfSession(pool, ...a),
+
+    startMap: (...a) => dependencyMaps.startMap(pool, ...a),
+    recordFileDeps: (...a) => dependencyMaps.recordFileDeps(pool, ...a),
+    mapCandidates: (...a) => dependencyMaps.mapCandidates(pool, ...a),
+    loadMap: (...a) => dependencyMaps.loadMap(pool, ...a),
+    recordAffected: (...a) => dependencyMaps.recordAffected(pool, ...a),
 
     findExactEntry: (...a) => cacheEntries.findExactEntry(pool, ...a),
     findNewestEntry: (...a) => cacheEntries.findNewestEntry(pool, ...a),

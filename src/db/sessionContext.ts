@@ -84,6 +84,7 @@ function contextOf(row: SessionWithRepo, webhookIds: number[], config: Config): 
     deadlineMinutes: row.parent_id === null ? row.suite_deadline_minutes : null,
     // A plan's part runs the profile its parent gave it; only the parent honours the trigger's.
     requestedProfile: row.parent_id === null ? (row.trigger.profileName ?? null) : null,
+    ...(row.trigger.full === true ? { fullRun: true } : {}),
     ...(row.trigger.imageDigests ? { imageDigests: row.trigger.imageDigests } : {}),
   };
 }

@@ -2,6 +2,7 @@
  * SQL for what arrived and what ran: ci_events, sessions and their test results, read back as
  * the views the status, report and admin endpoints show.
  */
+import type { AffectedSummary } from '../core/affected';
 import type { CacheSettings, HookSettings, ServiceName } from '../core/buildSetup';
 import type { Pool } from 'pg';
 import type { Profile } from '../core/profiles';
@@ -115,6 +116,8 @@ export interface SessionWithRepo {
   /** The image this session ran in, as read and as resolved (migration 029); null: none (yet). */
   image: string | null;
   image_digest: string | null;
+  /** What the build did about selecting affected test files (migration 035); null: nothing. */
+  affected: AffectedSummary | null;
   /** Its builds run only on its organization's own runners (migration 025). */
   suite_own_runners: boolean;
   repo_id: number;
@@ -135,7 +138,7 @@ export interface SessionWithRepo {
 const SESSION_WITH_REPO = `
     SELECT s.id, e.guid, s.parent_id, s.suite_id, s.status, s.reason, s.profile_name, s.branch, s.ref, s.head, s.force,
            s.commit_id, s.committers, s.counts, s.workers, s.timing, s.stopped_by, s.report_token, s.created_at, s.updated_at,
-           s.image, s.image_digest, e.received_at, e.trigger, e.trigger->'changeset' AS changeset,
+           s.image, s.image_digest, s.affected, e.received_at, e.trigger, e.trigger->'changeset' AS changeset,
            su.test_pattern, su.test_command, su.junit_pattern, su.profiles AS suite_profiles, su.plan AS suite_plan, su.deadline_minutes AS suite_deadline_minutes,
            su.retry_failed AS suite_retry_failed, su.hooks AS suite_hooks, su.cache AS suite_cache, su.services AS suite_services, su.artifacts AS suite_artifacts,
            su.image AS suite_image, su.own_runners AS suite_own_runners,

@@ -37,7 +37,7 @@ export async function recordedDurations(db: Db, suiteId: number, profileName: st
      ), runs AS (
        SELECT tr.path, tr.duration_ms, row_number() OVER (PARTITION BY tr.path ORDER BY tr.session_id DESC) AS n
          FROM test_results tr
-        WHERE tr.session_id IN (SELECT id FROM recent) AND tr.path = ANY($3::text[])
+        WHERE tr.session_id IN (SELECT id FROM recent) AND tr.path = ANY($3::text[]) AND tr.status <> 'skipped'
      )
      SELECT path, round(percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms))::int AS duration_ms
        FROM runs WHERE n <= $5 GROUP BY path`,
@@ -49,13 +49,30 @@ export async function recordedDurations(db: Db, suiteId: number, profileName: st
 /**
  * Writes the session's list in the order given, unless it is already there (a retried
  * activity, or another checkout of the same commit, found the same files). Returns its size.
+ * `skipped` files (not affected by the change: core/affected.ts) are listed done, as skipped,
+ * with their result saying why; the size counts only the files to run.
  */
-export async function enqueueTests(pool: Pool, sessionId: number, files: readonly QueuedFile[]): Promise<number> {
+export async function enqueueTests(pool: Pool, sessionId: number, files: readonly QueuedFile[], skipped: readonly string[] = []): Promise<number> {
   return withTransaction(pool, async (client) => {
     // One writer per session at a time; the second finds the list made.
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1), $2::int)', ['sluice-test-queue', sessionId]);
-    const existing = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM test_queue WHERE session_id = $1', [sessionId]);
-    if (existing.rows[0]!.n > 0) return existing.rows[0]!.n;
+    const existing = await client.query<{ n: number; made: boolean }>(
+      "SELECT count(*) FILTER (WHERE status IS DISTINCT FROM 'skipped')::int AS n, count(*) > 0 AS made FROM test_queue WHERE session_id = $1",
+      [sessionId],
+    );
+    if (existing.rows[0]!.made) return existing.rows[0]!.n;
+    if (skipped.length > 0) {
+      await client.query(
+        `WITH listed AS (
+           INSERT INTO test_queue (session_id, path, position, state, status)
+           SELECT $1::bigint, path, -ord::int, 'done', 'skipped' FROM unnest($2::text[]) WITH ORDINALITY AS f(path, ord)
+           RETURNING path
+         )
+         INSERT INTO test_results (session_id, path, status, duration_ms, output) SELECT $1, path, 'skipped', 0, $3 FROM listed
+         ON CONFLICT (session_id, path) DO NOTHING`,
+        [sessionId, skipped, NOT_AFFECTED],
+      );
+    }
     for (let at = 0; at < files.length; at += 5000) {
       const chunk = files.slice(at, at + 5000);
       await client.query(
@@ -67,6 +84,9 @@ export async function enqueueTests(pool: Pool, sessionId: number, files: readonl
     return files.length;
   });
 }
+
+/** The output of a file a selecting build left out. */
+export const NOT_AFFECTED = '[sluice] not affected: the change touches nothing its run read in the dependency map\n';
 
 export interface Claim {
   /** Who holds the claim: `lane <n> attempt <a> on <runner>`. */
@@ -315,7 +335,7 @@ export async function queueCounts(db: Db, sessionId: number): Promise<Counts> {
             count(*) FILTER (WHERE status = 'passed')::int AS passed,
             count(*) FILTER (WHERE status = 'failed')::int AS failed,
             0 AS pending,
-            0 AS skipped,
+            count(*) FILTER (WHERE status = 'skipped')::int AS skipped,
             count(*) FILTER (WHERE status = 'error')::int AS error
        FROM test_queue WHERE session_id = $1`,
     [sessionId],

@@ -54,6 +54,7 @@ export function fromProviderTrigger(provider: string, t: ProviderTrigger, repoSc
   if (t.event !== undefined) event.event = t.event;
   if (t.ref !== null) event.ref = t.ref;
   if (o.profileName !== undefined) event.profileName = o.profileName;
+  if (o.full === true) event.full = true;
   if (o.refspec !== undefined) event.refspec = o.refspec;
   else if (t.ref !== null && t.scm === 'git' && t.kind === 'pull-request' && !/^refs\/(heads|tags)\//.test(t.ref)) {
     event.refspec = [`+${t.ref}:${t.ref}`];

@@ -51,6 +51,8 @@ export interface BuildOptions {
   force?: boolean;
   queuePosition?: 'tail' | 'head';
   profileName?: string;
+  /** Every test file, over a profile's selection of affected ones (issue 40). */
+  full?: boolean;
   /** Fetched besides `ref` (a pull request's private ref is added for providers). */
   refspec?: string[];
   env?: Record<string, string>;

@@ -49,6 +49,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface WorkerJob extends LaneSettings {
   sessionId: number;
+  /** A mapping run: each file alone under strace (tests/mapping.ts). */
+  trace?: boolean;
   repoId: number;
   /** 1..N (the lane's number + 1): SLUICE_WORKER_ID. */
   worker: number;
@@ -272,6 +274,7 @@ async function tests(w: Worker): Promise<boolean> {
       note: w.note,
       timeoutMs: job.timeoutMs,
       retryFailed: job.retryFailed,
+      ...(job.trace ? { trace: true } : {}),
     },
   );
   w.ran = out.ran;

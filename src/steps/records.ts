@@ -13,6 +13,7 @@
  * connection), so the two cannot drift apart.
  */
 import type * as artifacts from '../db/artifacts';
+import type * as dependencyMaps from '../db/dependencyMaps';
 import type * as installation from '../db/installation';
 import type * as cacheEntries from '../db/cacheEntries';
 import type * as outputChunks from '../db/outputChunks';
@@ -105,6 +106,13 @@ export interface BuildRecords {
   replaceJUnitResults: Bound<typeof testCases.replaceJUnitResults>;
   recordRunCases: Bound<typeof testCases.recordRunCases>;
   mutedTests: Bound<typeof mutedTests.mutedTestsOfSession>;
+
+  // Dependency maps: selecting the test files a change can affect (issue 40).
+  startMap: Bound<typeof dependencyMaps.startMap>;
+  recordFileDeps: Bound<typeof dependencyMaps.recordFileDeps>;
+  mapCandidates: Bound<typeof dependencyMaps.mapCandidates>;
+  loadMap: Bound<typeof dependencyMaps.loadMap>;
+  recordAffected: Bound<typeof dependencyMaps.recordAffected>;
 
   // Cache entries (the bytes are in the blob store).
   findExactEntry: Bound<typeof cacheEntries.findExactEntry>;

@@ -16,14 +16,14 @@ import {
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { CheckoutInput, CheckoutResult } from '../activities/types';
+import type { AffectedPlan, CheckoutInput, CheckoutResult } from '../activities/types';
 import type { ResolvedImage, SessionContext, TreeRef } from '../core/session';
 import type { RepoConfigResult } from '../core/profiles';
 import { imageOf, resolveBuildSetup, type BuildSetup } from '../core/buildSetup';
 import { checkoutTarget } from '../core/checkoutTarget';
 import { planStatus, sumCounts } from '../core/counts';
 import type { SessionSnapshot } from '../core/payload';
-import { resolveProfiles, type ResolvedProfile } from '../core/profiles';
+import { FULL_RUN_MARKER, resolveProfiles, type ResolvedProfile } from '../core/profiles';
 import { skipTagReason } from '../core/skipTags';
 import type { Counts, EventName, SessionStatus } from '../core/types';
 import { records, runner } from './proxies';
@@ -143,6 +143,7 @@ export async function build(
         emit(event, outcome.profile);
       },
       setup,
+      affectedPlan(ctx, profile, checkout.message),
     );
     outcome.reason = run.reason;
     outcome.image = run.image;
@@ -165,11 +166,33 @@ export async function build(
  */
 function listAhead(ctx: SessionContext, part: PlanPart | undefined, lastBuiltCommit: string | null): Pick<CheckoutInput, 'list'> {
   const unlessCommit = part || ctx.force ? null : lastBuiltCommit;
-  if (part) return { list: { suiteId: ctx.suiteId, profileName: part.profile.name, pattern: part.profile.test_pattern, unlessCommit } };
+  // A profile that selects affected files lists them once it knows the message ([ci full]).
+  if (part) return part.profile.affected ? {} : { list: { suiteId: ctx.suiteId, profileName: part.profile.name, pattern: part.profile.test_pattern, unlessCommit } };
   const chosen = chooseProfiles(ctx, { config: null });
   if ('error' in chosen || chosen.isPlan) return {};
   const profile = chosen.profiles[0]!;
+  if (profile.affected) return {};
   return { list: { suiteId: ctx.suiteId, profileName: profile.name, pattern: profile.test_pattern, unlessCommit } };
+}
+
+/**
+ * What the build does about selecting affected test files (issue 40), when its profile asks:
+ * a push to the default branch runs everything (and may record a map: only a push with no env of
+ * its own, so no pull request, a fork's least of all, ever writes one); so does a trigger's
+ * `full: true` or `[ci full]` in the commit message; anything else selects.
+ */
+function affectedPlan(ctx: SessionContext, profile: ResolvedProfile, message: string): AffectedPlan | undefined {
+  if (!profile.affected) return undefined;
+  const defaultBranch = ctx.defaultBranch ?? 'master';
+  const pushToDefault = ctx.branch === defaultBranch && ctx.trust.push;
+  const fullBecause = pushToDefault
+    ? `${defaultBranch} is the default branch, which always runs in full`
+    : ctx.fullRun
+      ? 'the trigger asked for a full run (full: true)'
+      : message.includes(FULL_RUN_MARKER)
+        ? `${FULL_RUN_MARKER} in the commit message`
+        : null;
+  return { settings: profile.affected, mayMap: pushToDefault && ctx.trust.cache === true, fullBecause };
 }
 
 /** Why this checkout needs no build, if it does not: already built, or a skip tag. */

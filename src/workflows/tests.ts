@@ -11,7 +11,7 @@
  * others, and no test runs.
  */
 import { CancellationScope, isCancellation, log, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { RunLaneResult } from '../activities/types';
+import type { AffectedPlan, QueueTestsResult, RunLaneResult } from '../activities/types';
 import type { ResolvedImage, SessionContext, TreeRef } from '../core/session';
 import { cacheScopes, imageOf, type BuildSetup } from '../core/buildSetup';
 import { countTests } from '../core/counts';
@@ -43,16 +43,28 @@ export async function runProfile(
   emit: (event: EventName, runners: number) => void,
   /** What each worker sets up before its tests. */
   setup: BuildSetup,
+  /** Selection of affected files (issue 40), when the profile asks for it. */
+  affected?: AffectedPlan,
 ): Promise<ProfileRun> {
   // The list and the image (a registry round trip) at once: neither needs the other.
   const imageName = imageOf(profile, setup);
-  const [{ total }, image] = await Promise.all([
-    listed !== null ? { total: listed } : runner(ctx).queueTests({ tree, suiteId: ctx.suiteId, profileName: profile.name, pattern: profile.test_pattern }),
+  const [{ total, skipped = 0, mapping = false }, image] = await Promise.all([
+    listed !== null
+      ? ({ total: listed } satisfies QueueTestsResult as QueueTestsResult)
+      : runner(ctx).queueTests({ tree, suiteId: ctx.suiteId, profileName: profile.name, pattern: profile.test_pattern, ...(affected ? { affected } : {}) }),
     imageName !== null ? resolveBuildImage(ctx, imageName) : undefined,
   ]);
   // One lane per runner, never more lanes than files (the runner that listed none counts as one).
   const runners = Math.min(profile.workers, Math.max(total, 1));
-  snap.counts = countTests(total, 0, []);
+  snap.counts = { ...countTests(total, 0, []), skipped };
+  if (total === 0 && skipped > 0) {
+    // The change affects none of the test files: nothing to run, nothing failed.
+    snap.timing.exec = now();
+    emit('test', 0);
+    snap.timing.post_build = now();
+    setStatus(snap, 'passed');
+    return { reason: null, image };
+  }
   if (total === 0) {
     snap.timing.exec = now();
     emit('test', runners);
@@ -119,6 +131,7 @@ export async function runProfile(
           junitPattern: profile.junit_pattern,
           retryFailed: profile.retry_failed,
           ...(image ? { image } : {}),
+          ...(mapping ? { trace: true } : {}),
         }).then(
           (result): unknown => {
             if (result.setupFailure) failSetup(result.setupFailure);

@@ -17,7 +17,7 @@ import type { Counts, Timing } from '../../core/types';
 import { FAILURE_TYPES } from '../failures';
 import { runningActivity, withHeartbeat } from '../heartbeat';
 import { readRepoConfig } from '../../steps/checkout/repoConfig';
-import type { CheckoutInput, CheckoutResult, PostBuildHookInput, QueueTestsInput, QueueTestsResult, ResolveImageInput, RunLaneInput, RunLaneResult, WorkersReady } from '../types';
+import type { AffectedPlan, CheckoutInput, CheckoutResult, PostBuildHookInput, QueueTestsInput, QueueTestsResult, ResolveImageInput, RunLaneInput, RunLaneResult, WorkersReady } from '../types';
 import type { ResolvedImage } from '../../core/session';
 import type { ArtifactDeps } from '../../steps/artifacts';
 import type { CacheDeps } from '../../steps/cache';
@@ -31,6 +31,9 @@ import type { BuildRecords } from '../../steps/records';
 import type { Sandbox } from '../../steps/isolation/sandbox';
 import { discoverTests, InvalidPatternError } from '../../steps/tests/discover';
 import { laneHasWork } from '../../steps/tests/lane';
+import { chooseAffected } from '../../steps/tests/selection';
+import { exists } from '../../steps/checkout/scmProcess';
+import { join } from 'node:path';
 
 export interface BuildDeps {
   config: Config;
@@ -95,7 +98,15 @@ export function createBuildActivities({ config, records, runner, processGroups, 
    * The session's list of the files in `workdir` that match `pattern`, written to PostgreSQL
    * (queueTests, or the checkout when it knows the profile); its size.
    */
-  async function listTests(workdir: string, sessionId: number, suiteId: number, profileName: string, pattern: string): Promise<number> {
+  async function listTests(
+    workdir: string,
+    sessionId: number,
+    suiteId: number,
+    profileName: string,
+    pattern: string,
+    /** A profile that selects affected files: the workflow's plan, and the tree's commit. */
+    affected?: { plan: AffectedPlan; commitId: string; signal?: AbortSignal },
+  ): Promise<QueueTestsResult> {
     let paths: string[];
     try {
       paths = await discoverTests(workdir, pattern);
@@ -110,13 +121,29 @@ export function createBuildActivities({ config, records, runner, processGroups, 
         FAILURE_TYPES.tooManyTestFiles,
       );
     }
-    const known = await records.recordedDurations(suiteId, profileName, paths);
+    const choice = affected
+      ? await chooseAffected(records, {
+          sessionId,
+          profileName,
+          commitId: affected.commitId,
+          workdir,
+          scm: (await exists(join(workdir, '.hg'))) ? 'hg' : 'git',
+          paths,
+          plan: affected.plan,
+          signal: affected.signal,
+        })
+      : null;
+    const toRun = choice?.run ?? paths;
+    const known = await records.recordedDurations(suiteId, profileName, toRun);
     // A file never run is taken to last as long as the suite's middle file (null: no history at all).
     const median = medianMs([...known.values()]);
-    const files = paths.map((path) => ({ path, estimateMs: known.get(path) ?? median }));
+    const files = toRun.map((path) => ({ path, estimateMs: known.get(path) ?? median }));
     // Stable: equal estimates keep discovery's (path) order.
     files.sort((a, b) => (b.estimateMs ?? Infinity) - (a.estimateMs ?? Infinity) || 0);
-    return records.enqueueTests(sessionId, files);
+    const total = await records.enqueueTests(sessionId, files, choice?.skipped ?? []);
+    if (!choice) return { total };
+    await records.recordAffected(sessionId, choice.summary);
+    return { total, skipped: choice.skipped.length, ...(choice.mapping ? { mapping: true } : {}) };
   }
 
   return {
@@ -131,7 +158,7 @@ export function createBuildActivities({ config, records, runner, processGroups, 
       if (list && 'config' in result.repoConfig && result.repoConfig.config === null && got.commitId !== list.unlessCommit) {
         // A list that cannot be made (a bad pattern, too many files) is left to queueTests, whose
         // failure the build reports in its place (a build skipped after all never gets there).
-        const total = await listTests(workdir, input.sessionId, list.suiteId, list.profileName, list.pattern).catch(() => null);
+        const total = await listTests(workdir, input.sessionId, list.suiteId, list.profileName, list.pattern).then((r) => r.total, () => null);
         if (total !== null) result.listed = { profileName: list.profileName, pattern: list.pattern, total };
       }
       return result;
@@ -144,10 +171,13 @@ export function createBuildActivities({ config, records, runner, processGroups, 
      */
     async queueTests(input: QueueTestsInput): Promise<QueueTestsResult> {
       const workdir = treeDir(config.workspaceDir, input.tree.sessionId);
-      await withHeartbeat((signal) => ensureTree(trees, input.tree, workdir, 'pristine', signal)).catch((err: unknown) => {
-        throw checkoutFailure(err);
+      return withHeartbeat(async (signal) => {
+        await ensureTree(trees, input.tree, workdir, 'pristine', signal).catch((err: unknown) => {
+          throw checkoutFailure(err);
+        });
+        const affected = input.affected ? { plan: input.affected, commitId: input.tree.commitId, signal } : undefined;
+        return listTests(workdir, input.tree.sessionId, input.suiteId, input.profileName, input.pattern, affected);
       });
-      return { total: await listTests(workdir, input.tree.sessionId, input.suiteId, input.profileName, input.pattern) };
     },
 
     /**
@@ -226,6 +256,7 @@ export function createBuildActivities({ config, records, runner, processGroups, 
             timeoutMs: input.timeoutMs,
             junitPattern: input.junitPattern,
             retryFailed: input.retryFailed ?? 0,
+            ...(input.trace ? { trace: true } : {}),
             setup: input.setup ?? NO_SETUP,
             cache: input.cache ?? { readScopes: [], writeScope: null },
             savesCache: input.lane === 0,

@@ -4,6 +4,7 @@
  * it ran, or, with a second button, resolving its image's tag again). What they read and do is
  * the application layer's (app/builds.ts); here is what the pages show of it.
  */
+import { describeSelection } from '../../core/affected';
 import { decide, stoppedBy } from '../../core/access';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasEnded, SESSION_STATUSES } from '../../core/types';
@@ -43,6 +44,12 @@ function imageFacts(image: SessionView['image']) {
   return { reference, digest, short: digest.slice(0, digest.indexOf(':') + 1 + SHORT_DIGEST), full: `${reference}@${digest}` };
 }
 
+/** Why a file ran, or that it did not (a build that selected); '' otherwise. */
+function whyRan(affected: SessionView['affected'], path: string, status: string): string {
+  if (affected?.mode !== 'selected') return '';
+  return affected.reasons[path] ?? (status === 'skipped' ? 'not affected' : '');
+}
+
 /** What the build page shows that changes while it runs, as the page renders it and its stream sends it. */
 export function liveView(
   { view, open, parts, failures, setup, pinsImages }: BuildPageData,
@@ -66,12 +73,15 @@ export function liveView(
     reason: view.reason,
     canStop: !ended && canStopHere,
     canRebuild: ended && view.parent_session === undefined,
+    // A build that ran only the affected files: the same commit with every file, in one click.
+    canRebuildFull: ended && view.parent_session === undefined && view.affected?.mode === 'selected',
+    selection: view.affected ? describeSelection(view.affected) : null,
     image,
     // Rebuild runs the digests the build ran; this one resolves the tags again (a `node:22` that moved on).
     canRebuildResolving: ended && view.parent_session === undefined && pinsImages,
     // A queued session has no workflow yet (the suite starts it at its turn).
     workflowUrl: view.status === 'queued' ? null : sessionWorkflowLink(config, workflowIds, view.session),
-    countsText: `${c.passed} passed, ${c.failed} failed, ${c.error} errors${toGo > 0 ? `, ${toGo} to go` : ''}`,
+    countsText: `${c.passed} passed, ${c.failed} failed, ${c.error} errors${c.skipped > 0 ? `, ${c.skipped} skipped` : ''}${toGo > 0 ? `, ${toGo} to go` : ''}`,
     // Each file as it starts and ends: the ended ones with their durations, the others as the list has them.
     tests: [
       ...view.tests.map((t) => ({
@@ -83,8 +93,9 @@ export function liveView(
         batch: t.batch === null ? '' : `#${t.batch}`,
         runs: t.attempts > 1 ? String(t.attempts) : '',
         flaky: t.flaky,
+        why: whyRan(view.affected, t.path, t.status),
       })),
-      ...open.map((f) => ({ path: f.path, status: f.status, duration: formatDuration(null), runner: f.runner ?? '', batch: '', runs: '', flaky: false })),
+      ...open.map((f) => ({ path: f.path, status: f.status, duration: formatDuration(null), runner: f.runner ?? '', batch: '', runs: '', flaky: false, why: whyRan(view.affected, f.path, f.status) })),
     ].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
     parts: parts.map((p) => ({ session: p.id, profile: p.profile_name, status: p.status })),
     failures,
@@ -277,8 +288,11 @@ export function registerBuildPages(web: FastifyInstance, { deps, csrf, requireUs
     const id = parseId(request.params.id, 'build');
     try {
       // The second button's `resolve_images=1`: each image's tag resolved again, not the digests the session ran.
-      const resolveImages = formFields(request).resolve_images === '1';
-      const { session } = await rebuildSession(deps, id, (err) => request.log.warn({ err, session: id }, '`received` not sent by the API'), { resolveImages });
+      const fields = formFields(request);
+      const resolveImages = fields.resolve_images === '1';
+      // The third's `full=1`: every test file, where the build ran only the affected ones.
+      const full = fields.full === '1';
+      const { session } = await rebuildSession(deps, id, (err) => request.log.warn({ err, session: id }, '`received` not sent by the API'), { resolveImages, full });
       return reply.code(303).header('location', `/builds/${session}`).send();
     } catch (caught) {
       const err = asHttpError(caught);

@@ -11,6 +11,7 @@ export interface GenericFields {
   force?: boolean;
   queuePosition?: 'tail' | 'head';
   profileName?: string;
+  full?: boolean;
   refspec?: string[];
   changeset?: { kind?: ChangesetKind; id?: string; url?: string };
   env?: unknown;

@@ -68,6 +68,7 @@ function trigger(f: GenericFields, queryBranch: string | undefined, repoScm: Scm
   };
   const ref = f.ref === undefined ? null : checkToken('ref', f.ref);
   if (f.profileName !== undefined) options.profileName = checkToken('profile_name', f.profileName);
+  if (f.full === true) options.full = true;
   if (f.refspec !== undefined) options.refspec = f.refspec.map((r, i) => checkToken(`refspec.${i}`, r));
   if (f.changeset !== undefined) options.changeset = checkChangeset(f.changeset);
   if (f.queue !== undefined) options.queue = checkQueue(f.queue);

@@ -25,6 +25,8 @@ export const JsonTrigger = z.object({
   branch: optionalString,
   ref: optionalString,
   profile_name: optionalString,
+  // Every test file, over a profile's `affected:` selection (issue 40).
+  full: z.boolean().nullish(),
   refspec: z.array(z.string()).max(MAX_REFSPECS).nullish(),
   changeset: z
     .object({
@@ -59,6 +61,7 @@ export function jsonFields(value: unknown): GenericFields {
     force: b.force ?? undefined,
     queuePosition: b.queue_position ?? undefined,
     profileName: given(b.profile_name),
+    full: b.full ?? undefined,
     refspec: b.refspec ?? undefined,
     changeset,
     env: b.env ?? undefined,

@@ -25,6 +25,7 @@ const METHODS = {
   recordWorkerStep: 1, markWorkerReady: 1, markWorkerFailed: 1, rendezvous: 1, setupTiming: 1,
   startHook: 1, finishHook: 1, appendOutput: 1, startBatch: 1, finishBatch: 1,
   recordedDurations: 1, enqueueTests: 1, claimFiles: 1, renewClaims: 1, releaseClaims: 1, recordFileResults: 1, workLeftMs: 1, queueProgress: 1, replaceJUnitResults: 1, recordRunCases: 1, mutedTests: 1,
+  startMap: 1, recordFileDeps: 1, mapCandidates: 1, loadMap: 1, recordAffected: 1,
   findExactEntry: 1, findNewestEntry: 1, touchEntry: 1, insertEntry: 1, evictEntries: 1, deleteEntry: 1, liveStoreKeys: 1,
   reserveArtifact: 1, markArtifactStored: 1, dropArtifact: 1, deleteWorkerArtifacts: 1,
 } satisfies Record<keyof BuildRecords, 1>;

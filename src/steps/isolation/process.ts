@@ -4,6 +4,7 @@
  * it is given and nothing of the runner's (which holds database URLs and the secret key); as
  * the build user and in the sandbox when the runner has them; with bounded output capture.
  */
+import { tracedArgv } from '../tests/fileTrace';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
@@ -48,6 +49,8 @@ export interface RunProcessInput {
    * N (a crash), as bwrap says it for the sandbox.
    */
   viaShell?: boolean;
+  /** Run under strace, its trace written to this file (a mapping run: steps/tests/fileTrace.ts). */
+  trace?: string;
 }
 
 export interface ProcessResult {
@@ -191,7 +194,7 @@ export async function runProcess(input: RunProcessInput, started = performance.n
     return { status, exitCode, durationMs, output: text + sep + tail };
   };
 
-  const command = launch(input.sandbox, input.dirs, input.cwd, argv, input.env);
+  const command = launch(input.sandbox, input.dirs, input.cwd, input.trace ? tracedArgv(input.trace, argv) : argv, input.env);
   let child: ChildProcess;
   try {
     child = spawn(command.argv[0]!, command.argv.slice(1), {

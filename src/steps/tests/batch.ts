@@ -173,10 +173,10 @@ export async function runBatch(place: BatchPlace, files: readonly BatchFile[]): 
  * One file by itself, with the batch's command (its `{files}` the file alone): a pinning run, or
  * a retry (`run` 2 or more, for its live output).
  */
-export async function runAlone(place: BatchPlace, file: string, id: string, run = 1): Promise<Omit<BatchFileResult, 'batchId'> & { batchId: null }> {
+export async function runAlone(place: BatchPlace, file: string, id: string, run = 1, trace?: string): Promise<Omit<BatchFileResult, 'batchId'> & { batchId: null }> {
   const startedAt = new Date();
   const source: OutputSource = { kind: 'file', worker: place.lane + 1, path: file, attempt: place.attempt ?? 1, run };
-  const { result, cases } = await runCommand(place, [file], id, place.timeoutMs, source);
+  const { result, cases } = await runCommand(place, [file], id, place.timeoutMs, source, trace);
   const muted = result.status !== 'passed' && onlyMutedFailures(cases);
   return {
     path: file,
@@ -222,6 +222,8 @@ async function runCommand(
   id: string,
   timeoutMs: number,
   source: OutputSource,
+  /** Under strace, into this file (a mapping run). */
+  trace?: string,
 ): Promise<{ result: ProcessResult; cases: ReportedCase[] }> {
   const reportDir = path.join(place.home, '.sluice-reports', id);
   await rm(reportDir, { recursive: true, force: true });
@@ -245,6 +247,7 @@ async function runCommand(
       processGroups: place.processGroups,
       runAs: place.runAs,
       sandbox: place.sandbox,
+      ...(trace ? { trace } : {}),
     }));
     const cases = await readReports(reportDir, place.tree, place.sandbox ? { tree: place.tree, home: place.home } : null);
     for (const c of cases) c.muted = failing(c) && (place.muted?.has(testKey(c)) ?? false);

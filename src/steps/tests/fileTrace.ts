@@ -21,6 +21,18 @@ import type { TestFileDeps } from '../../core/affected';
 /** The syscalls to trace (`strace -e trace=…`). */
 export const TRACED_SYSCALLS = ['open', 'openat', 'openat2', 'execve', 'execveat', 'chdir', 'stat', 'lstat', 'newfstatat', 'statx', 'access', 'faccessat', 'faccessat2'];
 
+/** Where the runner finds strace (its own /usr, which a sandbox without an image shows too). */
+export const STRACE = '/usr/bin/strace';
+
+/**
+ * `argv` run under strace, its trace written to `out`: every process it starts (`-f`), each
+ * descriptor's path resolved (`-y`), no notes of attaches and exits (`-qq`). strace exits with
+ * the test's own status, or dies of its signal.
+ */
+export function tracedArgv(out: string, argv: readonly string[]): string[] {
+  return [STRACE, '-f', '-qq', '-y', '-e', `trace=${TRACED_SYSCALLS.join(',')}`, '-o', out, '--', ...argv];
+}
+
 const PATH_CALLS = new Set(TRACED_SYSCALLS);
 const LOOKUPS = new Set(['stat', 'lstat', 'newfstatat', 'statx', 'access', 'faccessat', 'faccessat2']);
 

@@ -28,6 +28,7 @@ import type { BuildRecords } from '../records';
 import type { Sandbox } from '../isolation/sandbox';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runAlone, runBatch, type BatchPlace } from './batch';
+import { laneTracer, type Tracer } from './mapping';
 import { runTestFile } from './runTestFile';
 import { runFilesFromShell } from './shellDriver';
 
@@ -66,6 +67,8 @@ export interface LaneJob {
   timeoutMs: number;
   /** How many times a failing file runs again (the profile's retry_failed); default 0. */
   retryFailed?: number;
+  /** A mapping run: each file runs alone under strace, and what it touched is recorded (mapping.ts). */
+  trace?: boolean;
 }
 
 export interface LaneDeps {
@@ -104,10 +107,12 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
   const claim: Claim = { token: `lane ${job.lane} attempt ${job.attempt} on ${deps.runner}`, lane: job.lane, leaseMs: LEASE_MS };
   // An earlier attempt of this lane lost its runner: what it held goes back now, not at lease end.
   await records.releaseClaims(job.sessionId, { lane: job.lane, exceptToken: claim.token });
-  const batches = isBatchCommand(job.command);
+  // A mapping run takes one file at a time, each in a process of its own, even with `{files}`.
+  const batches = isBatchCommand(job.command) && !job.trace;
   // The suite's muted tests, as this lane starts: their failures in the reports do not fail a file.
-  const muted = batches ? new Set((await records.mutedTests(job.sessionId)).map(testKey)) : new Set<string>();
-  const runs = runner(deps, job, muted);
+  const muted = isBatchCommand(job.command) ? new Set((await records.mutedTests(job.sessionId)).map(testKey)) : new Set<string>();
+  const tracer = job.trace ? await laneTracer({ records, sessionId: job.sessionId, lane: job.lane, workdir: job.workdir, home: job.home ?? `${job.workdir}.home`, sandbox: deps.sandbox }) : null;
+  const runs = runner(deps, tracer && 'note' in tracer ? { ...job, note: `${job.note ?? ''}[sluice] ${tracer.note}\n` } : job, muted, tracer && 'record' in tracer ? tracer : null);
 
   // What this lane runs is stopped when another lane took it over: its result would not count.
   const running = new Map<string, AbortController>();
@@ -137,7 +142,7 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
         // estimates are off by file kind (jest's longest files ran 10-20 % over their
         // history), and lanes holding the same mix are off alike and still end together.
         ...(work ? { stride: batchStride(work.pendingMs, budgetMs) } : {}),
-        maxFiles: batches ? MAX_BATCH_FILES : MAX_CLAIM,
+        maxFiles: batches ? MAX_BATCH_FILES : job.trace ? 1 : MAX_CLAIM,
         // A batch leaves nothing shorter than a process start behind: the lane that took it
         // last would finish that long after the others (express: 3 files, 0.4 s, at the end).
         ...(batches ? { restBelowMs: MIN_BATCH_MS } : {}),
@@ -192,7 +197,7 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
 }
 
 /** How a lane runs what it claimed: file by file, as a batch, and again for a failing file. */
-function runner(deps: LaneDeps, job: LaneJob, muted: ReadonlySet<string>) {
+function runner(deps: LaneDeps, job: LaneJob, muted: ReadonlySet<string>, tracer: Tracer | null) {
   const note = job.note ?? '';
   const place = (signal: AbortSignal): BatchPlace => ({
     records: deps.records,
@@ -215,9 +220,15 @@ function runner(deps: LaneDeps, job: LaneJob, muted: ReadonlySet<string>) {
 
   /** One file in a process of its own; `run` is which run of it this is here (a retry's is 2 or more), for its live output. */
   const alone = async (path: string, signal: AbortSignal, run = 1): Promise<Verdict> => {
+    // A mapping run traces each file's first run.
+    const trace = tracer && run === 1 ? tracer.traceFile : undefined;
+    const traced = async (v: Verdict): Promise<Verdict> => {
+      if (trace) await tracer!.record(path, v.status);
+      return v;
+    };
     if (isBatchCommand(job.command)) {
-      const own = await runAlone(place(signal), path, `${job.lane + 1}-retry`, run);
-      return { ...own, output: own.output + note };
+      const own = await runAlone(place(signal), path, `${job.lane + 1}-${trace ? 'map' : 'retry'}`, run, trace);
+      return traced({ ...own, output: own.output + note });
     }
     const startedAt = new Date();
     const live = liveOutput(deps.records, job.sessionId, { kind: 'file', worker: job.lane + 1, path, attempt: job.attempt, run }, job.secretValues);
@@ -233,8 +244,9 @@ function runner(deps: LaneDeps, job: LaneJob, muted: ReadonlySet<string>) {
       processGroups: deps.processGroups,
       runAs: deps.runAs,
       sandbox: deps.sandbox,
+      ...(trace ? { trace } : {}),
     }));
-    return { path, status: result.status, exitCode: result.exitCode, durationMs: result.durationMs, output: maskOutput(result.output, job.secretValues) + note, startedAt };
+    return traced({ path, status: result.status, exitCode: result.exitCode, durationMs: result.durationMs, output: maskOutput(result.output, job.secretValues) + note, startedAt });
   };
 
   return {

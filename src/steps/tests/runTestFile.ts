@@ -15,7 +15,7 @@ import { runProcess, type ProcessResult, type RunProcessInput } from '../isolati
 
 /** How the file runs: the process settings of steps/isolation/process.ts (time limit, stop, user, sandbox), and what names the file. */
 export interface RunTestFileInput
-  extends Pick<RunProcessInput, 'timeoutMs' | 'signal' | 'killGraceMs' | 'maxOutputBytes' | 'onOutput' | 'processGroups' | 'runAs' | 'sandbox'> {
+  extends Pick<RunProcessInput, 'timeoutMs' | 'signal' | 'killGraceMs' | 'maxOutputBytes' | 'onOutput' | 'processGroups' | 'runAs' | 'sandbox' | 'trace'> {
   workdir: string;
   /** Test file, relative to the repository root (as discoverTests returns it). */
   path: string;

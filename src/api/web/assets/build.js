@@ -66,6 +66,11 @@
     if (stop) stop.hidden = !b.canStop;
     if (rebuild) rebuild.hidden = !b.canRebuild;
     if (resolving) resolving.hidden = !b.canRebuildResolving;
+    const full = $('[data-rebuild-full]');
+    if (full) full.hidden = !b.canRebuildFull;
+    const selection = $('[data-selection]');
+    selection.textContent = b.selection ?? '';
+    selection.hidden = !b.selection;
     // The image is recorded when the build starts: a page opened before that learns it here.
     const image = $('[data-image]');
     image.hidden = !b.image;
@@ -92,6 +97,11 @@
         const state = cell('Status', '');
         state.append(statusSpan(t.status));
         if (t.flaky) state.append(' ', el('span', 'flaky', 'badge-flaky'));
+        if (t.why) {
+          const why = el('span', t.why, 'muted small');
+          why.dataset.why = '';
+          state.append(' ', why);
+        }
         tr.append(file, state, cell('Duration', t.duration), cell('Runner', t.runner, 'muted'), cell('Batch', t.batch), cell('Runs', t.runs));
         return tr;
       }),
