@@ -9,6 +9,7 @@ import { Agent, setGlobalDispatcher } from 'undici';
 import os from 'node:os';
 import path from 'node:path';
 import { startCluster } from '../test/support/cluster';
+import { affectedFigures } from './affected';
 import { caseFigures } from './cases';
 import { checkoutFigures } from './checkout';
 import { eventFigures } from './events';
@@ -31,6 +32,7 @@ const PARTS = {
   cases: { title: 'Test cases: every run’s reports kept (issue 37)', figures: caseFigures },
   checkout: { title: 'Checkouts: a runner’s mirror of each repository (issue 39)', figures: checkoutFigures },
   history: { title: 'History at scale: a year of a busy installation beside a new one (issue 39)', figures: historyFigures },
+  affected: { title: 'Affected tests: node-semver’s history and mutations of its code (issue 40)', figures: affectedFigures },
 } as const;
 
 // Parts wait minutes between two calls of the API (a suite running alone): an idle connection

@@ -69,6 +69,10 @@ const profileName = z
   .regex(PROFILE_NAME, 'must be a profile name: letters, digits, ".", "_" and "-", starting with a letter or digit, at most 100 characters');
 
 /** A message for a value of the wrong type only; other issues keep their own. */
+function isPlainObject(v: unknown): boolean {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
 function typeError(message: string) {
   return (issue: { code: string }) => (issue.code === 'invalid_type' ? message : undefined);
 }
@@ -85,6 +89,22 @@ const wholeNumber = (min: number, max: number) =>
     .int(`must be a whole number from ${min} to ${max}`)
     .min(min, `must be from ${min} to ${max}`)
     .max(max, `must be from ${min} to ${max}`);
+
+const affectedSettings = z.strictObject({
+  map_every: wholeNumber(1, MAX_MAP_EVERY).optional(),
+  always_full: z.array(pattern, { error: 'must be a list of globs' }).max(MAX_ALWAYS_FULL, `must list at most ${MAX_ALWAYS_FULL} globs`).optional(),
+});
+
+/** `affected:` true, false, or its settings, whose own mistakes are said where they are (a union would only say it matched neither). */
+const affectedSchema = z
+  .union([z.boolean(), z.custom<Record<string, unknown>>(isPlainObject)], { error: 'must be true, false or a mapping of map_every and always_full' })
+  .transform((value, ctx) => {
+    if (typeof value === 'boolean') return value;
+    const parsed = affectedSettings.safeParse(value);
+    if (parsed.success) return parsed.data;
+    for (const issue of parsed.error.issues) ctx.addIssue({ ...issue, input: value } as Parameters<typeof ctx.addIssue>[0]);
+    return z.NEVER;
+  });
 
 const profileSchema = z.strictObject(
   {
@@ -110,21 +130,7 @@ const profileSchema = z.strictObject(
     // The profile's own image, over the file's top-level `image` (null: none for this profile).
     image: imageSchema.optional(),
     // Run only the test files a change can affect (core/affected.ts).
-    affected: z
-      .union(
-        [
-          z.boolean(),
-          z.strictObject(
-            {
-              map_every: wholeNumber(1, MAX_MAP_EVERY).optional(),
-              always_full: z.array(pattern, { error: 'must be a list of globs' }).max(MAX_ALWAYS_FULL, `must list at most ${MAX_ALWAYS_FULL} globs`).optional(),
-            },
-            { error: 'must be true, false or a mapping of map_every and always_full' },
-          ),
-        ],
-        { error: 'must be true, false or a mapping of map_every and always_full' },
-      )
-      .optional(),
+    affected: affectedSchema.optional(),
   },
   { error: 'must be a mapping of profile settings (test_pattern, test_command, env, workers, junit_pattern, retry_failed, image, affected)' },
 );

@@ -103,6 +103,23 @@ describe('a job’s runner', () => {
     expect((await runner(t.token).records(job, 'noSuchCall', [])).status).toBe(404);
   });
 
+  it('records a dependency map only for a job the workflow made a mapping run of (a push to the default branch)', async () => {
+    const deps = { reads: ['lib/a.js', 'test/a.js'], lists: [], probes: [] };
+    const commit = 'c'.repeat(40);
+    // This job's build was not told to map (a pull request's, say): it may neither start nor write one.
+    expect((await runner(t.token).records(job, 'startMap', [a.sessionId, commit, 'default', 10])).status).toBe(403);
+    expect((await runner(t.token).records(job, 'recordFileDeps', [a.sessionId, 'test/a.js', deps])).status).toBe(403);
+    const listing = await takenJob(t.token, a, { affected: { mayMap: true } });
+    expect(await (await runner(t.token).records(listing, 'startMap', [a.sessionId, commit, 'default', 10])).json()).toEqual({ value: true });
+    expect((await runner(t.token).records(listing, 'startMap', [b.sessionId, commit, 'default', 10])).status).toBe(403);
+    const tracing = await takenJob(t.token, a, { trace: true });
+    expect((await runner(t.token).records(tracing, 'recordFileDeps', [a.sessionId, 'test/a.js', deps])).status).toBe(200);
+    expect((await runner(t.token).records(tracing, 'recordFileDeps', [b.sessionId, 'test/a.js', deps])).status).toBe(403);
+    // Any job of the build reads the maps of its own repository.
+    expect(await (await runner(t.token).records(job, 'loadMap', [a.sessionId, a.sessionId])).json()).toEqual({ value: { commit, files: [{ path: 'test/a.js', ...deps }] } });
+    expect((await runner(t.token).records(job, 'loadMap', [b.sessionId, a.sessionId])).status).toBe(403);
+  });
+
   it('gets no secrets for a build the trust rules deny them, and its own for one they allow', async () => {
     const denied = await runner(t.token).records(job, 'buildSecrets', [a.repoId]);
     expect(((await denied.json()) as { value: unknown }).value).toEqual({ values: {}, unreadable: [] });

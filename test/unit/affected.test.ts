@@ -1,7 +1,7 @@
 // Which test files a change can affect (issue 40's rule, src/core/affected.ts): by what each
 // test file's run read, listed and looked for at the map's commit; everything when the map
 // cannot judge.
-import { needsFullRun, selectAffected, type DependencyMap, type TestFileDeps } from '../../src/core/affected';
+import { describeReason, describeSelection, needsFullRun, selectAffected, selectedSummary, type DependencyMap, type TestFileDeps } from '../../src/core/affected';
 
 const deps = (reads: string[], more: Partial<TestFileDeps> = {}): TestFileDeps => ({ reads, lists: [], probes: [], ...more });
 
@@ -61,4 +61,24 @@ it('runs everything without a map, or when a lock file, a manifest, sluice.yml o
   expect(needsFullRun('lib/package.json.md', globs)).toBeNull();
   expect(needsFullRun('docs/jest.config.js', globs)).toBeNull();
   expect(needsFullRun('jest.config.js', globs)).toBe('jest.config.js changed (matches always_full jest.config.js)');
+});
+
+it('says what ran and why, in the words the build page and the report use', () => {
+  const selection = selectAffected({ testFiles, changed: ['lib/utils.js', 'test/new.test.js'], map });
+  if (selection.full) throw new Error('expected a selection');
+  const summary = selectedSummary(selection);
+  expect(summary).toEqual({
+    mode: 'selected',
+    map_commit: 'a'.repeat(40),
+    ran: 3,
+    total: 6,
+    causes: ['lib/utils.js'],
+    reasons: { 'test/router.test.js': 'depends on lib/utils.js', 'test/request.test.js': 'depends on lib/utils.js', 'test/new.test.js': 'changed' },
+  });
+  expect(describeSelection(summary)).toBe('Ran 3 of 6 test files, affected by lib/utils.js; the rest were not affected (dependency map of aaaaaaaaaa).');
+  expect(describeReason({ kind: 'unmapped' })).toBe('no map yet');
+  expect(describeSelection({ mode: 'full', reason: '[ci full] in the commit message' })).toBe('Ran every test file: [ci full] in the commit message.');
+  expect(describeSelection({ mode: 'map', commit: 'b'.repeat(40) })).toBe('Ran every test file, each alone under strace, and recorded the dependency map at bbbbbbbbbb.');
+  const many = { ...summary, causes: Array.from({ length: 12 }, (_, i) => `lib/m${i}.js`) };
+  expect(describeSelection(many)).toMatch(/lib\/m9\.js and 2 more;/);
 });

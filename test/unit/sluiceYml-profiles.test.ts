@@ -170,6 +170,18 @@ profiles:
   });
 });
 
+describe('affected: selection of the test files a change can affect', () => {
+  it('is off unless a profile asks; `true` takes the defaults, a mapping its own; sluice.yml can turn it off', () => {
+    expect(resolve({})).toEqual({ profiles: [DEFAULT], isPlan: false });
+    const on = resolve({ fileConfig: file('profiles:\n  default:\n    affected: true\n') });
+    expect(on).toEqual({ profiles: [{ ...DEFAULT, affected: { map_every: 10, always_full: [] } }], isPlan: false });
+    const tuned = resolve({ fileConfig: file('profiles:\n  default:\n    affected:\n      map_every: 5\n      always_full: [jest.config.js, "test/support/**"]\n') });
+    expect(tuned).toEqual({ profiles: [{ ...DEFAULT, affected: { map_every: 5, always_full: ['jest.config.js', 'test/support/**'] } }], isPlan: false });
+    const suiteOn: Profile[] = [{ name: 'unit', test_pattern: 'test/unit/*.sh', affected: true }];
+    expect(resolve({ suiteProfiles: suiteOn, fileConfig: file('profiles:\n  unit:\n    affected: false\n'), requestedProfile: 'unit' })).toEqual({ profiles: [UNIT], isPlan: false });
+  });
+});
+
 describe('sluice.yml mistakes show on every build', () => {
   it('a new profile without test_pattern', () => {
     const fileConfig = file('profiles:\n  lint:\n    workers: 2\n');

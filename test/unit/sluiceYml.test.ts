@@ -131,6 +131,14 @@ describe('parseSluiceYml: refused, with the line', () => {
     expect(fail('profiles:\n  a:\n    workers: "4"\n')).toBe('sluice.yml line 3: profiles.a.workers must be a number from 1 to 64');
   });
 
+  it('affected: true, false or its settings, each checked', () => {
+    expect(fail('profiles:\n  a:\n    affected: yes please\n')).toBe('sluice.yml line 3: profiles.a.affected must be true, false or a mapping of map_every and always_full');
+    expect(fail('profiles:\n  a:\n    affected:\n      map_every: 0\n')).toBe('sluice.yml line 4: profiles.a.affected.map_every must be from 1 to 1000');
+    expect(fail('profiles:\n  a:\n    affected:\n      always_full: jest.config.js\n')).toBe('sluice.yml line 4: profiles.a.affected.always_full must be a list of globs');
+    expect(fail('profiles:\n  a:\n    affected:\n      always_full: ["../x"]\n')).toBe("sluice.yml line 4: profiles.a.affected.always_full.0 must not contain '..'");
+    expect(fail('profiles:\n  a:\n    affected:\n      map_evry: 3\n')).toMatch(/^sluice\.yml line 4: .*unknown key "map_evry"/);
+  });
+
   it('patterns that leave the repository, or are empty', () => {
     expect(fail('profiles:\n  a:\n    test_pattern: /etc/*\n')).toBe('sluice.yml line 3: profiles.a.test_pattern must be relative to the repository root');
     expect(fail('profiles:\n  a:\n    test_pattern: ~/x\n')).toMatch(/must be relative to the repository root$/);

@@ -1,0 +1,288 @@
+/**
+ * Running only what a change can affect (issue 40), on a real project's history and on
+ * mutations of its code: npm/node-semver (66 test files with tap, 46 small modules), a copy of
+ * the repository SLUICE_BENCH_SEMVER names (by default the mirror the development machines fetch
+ * to, /work/.mirror/npm+node-semver/repo). Its dependencies are installed once, at its newest
+ * commit, and each test file runs as Sluice runs it: `node <file>` in a process of its own, two at
+ * a time (two cores); a mapping run traces each file with the runner's own strace command
+ * (fileTrace.ts) and keeps what Sluice keeps (mapping.ts: passed files whose trace saw them).
+ * Selection is Sluice's rule (core/affected.ts) on the files git says changed since the map.
+ *
+ * - Replay: the last SLUICE_BENCH_AFFECTED_COMMITS commits (200) of the default branch in order,
+ *   a map recorded every MAP_EVERY commits as `affected: {map_every: 10}` would; each commit is
+ *   judged as a pull request onto its parent is, against the newest map before it: how many of
+ *   its test files would run, and how long they take by the durations of an untraced run of
+ *   every file at the newest commit (the old commits are not run again: their dependencies
+ *   differ from the installed ones, and 200 full runs would take hours here).
+ * - Mutations: SLUICE_BENCH_MUTATIONS (100) single-line changes to the source files at the newest
+ *   commit (an operator flipped on a random line, seeded): every test file runs on each, so the
+ *   selected files' results are measured, not assumed; a miss is a file that fails on the full
+ *   run and selection left out.
+ */
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { selectAffected, type DependencyMap, type TestFileDeps } from '../src/core/affected';
+import { DEFAULT_MAP_EVERY } from '../src/core/profiles';
+import { discoverTests } from '../src/steps/tests/discover';
+import { parseFileTrace, tracedArgv } from '../src/steps/tests/fileTrace';
+import type { Cluster } from '../test/support/cluster';
+import type { Row } from './table';
+
+const execFileAsync = promisify(execFile);
+const SOURCE = process.env.SLUICE_BENCH_SEMVER ?? '/work/.mirror/npm+node-semver/repo';
+const COMMITS = Number(process.env.SLUICE_BENCH_AFFECTED_COMMITS ?? 200);
+const MUTATIONS = Number(process.env.SLUICE_BENCH_MUTATIONS ?? 100);
+const MAP_EVERY = DEFAULT_MAP_EVERY;
+const PARALLEL = 2;
+const FILE_TIMEOUT_MS = 60_000;
+const SOURCE_DIRS = ['classes', 'functions', 'ranges', 'internal', 'bin'];
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+
+interface FileRun {
+  passed: boolean;
+  ms: number;
+  deps?: TestFileDeps;
+}
+
+/** One test file as Sluice runs it (a process of its own), optionally under strace. */
+function runFile(tree: string, file: string, trace: string | null): Promise<FileRun> {
+  const argv = trace ? tracedArgv(trace, ['node', file]) : ['node', file];
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const child = spawn(argv[0]!, argv.slice(1), {
+      cwd: tree,
+      stdio: 'ignore',
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: os.tmpdir(), CI: 'true', LANG: 'C.UTF-8' },
+      timeout: FILE_TIMEOUT_MS,
+    });
+    child.once('error', () => resolve({ passed: false, ms: performance.now() - started }));
+    child.once('close', async (code) => {
+      const ms = performance.now() - started;
+      if (!trace) return resolve({ passed: code === 0, ms });
+      const text = await readFile(trace, 'utf8').catch(() => '');
+      await rm(trace, { force: true });
+      const deps = parseFileTrace(text, tree);
+      // What Sluice keeps (steps/tests/mapping.ts): a passed run whose trace saw its own file.
+      resolve({ passed: code === 0, ms, ...(code === 0 && deps.reads.includes(file) ? { deps } : {}) });
+    });
+  });
+}
+
+/** Every file, PARALLEL at a time. */
+async function runAll(tree: string, files: readonly string[], traceDir: string | null): Promise<Map<string, FileRun>> {
+  const out = new Map<string, FileRun>();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: PARALLEL }, async (_, lane) => {
+      while (next < files.length) {
+        const file = files[next++]!;
+        out.set(file, await runFile(tree, file, traceDir ? path.join(traceDir, `trace-${lane}.txt`) : null));
+      }
+    }),
+  );
+  return out;
+}
+
+const testFilesOf = async (tree: string) => (await discoverTests(tree, 'test/**/*.js')).filter((f) => !f.includes('/fixtures/'));
+
+function mapOf(commit: string, runs: Map<string, FileRun>): DependencyMap {
+  return { commit, files: new Map([...runs].flatMap(([f, r]) => (r.deps ? [[f, r.deps] as const] : []))) };
+}
+
+const git = async (tree: string, args: string[]) => (await execFileAsync('git', args, { cwd: tree, maxBuffer: 64 * 1024 * 1024 })).stdout;
+const changedBetween = async (tree: string, from: string, to: string) =>
+  (await git(tree, ['diff-tree', '-r', '-z', '--name-only', '--no-renames', '--no-commit-id', from, to])).split('\0').filter(Boolean);
+
+/** A small seeded generator (mulberry32): the same mutations every run. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a |= 0;
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Mutation operators: the first that matches a line changes it. */
+const OPERATORS: Array<[RegExp, string]> = [
+  [/===/, '!=='],
+  [/!==/, '==='],
+  [/ <= /, ' < '],
+  [/ >= /, ' > '],
+  [/ < /, ' <= '],
+  [/ > /, ' >= '],
+  [/&&/, '||'],
+  [/\|\|/, '&&'],
+  [/\btrue\b/, 'false'],
+  [/\bfalse\b/, 'true'],
+  [/\+ 1\b/, '- 1'],
+  [/\breturn (?!;)/, 'return !'],
+];
+
+interface Mutation {
+  file: string;
+  line: number;
+  before: string;
+  after: string;
+}
+
+async function mutations(tree: string, count: number): Promise<Mutation[]> {
+  const rand = random(40);
+  const sources = (await git(tree, ['ls-files', '-z', 'index.js', ...SOURCE_DIRS])).split('\0').filter((f) => f.endsWith('.js'));
+  const out: Mutation[] = [];
+  const seen = new Set<string>();
+  for (let tries = 0; out.length < count && tries < count * 200; tries++) {
+    const file = sources[Math.floor(rand() * sources.length)]!;
+    const lines = (await readFile(path.join(tree, file), 'utf8')).split('\n');
+    const line = Math.floor(rand() * lines.length);
+    const text = lines[line]!;
+    if (/^\s*(\/\/|\*|\/\*)/.test(text) || seen.has(`${file}:${line}`)) continue;
+    const op = OPERATORS.find(([re]) => re.test(text));
+    if (!op) continue;
+    seen.add(`${file}:${line}`);
+    out.push({ file, line, before: text, after: text.replace(op[0], op[1]) });
+  }
+  return out;
+}
+
+export async function affectedFigures(_cluster: Cluster, log: (line: string) => void): Promise<Row[]> {
+  if (!existsSync(SOURCE)) throw new Error(`no copy of npm/node-semver at ${SOURCE}: fetch it (github:npm/node-semver) or set SLUICE_BENCH_SEMVER`);
+  const work = await mkdtemp(path.join(os.tmpdir(), 'sluice-bench-affected-'));
+  const tree = path.join(work, 'semver');
+  const traces = path.join(work, 'traces');
+  try {
+    execFileSync('git', ['clone', '--quiet', '--no-hardlinks', SOURCE, tree]);
+    execFileSync('mkdir', ['-p', traces]);
+    const head = (await git(tree, ['rev-parse', 'HEAD'])).trim();
+    log('affected: installing node-semver’s dependencies (npm install)');
+    execFileSync('npm', ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: tree, stdio: 'ignore' });
+    // The installed tree must not count as a change: git ignores node_modules already; the lock npm wrote is put aside.
+    await rm(path.join(tree, 'package-lock.json'), { force: true });
+
+    // The newest commit: every file untraced (the durations), then traced (its map).
+    const headFiles = await testFilesOf(tree);
+    const plain = await runAll(tree, headFiles, null);
+    const failingAtHead = [...plain].filter(([, r]) => !r.passed).map(([f]) => f);
+    if (failingAtHead.length > 0) throw new Error(`node-semver fails at ${head.slice(0, 12)} before any change: ${failingAtHead.join(', ')}`);
+    const durations = new Map([...plain].map(([f, r]) => [f, r.ms]));
+    const fullMs = sum([...durations.values()]);
+    const headMap = mapOf(head, await runAll(tree, headFiles, traces));
+    log(`affected: ${headFiles.length} test files, ${headMap.files.size} mapped at ${head.slice(0, 12)}; every file takes ${(fullMs / 1000).toFixed(1)} s one after another`);
+
+    // Mutations at the newest commit.
+    const muts = await mutations(tree, MUTATIONS);
+    const mutationRows: Array<{ killed: boolean; missed: string[]; ran: number; selectedMs: number; allMs: number }> = [];
+    for (const [i, m] of muts.entries()) {
+      const file = path.join(tree, m.file);
+      const original = await readFile(file, 'utf8');
+      const lines = original.split('\n');
+      lines[m.line] = m.after;
+      await writeFile(file, lines.join('\n'));
+      try {
+        const runs = await runAll(tree, headFiles, null);
+        const failing = [...runs].filter(([, r]) => !r.passed).map(([f]) => f);
+        const selection = selectAffected({ testFiles: headFiles, changed: [m.file], map: headMap });
+        const selected = selection.full ? new Set(headFiles) : new Set(selection.run.keys());
+        const missed = failing.filter((f) => !selected.has(f));
+        mutationRows.push({
+          killed: failing.length > 0,
+          missed,
+          ran: selected.size,
+          selectedMs: sum([...selected].map((f) => runs.get(f)!.ms)),
+          allMs: sum([...runs.values()].map((r) => r.ms)),
+        });
+        if (missed.length > 0) log(`affected: MISS ${m.file}:${m.line + 1} ${JSON.stringify(m.after.trim())}: ${missed.join(', ')} failed and were not selected`);
+        if ((i + 1) % 10 === 0) log(`affected: ${i + 1}/${muts.length} mutations`);
+      } finally {
+        await writeFile(file, original);
+      }
+    }
+
+    // The replay, oldest of the window first.
+    const commits = (await git(tree, ['rev-list', '--first-parent', '-n', String(COMMITS), head])).trim().split('\n').reverse();
+    const replay: Array<{ full: string | null; ran: number; total: number; ms: number }> = [];
+    let map: DependencyMap | null = null;
+    for (const [i, commit] of commits.entries()) {
+      await git(tree, ['checkout', '--quiet', '--force', commit]);
+      const files = await testFilesOf(tree);
+      if (i > 0) {
+        const changed = map ? await changedBetween(tree, map.commit, commit) : [];
+        const selection = selectAffected({ testFiles: files, changed, map });
+        const ran = selection.full ? files : [...selection.run.keys()];
+        // Durations of the newest commit's run; a file it does not have counts as its median file.
+        const middle = median([...durations.values()]);
+        replay.push({ full: selection.full ? selection.reason : null, ran: ran.length, total: files.length, ms: sum(ran.map((f) => durations.get(f) ?? middle)) });
+      }
+      // The default branch records a map every MAP_EVERY builds, after that commit's build.
+      if (i % MAP_EVERY === 0) map = mapOf(commit, await runAll(tree, files, traces));
+      if ((i + 1) % 20 === 0) log(`affected: replayed ${i + 1}/${commits.length} commits`);
+    }
+
+    const killed = mutationRows.filter((r) => r.killed);
+    const misses = killed.filter((r) => r.missed.length > 0).length;
+    const share = (r: { ran: number; total: number }) => (100 * r.ran) / r.total;
+    const judged = replay.filter((r) => r.full === null);
+    const reasons = new Map<string, number>();
+    for (const r of replay) if (r.full !== null) {
+      const why = r.full.replace(/^\S+ changed/, 'a file changed').replace(/^a file changed \(matches.*/, 'an always_full file changed');
+      reasons.set(why, (reasons.get(why) ?? 0) + 1);
+    }
+    const commonFull = [...reasons].sort((a, b) => b[1] - a[1]).map(([why, n]) => `${n}: ${why}`).join('; ');
+    const headTotal = headFiles.length;
+    return [
+      {
+        name: `Mutations: failing mutants that selection would have passed (${killed.length} of ${mutationRows.length} failed the full run)`,
+        value: misses,
+        unit: '',
+        baseline: { name: 'the full run', value: 0 },
+        target: { text: '= 0', met: misses === 0 },
+      },
+      {
+        name: 'Mutations: test files run with selection, median',
+        value: median(mutationRows.map((r) => (100 * r.ran) / headTotal)),
+        unit: '%',
+        baseline: { name: `all ${headTotal} files`, value: 100 },
+        target: { text: '≤ 25 %', met: median(mutationRows.map((r) => (100 * r.ran) / headTotal)) <= 25 },
+      },
+      {
+        name: 'Mutations: test time with selection, median (files’ own durations, one after another)',
+        value: median(mutationRows.map((r) => r.selectedMs / 1000)),
+        unit: 's',
+        baseline: { name: 'every file', value: median(mutationRows.map((r) => r.allMs / 1000)) },
+      },
+      {
+        name: `Replay of ${replay.length} commits: test files run with selection, median`,
+        value: median(replay.map(share)),
+        unit: '%',
+        baseline: { name: 'every file', value: 100 },
+        target: { text: '≤ 25 %', met: median(replay.map(share)) <= 25 },
+        note: `${replay.length - judged.length} of ${replay.length} ran everything (${commonFull})`,
+      },
+      {
+        name: `Replay: test files run, median of the ${judged.length} commits the map could judge`,
+        value: median(judged.map(share)),
+        unit: '%',
+        baseline: { name: 'every file', value: 100 },
+      },
+      {
+        name: 'Replay: test time with selection, mean per commit (durations at the newest commit)',
+        value: sum(replay.map((r) => r.ms)) / replay.length / 1000,
+        unit: 's',
+        baseline: { name: 'every file', value: fullMs / 1000 },
+      },
+    ];
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
