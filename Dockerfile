@@ -23,9 +23,10 @@ FROM node:20-bookworm-slim
 # Runners pull over SSH with git or Mercurial and run every build process in bubblewrap where
 # the container allows user namespaces (SLUICE_SANDBOX=auto, the default; the runner refuses to
 # start where it does not work unless SLUICE_SANDBOX=none); certificates for HTTPS webhooks,
-# chat and SMTP. sluice-build is the user a root runner runs builds as.
+# chat and SMTP; strace records what each test file reads (affected tests). sluice-build is the
+# user a root runner runs builds as.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git openssh-client mercurial bubblewrap ca-certificates \
+ && apt-get install -y --no-install-recommends git openssh-client mercurial bubblewrap strace ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home --shell /usr/sbin/nologin sluice-build
 ENV NODE_ENV=production

@@ -5,6 +5,7 @@
  * the files their change reaches and skip the rest as not affected, and everything runs when the
  * map cannot judge (a manifest, an `always_full` glob, `[ci full]`, a full rebuild).
  */
+import { describeWithBrowser, openBrowser, signIn } from '../support/browser';
 import { git, pushCommit, revParse, type RepoFiles } from '../support/gitRepo';
 import { World, type Repo } from '../support/world';
 
@@ -143,4 +144,34 @@ it('pull requests never record a map; the default branch records one every map_e
   // A pull request now reads the newer map, from the commit its branch starts at.
   const v = await pullRequest({ 'lib/a.sh': { content: 'a() { echo A; }\n' } });
   expect(v.affected).toMatchObject({ mode: 'selected', map_commit: await revParse(repo.bare, 'master'), ran: 1, causes: ['lib/a.sh'] });
+});
+
+describeWithBrowser('affected.test.ts')('the build page, in a real browser', () => {
+  it('says what ran and why, each file’s reason on its row, and runs every file in one click', async () => {
+    const v = await pullRequest({ 'tests/fixtures/b.txt': { content: 'ok, still\n' } });
+    expect(v.affected).toMatchObject({ mode: 'selected', ran: 1 });
+    const browser = await openBrowser();
+    try {
+      const { page } = browser;
+      await page.goto(`${w.sluice.url}/builds/${v.session}`);
+      await signIn(page, w.sluice.url, 'Ada', w.sluice.config.adminToken);
+      await page.waitForURL(`${w.sluice.url}/builds/${v.session}`);
+      await expect(page.locator('[data-selection]').textContent()).resolves.toMatch(/^Ran 1 of 4 test files, affected by tests\/fixtures\/b\.txt; the rest were not affected \(dependency map of [0-9a-f]{10}\)\.$/);
+      await expect(page.locator('[data-counts]').textContent()).resolves.toBe('1 passed, 0 failed, 0 errors, 3 skipped');
+      await expect(page.locator('tr[data-file="tests/b_test.sh"] [data-why]').textContent()).resolves.toBe('depends on tests/fixtures/b.txt');
+      await expect(page.locator('tr[data-file="tests/c_test.sh"] [data-why]').textContent()).resolves.toBe('not affected');
+      await browser.screenshots('build-affected');
+
+      await page.getByRole('button', { name: 'Run all tests' }).click();
+      await page.waitForURL((url) => /\/builds\/\d+$/.test(url.pathname) && !url.pathname.endsWith(`/${v.session}`));
+      const rebuilt = Number(new URL(page.url()).pathname.split('/').pop());
+      await w.eventsOf(rebuilt);
+      expect((await view(rebuilt)).affected).toEqual({ mode: 'full', reason: 'the trigger asked for a full run (full: true)' });
+      await page.reload();
+      await expect(page.locator('[data-selection]').textContent()).resolves.toBe('Ran every test file: the trigger asked for a full run (full: true).');
+      await expect(page.getByRole('button', { name: 'Run all tests' }).isVisible()).resolves.toBe(false);
+    } finally {
+      await browser.close();
+    }
+  });
 });

@@ -44,6 +44,9 @@ function imageFacts(image: SessionView['image']) {
   return { reference, digest, short: digest.slice(0, digest.indexOf(':') + 1 + SHORT_DIGEST), full: `${reference}@${digest}` };
 }
 
+/** A file left out as not affected: skipped by no runner, it takes no place on the timeline. */
+const notRun = (t: { status: string; runner: string | null }) => t.status === 'skipped' && t.runner === null;
+
 /** Why a file ran, or that it did not (a build that selected); '' otherwise. */
 function whyRan(affected: SessionView['affected'], path: string, status: string): string {
   if (affected?.mode !== 'selected') return '';
@@ -87,7 +90,7 @@ export function liveView(
       ...view.tests.map((t) => ({
         path: t.path,
         status: t.status,
-        duration: formatDuration(t.duration_ms),
+        duration: notRun(t) ? '' : formatDuration(t.duration_ms),
         runner: t.runner ?? '',
         // Which batch ran it, how many runs it took, and whether it passed only on a retry.
         batch: t.batch === null ? '' : `#${t.batch}`,
@@ -134,7 +137,7 @@ export function liveView(
       now: Date.now(),
       hooks: view.hooks,
       batches: view.batches,
-      tests: view.tests,
+      tests: view.tests.filter((t) => !notRun(t)),
       open,
       workers: view.worker_setup,
     }),
