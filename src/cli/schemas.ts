@@ -55,6 +55,13 @@ export const Test = z.looseObject({
   flaky: z.boolean(),
 });
 
+/** What a profile with `affected:` ran and why (core/affected.ts AffectedSummary). */
+const Affected = z.discriminatedUnion('mode', [
+  z.looseObject({ mode: z.literal('map'), commit: z.string() }),
+  z.looseObject({ mode: z.literal('full'), reason: z.string() }),
+  z.looseObject({ mode: z.literal('selected'), map_commit: z.string(), ran: z.number(), total: z.number(), causes: z.array(z.string()), reasons: z.record(z.string(), z.string()) }),
+]);
+
 export const Session = z.looseObject({
   session: id,
   status: z.string(),
@@ -64,6 +71,7 @@ export const Session = z.looseObject({
   counts,
   url: z.string(),
   stopped_by: z.string().optional(),
+  affected: Affected.optional(),
   repository: z.looseObject({ name: z.string(), org_name: z.string() }),
   tests: z.array(Test),
 });

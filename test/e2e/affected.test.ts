@@ -5,6 +5,9 @@
  * the files their change reaches and skip the rest as not affected, and everything runs when the
  * map cannot judge (a manifest, an `always_full` glob, `[ci full]`, a full rebuild).
  */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { describeWithBrowser, openBrowser, signIn } from '../support/browser';
 import { git, pushCommit, revParse, type RepoFiles } from '../support/gitRepo';
 import { World, type Repo } from '../support/world';
@@ -144,6 +147,24 @@ it('pull requests never record a map; the default branch records one every map_e
   // A pull request now reads the newer map, from the commit its branch starts at.
   const v = await pullRequest({ 'lib/a.sh': { content: 'a() { echo A; }\n' } });
   expect(v.affected).toMatchObject({ mode: 'selected', map_commit: await revParse(repo.bare, 'master'), ran: 1, causes: ['lib/a.sh'] });
+});
+
+it('the command-line client shows what ran, and asks for every file on a trigger or a rebuild', async () => {
+  const cli = (args: string[]) =>
+    promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'cli', 'main.ts'), ...args], {
+      cwd: path.join(__dirname, '..', '..'),
+      env: { PATH: process.env.PATH, HOME: w.tmp, SLUICE_URL: w.sluice.url, SLUICE_TOKEN: w.sluice.config.adminToken },
+    });
+  const v = await pullRequest({ 'lib/util.js': { content: 'exports.one = () => 1; // again\n' } });
+  const shown = await cli(['show', String(v.session)]);
+  expect(shown.stdout).toMatch(/tests run: +Ran 1 of 4 test files, affected by lib\/util\.js; the rest/);
+  const rebuilt = JSON.parse((await cli(['rebuild', String(v.session), '--full', '--json'])).stdout) as { session: number };
+  await w.eventsOf(rebuilt.session);
+  expect((await view(rebuilt.session)).affected).toEqual({ mode: 'full', reason: 'the trigger asked for a full run (full: true)' });
+  const triggered = JSON.parse((await cli(['trigger', `${w.org.name}/${repo.name}`, '--full', '--json'])).stdout) as { guid: string; sessions: Array<{ session: number }> };
+  await w.eventsOf(triggered.sessions[0]!.session);
+  const { rows } = await w.sluice.pool.query<{ full: boolean }>("SELECT (trigger->'full')::boolean AS full FROM ci_events WHERE guid = $1", [triggered.guid]);
+  expect(rows).toEqual([{ full: true }]);
 });
 
 describeWithBrowser('affected.test.ts')('the build page, in a real browser', () => {

@@ -7,6 +7,7 @@
 import os from 'node:os';
 import type { Command } from 'commander';
 import { z } from 'zod';
+import { describeSelection } from '../../core/affected';
 import { SESSION_STATUSES } from '../../core/types';
 import { ApiClient, errorOf } from '../client';
 import { commandOnId, withCommonOptions, type Options } from '../common';
@@ -31,6 +32,7 @@ function showSession(s: z.infer<typeof Session>): string {
     ['branch', s.branch],
     ['commit', s.commit_id],
     ['tests', countsText(s.counts)],
+    ...(s.affected ? ([['tests run', describeSelection(s.affected)]] as [string, string][]) : []),
     ...(s.stopped_by ? ([['stopped by', s.stopped_by]] as [string, string][]) : []),
     ['report', s.url],
   ]);
@@ -50,6 +52,7 @@ interface TriggerOptions {
   env?: Record<string, string>;
   queue?: string;
   first?: boolean;
+  full?: boolean;
   watch?: boolean;
 }
 
@@ -65,6 +68,7 @@ async function trigger(client: ApiClient, repo: string, o: TriggerOptions) {
     env: o.env,
     queue: o.queue,
     queue_position: o.first ? 'head' : undefined,
+    full: o.full,
   };
   // The trigger URL's key is its credential: the admin token does not go with it.
   const keyed = new ApiClient(client.baseUrl, undefined);
@@ -101,6 +105,7 @@ export function registerBuildCommands(program: Command): void {
       .option('-e, --env <NAME=value>', 'an environment variable for the tests (repeatable)', envPair)
       .option('--queue <name>', 'the build queue whose runners take it')
       .option('--first', "put it at the head of the suite's queue")
+      .option('--full', 'run every test file, where the profile would run only those the change can affect')
       .option('-w, --watch', "follow it and exit with its result"),
   ).action(async (repo: string, opts: Options<TriggerOptions>) => {
     const client = connect(opts);
@@ -155,10 +160,11 @@ export function registerBuildCommands(program: Command): void {
 
   withCommonOptions(
     sessionCommand(program, 'rebuild', 'build a session’s trigger again, at the commit it built')
+      .option('--full', 'run every test file, where the build ran only those the change can affect')
       .option('-w, --watch', 'follow the new build and exit with its result'),
-  ).action(async (id: number, opts: Options<{ watch?: boolean }>) => {
+  ).action(async (id: number, opts: Options<{ watch?: boolean; full?: boolean }>) => {
     const client = connect(opts);
-    const { data, raw } = await client.call('POST', `/api/v1/sessions/${id}/rebuild`, Rebuilt);
+    const { data, raw } = await client.call('POST', `/api/v1/sessions/${id}/rebuild`, Rebuilt, opts.full ? { full: true } : undefined);
     if (opts.watch) {
       if (!opts.json) print(`rebuilding session ${id} as session ${data.session}\n`);
       process.exitCode = await watchSession(client, data.session, !!opts.json);
