@@ -227,3 +227,19 @@ describe('retry_failed', () => {
     expect(rows.every((r) => r.batch_id !== null)).toBe(true);
   });
 });
+
+it('a mapping run (issue 40) runs each file alone, even with {files}, and records what each read; a failing one stays unmapped', async () => {
+  const s = await session({ 'a.sh': 'cat test/fixture.txt > /dev/null', 'b.sh': 'true', 'c.sh': 'exit 1' });
+  await writeFile(join(s.workdir, 'test', 'fixture.txt'), 'data\n');
+  await mkdir(`${s.workdir}.home`, { recursive: true });
+  await db.pool.query('INSERT INTO dependency_maps (session_id, repo_id, profile_name, commit_id) SELECT id, (SELECT repo_id FROM suites WHERE id = suite_id), $2, $3 FROM sessions WHERE id = $1', [s.sessionId, 'default', 'd'.repeat(40)]);
+  const out = await runLane(deps(), job(s, { trace: true }));
+  expect(out.ran).toBe(3);
+  // One process a file, though the command takes many.
+  expect(await processes(s.runs)).toHaveLength(3);
+  const { rows } = await db.pool.query<{ path: string; reads: string[] }>('SELECT path, reads FROM dependency_map_files WHERE session_id = $1 ORDER BY path', [s.sessionId]);
+  expect(rows.map((r) => r.path)).toEqual(['test/a.sh', 'test/b.sh']);
+  expect(rows[0]!.reads).toEqual(expect.arrayContaining(['run.sh', 'test/a.sh', 'test/fixture.txt']));
+  expect(rows[1]!.reads).not.toContain('test/fixture.txt');
+  expect((await results(s.sessionId)).map((r) => [r.path, r.status])).toEqual([['test/a.sh', 'passed'], ['test/b.sh', 'passed'], ['test/c.sh', 'failed']]);
+});

@@ -11,6 +11,7 @@ import { selectAffected, selectedSummary, type AffectedSummary, type DependencyM
 import type { AffectedPlan } from '../../activities/types';
 import type { Scm } from '../../core/types';
 import { withTreeChanges } from '../checkout/changes';
+import type { MapCandidate } from '../../db/dependencyMaps';
 import type { BuildRecords } from '../records';
 
 export interface AffectedChoice {
@@ -34,12 +35,19 @@ export async function chooseAffected(
     return all(mapping ? { mode: 'map', commit: input.commitId } : { mode: 'full', reason: plan.fullBecause }, mapping);
   }
   const candidates = await records.mapCandidates(input.sessionId, input.profileName);
-  const found = await withTreeChanges(input.scm, input.workdir, input.signal, async (changes) => {
-    for (const c of candidates) {
-      if (await changes.isAncestor(c.commit)) return { candidate: c, changed: await changes.changedSince(c.commit) };
-    }
-    return null;
-  });
+  let found: { candidate: MapCandidate; changed: string[] } | null;
+  try {
+    found = await withTreeChanges(input.scm, input.workdir, input.signal, async (changes) => {
+      for (const c of candidates) {
+        if (await changes.isAncestor(c.commit)) return { candidate: c, changed: await changes.changedSince(c.commit) };
+      }
+      return null;
+    });
+  } catch (err) {
+    // Stopped: the build says so. Anything else only costs the selection: everything runs.
+    if (input.signal?.aborted) throw err;
+    return all({ mode: 'full', reason: `could not tell what changed since the map (${err instanceof Error ? err.message : String(err)})` });
+  }
   const stored = found ? await records.loadMap(input.sessionId, found.candidate.mapSession) : null;
   const map: DependencyMap | null = stored ? { commit: stored.commit, files: new Map(stored.files.map((f) => [f.path, f])) } : null;
   const selection = selectAffected({ testFiles: paths, changed: found?.changed ?? [], map, alwaysFull: plan.settings.always_full });
