@@ -50,7 +50,7 @@ export async function runProfile(
   const imageName = imageOf(profile, setup);
   const [{ total, skipped = 0, mapping = false }, image] = await Promise.all([
     listed !== null
-      ? ({ total: listed } satisfies QueueTestsResult as QueueTestsResult)
+      ? ({ total: listed } as QueueTestsResult)
       : runner(ctx).queueTests({ tree, suiteId: ctx.suiteId, profileName: profile.name, pattern: profile.test_pattern, ...(affected ? { affected } : {}) }),
     imageName !== null ? resolveBuildImage(ctx, imageName) : undefined,
   ]);

@@ -10,8 +10,7 @@
 import { constants } from 'node:fs';
 import { access, open, realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { Sandbox } from '../isolation/sandbox';
-import { SANDBOX_TREE } from '../isolation/sandbox';
+import { SANDBOX_TREE, type Sandbox } from '../isolation/sandbox';
 import type { BuildRecords } from '../records';
 import { parseFileTrace, STRACE } from './fileTrace';
 
@@ -45,7 +44,8 @@ export async function laneTracer(input: { records: BuildRecords; sessionId: numb
         if (text === null) return;
         const deps = parseFileTrace(text, root);
         if (!deps.reads.includes(file)) return;
-        await input.records.recordFileDeps(input.sessionId, file, deps);
+        // Not recorded (PostgreSQL away a moment): the file stays unmapped, and selecting builds run it.
+        await input.records.recordFileDeps(input.sessionId, file, deps).catch(() => undefined);
       } finally {
         await rm(traceFile, { force: true });
       }
