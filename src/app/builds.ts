@@ -17,6 +17,7 @@
  * not wired here or the session's workflow (or its suite, while it is queued) cannot be reached
  * for a while.
  */
+import { mapRunCost, type MapRunCost } from '../db/dependencyMaps';
 import type { AffectedSummary } from '../core/affected';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
@@ -568,7 +569,7 @@ async function buildSessionView(db: Db, config: Config, row: SessionWithRepo, te
   if (row.parent_id !== null) view.parent_session = row.parent_id;
   if (row.stopped_by !== null) view.stopped_by = row.stopped_by;
   if (row.image !== null) view.image = { reference: row.image, digest: row.image_digest };
-  if (row.affected !== null) view.affected = row.affected;
+  if (row.affected !== null) view.affected = row.affected.mode === 'map' ? { ...row.affected, ...withCost(await mapRunCost(db, id)) } : row.affected;
   if (row.changeset) view.changeset = row.changeset;
   const postBuild = await listPostBuildSteps(db, id);
   if (postBuild.length > 0) view.post_build_steps = postBuild;
@@ -576,6 +577,9 @@ async function buildSessionView(db: Db, config: Config, row: SessionWithRepo, te
   if (statuses.length > 0) view.commit_statuses = statuses;
   return view;
 }
+
+/** A mapping run's cost, when its files have run. */
+const withCost = (cost: MapRunCost | null) => (cost ? { cost } : {});
 
 /** The last `chars` characters of `text`, never starting with half a surrogate pair. */
 function tail(text: string, chars: number): string {

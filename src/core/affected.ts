@@ -130,7 +130,12 @@ const parentOf = (file: string) => (file.includes('/') ? file.slice(0, file.last
  * - `selected`: only `ran` of `total` files ran, each for its reason; the rest were not affected.
  */
 export type AffectedSummary =
-  | { mode: 'map'; commit: string }
+  | {
+      mode: 'map';
+      commit: string;
+      /** Shown, not stored: the test time of its files under strace, beside the same files' in the builds before. */
+      cost?: { files: number; traced_ms: number; usual_ms: number };
+    }
   | { mode: 'full'; reason: string }
   | {
       mode: 'selected';
@@ -167,8 +172,14 @@ export function selectedSummary(selection: Extract<Selection, { full: false }>):
  * as its page and report say it.
  */
 export function describeSelection(affected: AffectedSummary): string {
-  if (affected.mode === 'map') return `Ran every test file, each alone under strace, and recorded the dependency map at ${affected.commit.slice(0, 10)}.`;
+  if (affected.mode === 'map') {
+    const c = affected.cost;
+    const cost = c ? `; tracing cost ${seconds(c.traced_ms)} of test time for ${c.files} files, which took ${seconds(c.usual_ms)} in the builds before` : '';
+    return `Ran every test file, each alone under strace, and recorded the dependency map at ${affected.commit.slice(0, 10)}${cost}.`;
+  }
   if (affected.mode === 'full') return `Ran every test file: ${affected.reason}.`;
   const by = affected.causes.length > 0 ? `, affected by ${affected.causes.slice(0, 10).join(', ')}${affected.causes.length > 10 ? ` and ${affected.causes.length - 10} more` : ''}` : '';
   return `Ran ${affected.ran} of ${affected.total} test files${by}; the rest were not affected (dependency map of ${affected.map_commit.slice(0, 10)}).`;
 }
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;

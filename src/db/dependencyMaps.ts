@@ -113,3 +113,24 @@ export async function loadMap(db: Db, sessionId: number, mapSession: number): Pr
 export async function recordAffected(db: Db, sessionId: number, summary: AffectedSummary): Promise<void> {
   await db.query('UPDATE sessions SET affected = $2 WHERE id = $1', [sessionId, JSON.stringify(summary)]);
 }
+
+/**
+ * What a mapping run cost, for its page: the test time of its files under strace beside what the
+ * same files took in the builds before (the estimates it listed them with); null while none ran.
+ */
+export async function mapRunCost(db: Db, sessionId: number): Promise<MapRunCost | null> {
+  const { rows } = await db.query<MapRunCost>(
+    `SELECT count(*)::int AS files, coalesce(sum(tr.duration_ms), 0)::bigint::float8 AS traced_ms, coalesce(sum(q.estimate_ms), 0)::bigint::float8 AS usual_ms
+       FROM test_queue q JOIN test_results tr ON tr.session_id = q.session_id AND tr.path = q.path
+      WHERE q.session_id = $1 AND q.estimate_ms IS NOT NULL AND tr.status <> 'skipped'`,
+    [sessionId],
+  );
+  return rows[0]!.files > 0 ? rows[0]! : null;
+}
+
+export interface MapRunCost {
+  /** Files that ran and had an estimate from earlier builds. */
+  files: number;
+  traced_ms: number;
+  usual_ms: number;
+}

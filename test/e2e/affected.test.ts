@@ -141,7 +141,12 @@ it('pull requests never record a map; the default branch records one every map_e
   await pushCommit(repo.bare, { 'lib/c.txt': { content: 'c\n' } }, 'one');
   expect((await buildMaster()).affected).toEqual({ mode: 'full', reason: 'master is the default branch, which always runs in full' });
   await pushCommit(repo.bare, { 'lib/c.txt': { content: 'cc\n' } }, 'two');
-  expect((await buildMaster()).affected).toEqual({ mode: 'map', commit: await revParse(repo.bare, 'master') });
+  // Its cost is shown: the files' time under strace beside theirs in the builds before.
+  const mapped = await buildMaster();
+  expect(mapped.affected).toEqual({ mode: 'map', commit: await revParse(repo.bare, 'master'), cost: { files: 4, traced_ms: expect.any(Number), usual_ms: expect.any(Number) } });
+  const { cost } = mapped.affected as { cost: { traced_ms: number; usual_ms: number } };
+  expect(cost.traced_ms).toBeGreaterThan(0);
+  expect(cost.usual_ms).toBeGreaterThan(0);
   expect(new Set((await mapRows()).map((r) => r.session_id)).size).toBe(2);
 
   // A pull request now reads the newer map, from the commit its branch starts at.

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { loadMap, mapCandidates, MAPS_KEPT, recordFileDeps, startMap } from '../../src/db/dependencyMaps';
+import { loadMap, mapCandidates, mapRunCost, MAPS_KEPT, recordFileDeps, startMap } from '../../src/db/dependencyMaps';
 import { enqueueTests, queueCounts, recordedDurations } from '../../src/db/testQueue';
 import { withTreeChanges } from '../../src/steps/checkout/changes';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -94,6 +94,23 @@ describe('stored maps', () => {
     expect(rows.map((r) => [r.path, r.status])).toEqual([['test/b.js', 'skipped'], ['test/c.js', 'skipped']]);
     expect(rows[0]!.output).toMatch(/not affected/);
     expect(await recordedDurations(db.pool, s.suiteId, 'default', ['test/b.js'])).toEqual(new Map());
+  });
+});
+
+describe('a mapping run’s durations', () => {
+  it('are left out of the estimates later builds plan with, and shown beside them as its cost', async () => {
+    const s = await insertPostSession(db.pool, key);
+    const result = (session: number, ms: number) =>
+      db.pool.query("INSERT INTO test_results (session_id, path, status, duration_ms) VALUES ($1, 'test/a.js', 'passed', $2)", [session, ms]);
+    await result(s.sessionId, 100);
+    // The next build maps: its files run under strace, slower.
+    const mapping = await session(s);
+    expect(await startMap(db.pool, mapping, commit(1), 'default', 1)).toBe(true);
+    await enqueueTests(db.pool, mapping, [{ path: 'test/a.js', estimateMs: 100 }]);
+    await result(mapping, 400);
+    expect(await recordedDurations(db.pool, s.suiteId, 'default', ['test/a.js'])).toEqual(new Map([['test/a.js', 100]]));
+    expect(await mapRunCost(db.pool, mapping)).toEqual({ files: 1, traced_ms: 400, usual_ms: 100 });
+    expect(await mapRunCost(db.pool, s.sessionId)).toBeNull();
   });
 });
 

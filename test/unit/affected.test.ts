@@ -82,3 +82,9 @@ it('says what ran and why, in the words the build page and the report use', () =
   const many = { ...summary, causes: Array.from({ length: 12 }, (_, i) => `lib/m${i}.js`) };
   expect(describeSelection(many)).toMatch(/lib\/m9\.js and 2 more;/);
 });
+
+it('says what a mapping run cost', () => {
+  expect(describeSelection({ mode: 'map', commit: 'c'.repeat(40), cost: { files: 51, traced_ms: 86_400, usual_ms: 29_150 } })).toBe(
+    'Ran every test file, each alone under strace, and recorded the dependency map at cccccccccc; tracing cost 86.4 s of test time for 51 files, which took 29.1 s in the builds before.',
+  );
+});
