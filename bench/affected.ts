@@ -172,12 +172,16 @@ export async function affectedFigures(_cluster: Cluster, log: (line: string) => 
 
     // The newest commit: every file untraced (the durations), then traced (its map).
     const headFiles = await testFilesOf(tree);
+    let started = performance.now();
     const plain = await runAll(tree, headFiles, null);
+    const plainWallMs = performance.now() - started;
     const failingAtHead = [...plain].filter(([, r]) => !r.passed).map(([f]) => f);
     if (failingAtHead.length > 0) throw new Error(`node-semver fails at ${head.slice(0, 12)} before any change: ${failingAtHead.join(', ')}`);
     const durations = new Map([...plain].map(([f, r]) => [f, r.ms]));
     const fullMs = sum([...durations.values()]);
+    started = performance.now();
     const headMap = mapOf(head, await runAll(tree, headFiles, traces));
+    const mapWallMs = performance.now() - started;
     log(`affected: ${headFiles.length} test files, ${headMap.files.size} mapped at ${head.slice(0, 12)}; every file takes ${(fullMs / 1000).toFixed(1)} s one after another`);
 
     // Mutations at the newest commit.
@@ -241,6 +245,13 @@ export async function affectedFigures(_cluster: Cluster, log: (line: string) => 
     const commonFull = [...reasons].sort((a, b) => b[1] - a[1]).map(([why, n]) => `${n}: ${why}`).join('; ');
     const headTotal = headFiles.length;
     return [
+      {
+        name: `Mapping run: every file alone under strace, ${PARALLEL} at a time`,
+        value: mapWallMs / 1000,
+        unit: 's',
+        baseline: { name: 'the same files untraced', value: plainWallMs / 1000 },
+        note: `${headMap.files.size} of ${headFiles.length} files mapped; ${(mapWallMs / plainWallMs).toFixed(1)} ×`,
+      },
       {
         name: `Mutations: failing mutants that selection would have passed (${killed.length} of ${mutationRows.length} failed the full run)`,
         value: misses,
