@@ -1,6 +1,6 @@
 /**
  * Running only what a change can affect (issue 40), on a real project's history and on
- * mutations of its code: npm/node-semver (66 test files with tap, 46 small modules), a copy of
+ * mutations of its code: npm/node-semver (51 test files with tap, 48 small source files), a copy of
  * the repository SLUICE_BENCH_SEMVER names (by default the mirror the development machines fetch
  * to, /work/.mirror/npm+node-semver/repo). Its dependencies are installed once, at its newest
  * commit, and each test file runs as Sluice runs it: `node <file>` in a process of its own, two at
@@ -130,6 +130,8 @@ const OPERATORS: Array<[RegExp, string]> = [
   [/\breturn (?!;)/, 'return !'],
 ];
 
+const sourceFiles = async (tree: string) => (await git(tree, ['ls-files', '-z', 'index.js', ...SOURCE_DIRS])).split('\0').filter((f) => f.endsWith('.js'));
+
 interface Mutation {
   file: string;
   line: number;
@@ -139,7 +141,7 @@ interface Mutation {
 
 async function mutations(tree: string, count: number): Promise<Mutation[]> {
   const rand = random(40);
-  const sources = (await git(tree, ['ls-files', '-z', 'index.js', ...SOURCE_DIRS])).split('\0').filter((f) => f.endsWith('.js'));
+  const sources = await sourceFiles(tree);
   const out: Mutation[] = [];
   const seen = new Set<string>();
   for (let tries = 0; out.length < count && tries < count * 200; tries++) {
@@ -183,6 +185,13 @@ export async function affectedFigures(_cluster: Cluster, log: (line: string) => 
     const headMap = mapOf(head, await runAll(tree, headFiles, traces));
     const mapWallMs = performance.now() - started;
     log(`affected: ${headFiles.length} test files, ${headMap.files.size} mapped at ${head.slice(0, 12)}; every file takes ${(fullMs / 1000).toFixed(1)} s one after another`);
+
+    // A change to each source file alone: how many test files it would run (the map's fan-out).
+    const sources = await sourceFiles(tree);
+    const fanOut = sources.map((file) => {
+      const selection = selectAffected({ testFiles: headFiles, changed: [file], map: headMap });
+      return selection.full ? headFiles.length : selection.run.size;
+    });
 
     // Mutations at the newest commit.
     const muts = await mutations(tree, MUTATIONS);
@@ -265,6 +274,13 @@ export async function affectedFigures(_cluster: Cluster, log: (line: string) => 
         unit: '%',
         baseline: { name: `all ${headTotal} files`, value: 100 },
         target: { text: '≤ 25 %', met: median(mutationRows.map((r) => (100 * r.ran) / headTotal)) <= 25 },
+      },
+      {
+        name: `A change to one source file: test files it runs, median over the ${sources.length} files`,
+        value: median(fanOut.map((n) => (100 * n) / headTotal)),
+        unit: '%',
+        baseline: { name: `all ${headTotal} files`, value: 100 },
+        note: `from ${Math.min(...fanOut)} to ${Math.max(...fanOut)} files; mutations land more often in the long files, which more tests read`,
       },
       {
         name: 'Mutations: test time with selection, median (files’ own durations, one after another)',
