@@ -10,10 +10,8 @@
 import type { AffectedSummary, TestFileDeps } from '../core/affected';
 import type { Db } from './transaction';
 
-/** Maps kept per repository and profile: the newest; older ones go when a new one starts. */
+/** Maps kept per repository and profile: the newest; older ones go when a new one starts. A build looks among all of them. */
 export const MAPS_KEPT = 10;
-/** How many of the newest maps a build looks among for one of an ancestor of its commit. */
-export const MAP_CANDIDATES = 20;
 
 /**
  * Whether this build records a map, deciding it once (a retried activity gets the same answer):
@@ -79,7 +77,7 @@ export async function mapCandidates(db: Db, sessionId: number, profileName: stri
        FROM dependency_maps m JOIN suites su ON su.repo_id = m.repo_id JOIN sessions s ON s.suite_id = su.id
       WHERE s.id = $1 AND m.profile_name = $2 AND m.session_id <> $1
       ORDER BY m.session_id DESC LIMIT $3`,
-    [sessionId, profileName, MAP_CANDIDATES],
+    [sessionId, profileName, MAPS_KEPT],
   );
   return rows;
 }
