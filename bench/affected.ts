@@ -1,12 +1,14 @@
 /**
- * Running only what a change can affect (issue 40), on a real project's history and on
- * mutations of its code: npm/node-semver (51 test files with tap, 48 small source files), a copy of
- * the repository SLUICE_BENCH_SEMVER names (by default the mirror the development machines fetch
- * to, /work/.mirror/npm+node-semver/repo). Its dependencies are installed once, at its newest
- * commit, and each test file runs as Sluice runs it: `node <file>` in a process of its own, two at
- * a time (two cores); a mapping run traces each file with the runner's own strace command
- * (fileTrace.ts) and keeps what Sluice keeps (mapping.ts: passed files whose trace saw them).
- * Selection is Sluice's rule (core/affected.ts) on the files git says changed since the map.
+ * Running only what a change can affect (issue 40), on real projects' history and on mutations
+ * of their code (PROJECTS: npm/node-semver, small modules tested with tap; eslint-plugin-security,
+ * an ESLint plugin's rules tested with mocha), each a copy of the repository its variable names (by
+ * default the mirrors the development machines fetch to, under /work/.mirror);
+ * SLUICE_BENCH_AFFECTED_PROJECTS picks some (`semver,security`). A project's dependencies are
+ * installed once, at its newest commit, and each test file runs as Sluice runs it: its command
+ * with the file, in a process of its own, two at a time (two cores); a mapping run traces each
+ * file with the runner's own strace command (fileTrace.ts) and keeps what Sluice keeps
+ * (mapping.ts: passed files whose trace saw them). Selection is Sluice's rule (core/affected.ts)
+ * on what git says changed since the map (diff-tree --name-status, as steps/checkout/changes.ts).
  *
  * - Replay: the last SLUICE_BENCH_AFFECTED_COMMITS commits (200) of the default branch in order,
  *   a map recorded every MAP_EVERY commits as `affected: {map_every: 10}` would; each commit is
@@ -33,13 +35,51 @@ import type { Cluster } from '../test/support/cluster';
 import type { Row } from './table';
 
 const execFileAsync = promisify(execFile);
-const SOURCE = process.env.SLUICE_BENCH_SEMVER ?? '/work/.mirror/npm+node-semver/repo';
 const COMMITS = Number(process.env.SLUICE_BENCH_AFFECTED_COMMITS ?? 200);
 const MUTATIONS = Number(process.env.SLUICE_BENCH_MUTATIONS ?? 100);
 const MAP_EVERY = DEFAULT_MAP_EVERY;
 const PARALLEL = 2;
 const FILE_TIMEOUT_MS = 60_000;
-const SOURCE_DIRS = ['classes', 'functions', 'ranges', 'internal', 'bin'];
+
+/** A real project to measure: where its copy is, how its tests are found and run, what a mutation may change. */
+interface Project {
+  key: string;
+  name: string;
+  source: string;
+  /** How `fetch` brings it onto a development machine. */
+  fetch: string;
+  testFiles(tree: string): Promise<string[]>;
+  /** The command a lane runs for one file. */
+  command(file: string): string[];
+  /** Git pathspecs of the source files mutations change. */
+  sources: string[];
+  /** Installs its dependencies without changing a tracked file. */
+  install: string[];
+}
+
+const PROJECTS: Project[] = [
+  {
+    key: 'semver',
+    name: 'npm/node-semver',
+    source: process.env.SLUICE_BENCH_SEMVER ?? '/work/.mirror/npm+node-semver/repo',
+    fetch: 'github:npm/node-semver (or set SLUICE_BENCH_SEMVER)',
+    testFiles: async (tree) => (await discoverTests(tree, 'test/**/*.js')).filter((f) => !f.includes('/fixtures/')),
+    command: (file) => ['node', file],
+    sources: ['index.js', 'classes', 'functions', 'ranges', 'internal', 'bin'],
+    // It keeps no lock file: the one npm writes is put aside (git status must stay clean).
+    install: ['install', '--no-package-lock'],
+  },
+  {
+    key: 'security',
+    name: 'eslint-community/eslint-plugin-security',
+    source: process.env.SLUICE_BENCH_ESLINT_SECURITY ?? '/work/.mirror/eslint-community+eslint-plugin-security/repo',
+    fetch: 'github:eslint-community/eslint-plugin-security (or set SLUICE_BENCH_ESLINT_SECURITY)',
+    testFiles: (tree) => discoverTests(tree, 'test/**/*.js'),
+    command: (file) => ['node', 'node_modules/mocha/bin/mocha.js', file],
+    sources: ['index.js', 'rules', 'utils'],
+    install: ['ci'],
+  },
+];
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -54,8 +94,8 @@ interface FileRun {
 }
 
 /** One test file as Sluice runs it (a process of its own), optionally under strace. */
-function runFile(tree: string, file: string, trace: string | null): Promise<FileRun> {
-  const argv = trace ? tracedArgv(trace, ['node', file]) : ['node', file];
+function runFile(project: Project, tree: string, file: string, trace: string | null): Promise<FileRun> {
+  const argv = trace ? tracedArgv(trace, project.command(file)) : project.command(file);
   const started = performance.now();
   return new Promise((resolve) => {
     const child = spawn(argv[0]!, argv.slice(1), {
@@ -78,29 +118,31 @@ function runFile(tree: string, file: string, trace: string | null): Promise<File
 }
 
 /** Every file, PARALLEL at a time. */
-async function runAll(tree: string, files: readonly string[], traceDir: string | null): Promise<Map<string, FileRun>> {
+async function runAll(project: Project, tree: string, files: readonly string[], traceDir: string | null): Promise<Map<string, FileRun>> {
   const out = new Map<string, FileRun>();
   let next = 0;
   await Promise.all(
     Array.from({ length: PARALLEL }, async (_, lane) => {
       while (next < files.length) {
         const file = files[next++]!;
-        out.set(file, await runFile(tree, file, traceDir ? path.join(traceDir, `trace-${lane}.txt`) : null));
+        out.set(file, await runFile(project, tree, file, traceDir ? path.join(traceDir, `trace-${lane}.txt`) : null));
       }
     }),
   );
   return out;
 }
 
-const testFilesOf = async (tree: string) => (await discoverTests(tree, 'test/**/*.js')).filter((f) => !f.includes('/fixtures/'));
-
 function mapOf(commit: string, runs: Map<string, FileRun>): DependencyMap {
   return { commit, files: new Map([...runs].flatMap(([f, r]) => (r.deps ? [[f, r.deps] as const] : []))) };
 }
 
 const git = async (tree: string, args: string[]) => (await execFileAsync('git', args, { cwd: tree, maxBuffer: 64 * 1024 * 1024 })).stdout;
-const changedBetween = async (tree: string, from: string, to: string) =>
-  (await git(tree, ['diff-tree', '-r', '-z', '--name-only', '--no-renames', '--no-commit-id', from, to])).split('\0').filter(Boolean);
+/** What changed between two commits, and which of those files were added or removed (M: modified in place). */
+async function changedBetween(tree: string, from: string, to: string): Promise<{ changed: string[]; addedOrRemoved: string[] }> {
+  const fields = (await git(tree, ['diff-tree', '-r', '-z', '--name-status', '--no-renames', '--no-commit-id', from, to])).split('\0').slice(0, -1);
+  const entries = Array.from({ length: fields.length / 2 }, (_, i) => [fields[2 * i]!, fields[2 * i + 1]!] as const);
+  return { changed: entries.map(([, f]) => f), addedOrRemoved: entries.filter(([st]) => st !== 'M').map(([, f]) => f) };
+}
 
 /** A small seeded generator (mulberry32): the same mutations every run. */
 function random(seed: number): () => number {
@@ -130,7 +172,7 @@ const OPERATORS: Array<[RegExp, string]> = [
   [/\breturn (?!;)/, 'return !'],
 ];
 
-const sourceFiles = async (tree: string) => (await git(tree, ['ls-files', '-z', 'index.js', ...SOURCE_DIRS])).split('\0').filter((f) => f.endsWith('.js'));
+const sourceFiles = async (project: Project, tree: string) => (await git(tree, ['ls-files', '-z', ...project.sources])).split('\0').filter((f) => f.endsWith('.js'));
 
 interface Mutation {
   file: string;
@@ -139,9 +181,9 @@ interface Mutation {
   after: string;
 }
 
-async function mutations(tree: string, count: number): Promise<Mutation[]> {
+async function mutations(project: Project, tree: string, count: number): Promise<Mutation[]> {
   const rand = random(40);
-  const sources = await sourceFiles(tree);
+  const sources = await sourceFiles(project, tree);
   const out: Mutation[] = [];
   const seen = new Set<string>();
   for (let tries = 0; out.length < count && tries < count * 200; tries++) {
@@ -159,42 +201,54 @@ async function mutations(tree: string, count: number): Promise<Mutation[]> {
 }
 
 export async function affectedFigures(_cluster: Cluster, log: (line: string) => void): Promise<Row[]> {
-  if (!existsSync(SOURCE)) throw new Error(`no copy of npm/node-semver at ${SOURCE}: fetch it (github:npm/node-semver) or set SLUICE_BENCH_SEMVER`);
+  const asked = (process.env.SLUICE_BENCH_AFFECTED_PROJECTS ?? PROJECTS.map((p) => p.key).join(',')).split(',').map((k) => k.trim());
+  const unknown = asked.filter((k) => !PROJECTS.some((p) => p.key === k));
+  if (unknown.length > 0) throw new Error(`SLUICE_BENCH_AFFECTED_PROJECTS: no project ${unknown.join(', ')}; choose from ${PROJECTS.map((p) => p.key).join(', ')}`);
+  const projects = PROJECTS.filter((p) => asked.includes(p.key));
+  for (const p of projects) if (!existsSync(p.source)) throw new Error(`no copy of ${p.name} at ${p.source}: fetch ${p.fetch}`);
+  const rows: Row[] = [];
+  for (const project of projects) rows.push(...(await projectFigures(project, log)));
+  return rows;
+}
+
+async function projectFigures(project: Project, log: (line: string) => void): Promise<Row[]> {
   const work = await mkdtemp(path.join(os.tmpdir(), 'sluice-bench-affected-'));
-  const tree = path.join(work, 'semver');
+  const tree = path.join(work, project.key);
   const traces = path.join(work, 'traces');
+  const say = (line: string) => log(`affected, ${project.key}: ${line}`);
   try {
-    execFileSync('git', ['clone', '--quiet', '--no-hardlinks', SOURCE, tree]);
+    execFileSync('git', ['clone', '--quiet', '--no-hardlinks', project.source, tree]);
     execFileSync('mkdir', ['-p', traces]);
     const head = (await git(tree, ['rev-parse', 'HEAD'])).trim();
-    log('affected: installing node-semver’s dependencies (npm install)');
-    execFileSync('npm', ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: tree, stdio: 'ignore' });
-    // The installed tree must not count as a change: git ignores node_modules already; the lock npm wrote is put aside.
-    await rm(path.join(tree, 'package-lock.json'), { force: true });
+    say(`installing its dependencies (npm ${project.install.join(' ')})`);
+    execFileSync('npm', [...project.install, '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: tree, stdio: 'ignore' });
+    // The installed tree must not count as a change (git ignores node_modules).
+    const dirty = (await git(tree, ['status', '--porcelain'])).trim();
+    if (dirty !== '') throw new Error(`${project.name}: installing changed tracked files:\n${dirty}`);
 
     // The newest commit: every file untraced (the durations), then traced (its map).
-    const headFiles = await testFilesOf(tree);
+    const headFiles = await project.testFiles(tree);
     let started = performance.now();
-    const plain = await runAll(tree, headFiles, null);
+    const plain = await runAll(project, tree, headFiles, null);
     const plainWallMs = performance.now() - started;
     const failingAtHead = [...plain].filter(([, r]) => !r.passed).map(([f]) => f);
-    if (failingAtHead.length > 0) throw new Error(`node-semver fails at ${head.slice(0, 12)} before any change: ${failingAtHead.join(', ')}`);
+    if (failingAtHead.length > 0) throw new Error(`${project.name} fails at ${head.slice(0, 12)} before any change: ${failingAtHead.join(', ')}`);
     const durations = new Map([...plain].map(([f, r]) => [f, r.ms]));
     const fullMs = sum([...durations.values()]);
     started = performance.now();
-    const headMap = mapOf(head, await runAll(tree, headFiles, traces));
+    const headMap = mapOf(head, await runAll(project, tree, headFiles, traces));
     const mapWallMs = performance.now() - started;
-    log(`affected: ${headFiles.length} test files, ${headMap.files.size} mapped at ${head.slice(0, 12)}; every file takes ${(fullMs / 1000).toFixed(1)} s one after another`);
+    say(`${headFiles.length} test files, ${headMap.files.size} mapped at ${head.slice(0, 12)}; every file takes ${(fullMs / 1000).toFixed(1)} s one after another`);
 
     // A change to each source file alone: how many test files it would run (the map's fan-out).
-    const sources = await sourceFiles(tree);
+    const sources = await sourceFiles(project, tree);
     const fanOut = sources.map((file) => {
-      const selection = selectAffected({ testFiles: headFiles, changed: [file], map: headMap });
+      const selection = selectAffected({ testFiles: headFiles, changed: [file], addedOrRemoved: [], map: headMap });
       return selection.full ? headFiles.length : selection.run.size;
     });
 
     // Mutations at the newest commit.
-    const muts = await mutations(tree, MUTATIONS);
+    const muts = await mutations(project, tree, MUTATIONS);
     const mutationRows: Array<{ killed: boolean; missed: string[]; ran: number; selectedMs: number; allMs: number }> = [];
     for (const [i, m] of muts.entries()) {
       const file = path.join(tree, m.file);
@@ -203,9 +257,9 @@ export async function affectedFigures(_cluster: Cluster, log: (line: string) => 
       lines[m.line] = m.after;
       await writeFile(file, lines.join('\n'));
       try {
-        const runs = await runAll(tree, headFiles, null);
+        const runs = await runAll(project, tree, headFiles, null);
         const failing = [...runs].filter(([, r]) => !r.passed).map(([f]) => f);
-        const selection = selectAffected({ testFiles: headFiles, changed: [m.file], map: headMap });
+        const selection = selectAffected({ testFiles: headFiles, changed: [m.file], addedOrRemoved: [], map: headMap });
         const selected = selection.full ? new Set(headFiles) : new Set(selection.run.keys());
         const missed = failing.filter((f) => !selected.has(f));
         mutationRows.push({
@@ -215,8 +269,8 @@ export async function affectedFigures(_cluster: Cluster, log: (line: string) => 
           selectedMs: sum([...selected].map((f) => runs.get(f)!.ms)),
           allMs: sum([...runs.values()].map((r) => r.ms)),
         });
-        if (missed.length > 0) log(`affected: MISS ${m.file}:${m.line + 1} ${JSON.stringify(m.after.trim())}: ${missed.join(', ')} failed and were not selected`);
-        if ((i + 1) % 10 === 0) log(`affected: ${i + 1}/${muts.length} mutations`);
+        if (missed.length > 0) say(`MISS ${m.file}:${m.line + 1} ${JSON.stringify(m.after.trim())}: ${missed.join(', ')} failed and were not selected`);
+        if ((i + 1) % 10 === 0) say(`${i + 1}/${muts.length} mutations`);
       } finally {
         await writeFile(file, original);
       }
@@ -228,18 +282,18 @@ export async function affectedFigures(_cluster: Cluster, log: (line: string) => 
     let map: DependencyMap | null = null;
     for (const [i, commit] of commits.entries()) {
       await git(tree, ['checkout', '--quiet', '--force', commit]);
-      const files = await testFilesOf(tree);
+      const files = await project.testFiles(tree);
       if (i > 0) {
-        const changed = map ? await changedBetween(tree, map.commit, commit) : [];
-        const selection = selectAffected({ testFiles: files, changed, map });
+        const changes = map ? await changedBetween(tree, map.commit, commit) : { changed: [], addedOrRemoved: [] };
+        const selection = selectAffected({ testFiles: files, ...changes, map });
         const ran = selection.full ? files : [...selection.run.keys()];
         // Durations of the newest commit's run; a file it does not have counts as its median file.
         const middle = median([...durations.values()]);
         replay.push({ full: selection.full ? selection.reason : null, ran: ran.length, total: files.length, ms: sum(ran.map((f) => durations.get(f) ?? middle)) });
       }
       // The default branch records a map every MAP_EVERY builds, after that commit's build.
-      if (i % MAP_EVERY === 0) map = mapOf(commit, await runAll(tree, files, traces));
-      if ((i + 1) % 20 === 0) log(`affected: replayed ${i + 1}/${commits.length} commits`);
+      if (i % MAP_EVERY === 0) map = mapOf(commit, await runAll(project, tree, files, traces));
+      if ((i + 1) % 20 === 0) say(`replayed ${i + 1}/${commits.length} commits`);
     }
 
     const killed = mutationRows.filter((r) => r.killed);
@@ -248,12 +302,12 @@ export async function affectedFigures(_cluster: Cluster, log: (line: string) => 
     const judged = replay.filter((r) => r.full === null);
     const reasons = new Map<string, number>();
     for (const r of replay) if (r.full !== null) {
-      const why = r.full.replace(/^\S+ changed/, 'a file changed').replace(/^a file changed \(matches.*/, 'an always_full file changed');
+      const why = r.full.replace(/ changed \(.*\)$/, ' changed');
       reasons.set(why, (reasons.get(why) ?? 0) + 1);
     }
-    const commonFull = [...reasons].sort((a, b) => b[1] - a[1]).map(([why, n]) => `${n}: ${why}`).join('; ');
+    const commonFull = [...reasons].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([why, n]) => `${n}: ${why}`).join('; ') + (reasons.size > 3 ? '; …' : '');
     const headTotal = headFiles.length;
-    return [
+    const rows: Row[] = [
       {
         name: `Mapping run: every file alone under strace, ${PARALLEL} at a time`,
         value: mapWallMs / 1000,
@@ -280,7 +334,7 @@ export async function affectedFigures(_cluster: Cluster, log: (line: string) => 
         value: median(fanOut.map((n) => (100 * n) / headTotal)),
         unit: '%',
         baseline: { name: `all ${headTotal} files`, value: 100 },
-        note: `from ${Math.min(...fanOut)} to ${Math.max(...fanOut)} files; mutations land more often in the long files, which more tests read`,
+        note: `from ${Math.min(...fanOut)} to ${Math.max(...fanOut)} files`,
       },
       {
         name: 'Mutations: test time with selection, median (files’ own durations, one after another)',
@@ -309,6 +363,8 @@ export async function affectedFigures(_cluster: Cluster, log: (line: string) => 
         baseline: { name: 'every file', value: fullMs / 1000 },
       },
     ];
+    const short = project.name.slice(project.name.indexOf('/') + 1);
+    return rows.map((r) => ({ ...r, name: `${short}: ${r.name}` }));
   } finally {
     await rm(work, { recursive: true, force: true });
   }

@@ -32,7 +32,7 @@ const PARTS = {
   cases: { title: 'Test cases: every run’s reports kept (issue 37)', figures: caseFigures },
   checkout: { title: 'Checkouts: a runner’s mirror of each repository (issue 39)', figures: checkoutFigures },
   history: { title: 'History at scale: a year of a busy installation beside a new one (issue 39)', figures: historyFigures },
-  affected: { title: 'Affected tests: node-semver’s history and mutations of its code (issue 40)', figures: affectedFigures },
+  affected: { title: 'Affected tests: real projects’ history and mutations of their code (issue 40)', figures: affectedFigures },
 } as const;
 
 // Parts wait minutes between two calls of the API (a suite running alone): an idle connection

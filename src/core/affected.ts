@@ -1,7 +1,7 @@
 /**
  * Which test files a change can affect (issue 40): the rule, with no I/O. A map says, for each
  * test file, which repository files its run read (`reads`), which directories it listed
- * (`lists`: a file added there may change what it finds) and which paths it looked for and did
+ * (`lists`: a file added or removed there changes what it finds) and which paths it looked for and did
  * not find (`probes`: a file made there would be found, as a module resolver tries names). A test
  * file runs when it changed or is new, when it has no map yet, or when a changed file is one of
  * those; the rest are skipped as not affected.
@@ -74,12 +74,15 @@ export function needsFullRun(file: string, alwaysFull: readonly string[]): strin
 }
 
 /**
- * The test files of `testFiles` that `changed` (files changed since the merge base with the
- * default branch, added, modified or deleted) can affect, by `map`.
+ * The test files of `testFiles` that `changed` (files changed since the map's commit, added,
+ * modified or deleted) can affect, by `map`. `addedOrRemoved` is the part of `changed` that adds or
+ * removes a name in its directory (added, deleted, or another kind of file now): only those change
+ * a directory's listing. Without it, every changed file counts as one.
  */
 export function selectAffected(input: {
   testFiles: readonly string[];
   changed: readonly string[];
+  addedOrRemoved?: readonly string[];
   map: DependencyMap | null;
   alwaysFull?: readonly string[];
 }): Selection {
@@ -89,6 +92,7 @@ export function selectAffected(input: {
     if (reason !== null) return { full: true, reason };
   }
   const changed = new Set(input.changed);
+  const addedOrRemoved = new Set(input.addedOrRemoved ?? input.changed);
   const run = new Map<string, RunReason>();
   const skipped: string[] = [];
   const causes = new Set<string>();
@@ -102,7 +106,7 @@ export function selectAffected(input: {
       run.set(test, { kind: 'unmapped' });
       continue;
     }
-    const on = dependsOn(deps, input.changed);
+    const on = dependsOn(deps, input.changed, addedOrRemoved);
     if (on.length > 0) {
       run.set(test, { kind: 'depends', on });
       for (const f of on) causes.add(f);
@@ -113,12 +117,15 @@ export function selectAffected(input: {
   return { full: false, mapCommit: input.map.commit, run, skipped, causes: [...causes].sort() };
 }
 
-/** The changed files a test file's run met: read, probed for, or in a directory it listed (an added or removed one changes what it found there). */
-function dependsOn(deps: TestFileDeps, changed: readonly string[]): string[] {
+/**
+ * The changed files a test file's run met: read, probed for, or added to or removed from a
+ * directory it listed (a file only modified there leaves the listing as it was).
+ */
+function dependsOn(deps: TestFileDeps, changed: readonly string[], addedOrRemoved: ReadonlySet<string>): string[] {
   const reads = new Set(deps.reads);
   const probes = new Set(deps.probes);
   const lists = new Set(deps.lists);
-  return changed.filter((f) => reads.has(f) || probes.has(f) || lists.has(parentOf(f)));
+  return changed.filter((f) => reads.has(f) || probes.has(f) || (addedOrRemoved.has(f) && lists.has(parentOf(f))));
 }
 
 const parentOf = (file: string) => (file.includes('/') ? file.slice(0, file.lastIndexOf('/')) : '.');

@@ -37,7 +37,7 @@ const PROJECT: RepoFiles = {
   'lib/unused.js': { content: 'exports.never = true;\n' },
   'tests/a_test.sh': { content: '. lib/a.sh\na\n' },
   'tests/b_test.sh': { content: '. lib/b.sh\nb\ngrep -q ok tests/fixtures/b.txt\n' },
-  'tests/c_test.sh': { content: 'echo alone\n' },
+  'tests/c_test.sh': { content: 'ls tests/fixtures >/dev/null\necho alone\n' },
   'tests/app_test.sh': { content: "node -e \"if (require('./lib/app')() !== 2) process.exit(1)\"\n" },
   'tests/fixtures/b.txt': { content: 'ok\n' },
   'package.json': { content: '{"name": "fixture", "private": true}\n' },
@@ -110,7 +110,10 @@ it('a change that breaks what a test reads fails the build; a fixture and a new 
   const fixture = await pullRequest({ 'tests/fixtures/b.txt': { content: 'not good\n' }, 'tests/d_test.sh': { content: 'echo new\n' } });
   expect(fixture.status).toBe('failed');
   expect(fixture.affected).toMatchObject({ mode: 'selected', ran: 2, total: 5, reasons: { 'tests/b_test.sh': 'depends on tests/fixtures/b.txt', 'tests/d_test.sh': 'changed' } });
-  expect(statuses(fixture)).toMatchObject({ 'tests/b_test.sh': 'failed', 'tests/d_test.sh': 'passed', 'tests/a_test.sh': 'skipped' });
+  // c_test lists tests/fixtures: a file modified there leaves its listing as it was, a file added changes it.
+  expect(statuses(fixture)).toMatchObject({ 'tests/b_test.sh': 'failed', 'tests/d_test.sh': 'passed', 'tests/a_test.sh': 'skipped', 'tests/c_test.sh': 'skipped' });
+  const added = await pullRequest({ 'tests/fixtures/c.txt': { content: 'new\n' } });
+  expect(added.affected).toMatchObject({ mode: 'selected', ran: 1, reasons: { 'tests/c_test.sh': 'depends on tests/fixtures/c.txt' } });
 });
 
 it('everything runs when the map cannot judge: a manifest, an always_full glob, [ci full], a full rebuild', async () => {

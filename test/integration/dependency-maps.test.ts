@@ -115,7 +115,7 @@ describe('a mapping run’s durations', () => {
 });
 
 describe('what changed in a tree since a map', () => {
-  it('git: whether the map’s commit is an ancestor, and every path changed since it, both sides of a rename', async () => {
+  it('git: whether the map’s commit is an ancestor, and every path changed since it, both sides of a rename, those added or removed apart', async () => {
     const bare = path.join(tmp, 'g.git');
     const base = await createBareRepo(bare, { 'lib/a.js': { content: 'a\n' }, 'lib/b.js': { content: 'b\n' }, 'test/a.js': { content: 't\n' } }, 'base');
     await pushCommit(bare, { 'lib/a.js': { content: 'a2\n' } }, 'one');
@@ -129,14 +129,17 @@ describe('what changed in a tree since a map', () => {
       expect(await changes.isAncestor(side)).toBe(false);
       expect(await changes.isAncestor('f'.repeat(40))).toBe(false);
       expect(await changes.isAncestor('--all')).toBe(false);
-      expect(await changes.changedSince(base)).toEqual(['lib/a.js', 'lib/b.js', 'lib/c.js', 'test/new.js']);
+      expect(await changes.changedSince(base)).toEqual({
+        changed: ['lib/a.js', 'lib/b.js', 'lib/c.js', 'test/new.js'],
+        addedOrRemoved: ['lib/b.js', 'lib/c.js', 'test/new.js'],
+      });
     });
   });
 
   it('hg: the same, with the tree’s own hgrc never read (tests may have planted hooks there)', async () => {
     const repo = path.join(tmp, 'h');
     const base = await createHgRepo(repo, { 'lib/a.py': { content: 'a\n' }, 'tests/test_a.py': { content: 't\n' } }, 'base');
-    await hgCommit(repo, { 'lib/a.py': { content: 'a2\n' }, 'lib/b.py': { content: 'b\n' } }, 'one');
+    await hgCommit(repo, { 'lib/a.py': { content: 'a2\n' }, 'lib/b.py': { content: 'b\n' }, 'tests/test_a.py': null }, 'one');
     const other = await hgCommit(repo, { 'x.py': { content: 'x\n' } }, 'other branch', { branch: 'other' });
     await hg(repo, ['update', '--clean', '--quiet', 'default']);
     const planted = path.join(tmp, 'planted');
@@ -144,7 +147,7 @@ describe('what changed in a tree since a map', () => {
     await withTreeChanges('hg', repo, undefined, async (changes) => {
       expect(await changes.isAncestor(base)).toBe(true);
       expect(await changes.isAncestor(other)).toBe(false);
-      expect(await changes.changedSince(base)).toEqual(['lib/a.py', 'lib/b.py']);
+      expect(await changes.changedSince(base)).toEqual({ changed: ['lib/a.py', 'lib/b.py', 'tests/test_a.py'], addedOrRemoved: ['lib/b.py', 'tests/test_a.py'] });
     });
     await expect(stat(planted)).rejects.toThrow(/ENOENT/);
   });

@@ -40,6 +40,20 @@ it('counts a file made where a test looked for one, or in a directory it listed,
   expect(s.causes).toEqual(['lib/plugins/extra.js', 'test/fixtures/b.txt']);
 });
 
+it('a file only modified in a listed directory leaves the listing as it was: the test that listed it is not affected', () => {
+  const modified = selectAffected({ testFiles, changed: ['test/fixtures/b.txt'], addedOrRemoved: [], map });
+  expect(modified.full === false && [...modified.run.keys()]).toEqual(['test/new.test.js']);
+  const removed = selectAffected({ testFiles, changed: ['test/fixtures/b.txt', 'lib/request.js'], addedOrRemoved: ['test/fixtures/b.txt'], map });
+  expect(removed.full === false && Object.fromEntries(removed.run)).toEqual({
+    'test/request.test.js': { kind: 'depends', on: ['lib/request.js'] },
+    'test/static.test.js': { kind: 'depends', on: ['test/fixtures/b.txt'] },
+    'test/new.test.js': { kind: 'unmapped' },
+  });
+  // Read as well as listed: a modification meets it.
+  const read = selectAffected({ testFiles, changed: ['test/fixtures/a.txt'], addedOrRemoved: [], map });
+  expect(read.full === false && [...read.run.keys()]).toEqual(['test/static.test.js', 'test/new.test.js']);
+});
+
 it('a file two tests read runs both; a change nothing read runs only what has no map', () => {
   const both = selectAffected({ testFiles, changed: ['lib/utils.js'], map });
   expect(both.full === false && [...both.run.keys()]).toEqual(['test/router.test.js', 'test/request.test.js', 'test/new.test.js']);

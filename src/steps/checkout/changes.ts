@@ -2,7 +2,7 @@
  * What changed in a checked-out tree since an earlier commit, for selecting the test files a
  * change can affect (issue 40): whether that commit is an ancestor of the tree's (a map recorded
  * there can judge the change), and the files that differ between the two, added, modified or
- * deleted (both sides of a rename). Local only: no network, no key; git and hg run as for a pull
+ * deleted (both sides of a rename), and which of them add or remove a name in their directory. Local only: no network, no key; git and hg run as for a pull
  * (hooks, fsmonitor and the tree's own hg configuration off: tests may have written them).
  */
 import { rm } from 'node:fs/promises';
@@ -17,12 +17,31 @@ const CHANGES_TIMEOUT_MS = 60_000;
 /** The tree may belong to the build user by now; git reads nothing from it but objects here. */
 const OWNER_ANY = ['-c', 'safe.directory=*'];
 
+export interface ChangedFiles {
+  /** Every file that differs, sorted. */
+  changed: string[];
+  /** Those added or removed (or, in git, of another kind now: a link for a file): what changes a directory's listing. */
+  addedOrRemoved: string[];
+}
+
 export interface TreeChanges {
   /** Whether `base` is the tree's commit or one of its ancestors (false too when the tree does not have it). */
   isAncestor(base: string): Promise<boolean>;
-  /** The files that differ between `base` and the tree's commit, sorted. */
-  changedSince(base: string): Promise<string[]>;
+  /** The files that differ between `base` and the tree's commit. */
+  changedSince(base: string): Promise<ChangedFiles>;
 }
+
+/**
+ * `status\0path\0…` (git diff-tree -z --name-status) or `status path\0…` (hg status --print0):
+ * statuses are one letter, M for a file modified in place.
+ */
+function byStatus(entries: Array<[status: string, file: string]>): ChangedFiles {
+  const sorted = entries.sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+  return { changed: sorted.map(([, f]) => f), addedOrRemoved: sorted.filter(([st]) => st !== 'M').map(([, f]) => f) };
+}
+
+const pairs = (fields: string[]): Array<[string, string]> =>
+  Array.from({ length: Math.floor(fields.length / 2) }, (_, i) => [fields[2 * i]!, fields[2 * i + 1]!]);
 
 /** Runs `fn` with the changes of the tree at `workdir`, scratch space made and removed around it. */
 export async function withTreeChanges<T>(scm: Scm, workdir: string, signal: AbortSignal | undefined, fn: (changes: TreeChanges) => Promise<T>): Promise<T> {
@@ -40,9 +59,9 @@ export async function withTreeChanges<T>(scm: Scm, workdir: string, signal: Abor
         isAncestor: async (base) => COMMIT_ID.test(base) && (await runGit(ctx, [...OWNER_ANY, 'merge-base', '--is-ancestor', base, 'HEAD'])).ok,
         changedSince: async (base) => {
           if (!COMMIT_ID.test(base)) throw new Error(`not a commit id: ${base}`);
-          const out = await runGit(ctx, [...OWNER_ANY, 'diff-tree', '-r', '-z', '--name-only', '--no-renames', '--no-commit-id', base, 'HEAD']);
+          const out = await runGit(ctx, [...OWNER_ANY, 'diff-tree', '-r', '-z', '--name-status', '--no-renames', '--no-commit-id', base, 'HEAD']);
           if (!out.ok) throw new Error(`git diff-tree ${base.slice(0, 12)} HEAD: ${out.stderr.trim() || 'failed'}`);
-          return out.stdout.split('\0').filter((f) => f !== '').sort();
+          return byStatus(pairs(out.stdout.split('\0').slice(0, -1)));
         },
       });
     }
@@ -57,9 +76,9 @@ export async function withTreeChanges<T>(scm: Scm, workdir: string, signal: Abor
       },
       changedSince: async (base) => {
         if (!COMMIT_ID.test(base)) throw new Error(`not a changeset id: ${base}`);
-        const out = await runHg(ctx, ['status', '--rev', base, '--rev', '.', '--modified', '--added', '--removed', '--no-status', '--print0']);
+        const out = await runHg(ctx, ['status', '--rev', base, '--rev', '.', '--modified', '--added', '--removed', '--print0']);
         if (!out.ok) throw new Error(`hg status --rev ${base.slice(0, 12)}: ${out.stderr.trim() || 'failed'}`);
-        return out.stdout.split('\0').filter((f) => f !== '').sort();
+        return byStatus(out.stdout.split('\0').filter((e) => e !== '').map((e) => [e.slice(0, 1), e.slice(2)]));
       },
     });
   } finally {

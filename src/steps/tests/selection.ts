@@ -10,7 +10,7 @@
 import { selectAffected, selectedSummary, type AffectedSummary, type DependencyMap } from '../../core/affected';
 import type { AffectedPlan } from '../../activities/types';
 import type { Scm } from '../../core/types';
-import { withTreeChanges } from '../checkout/changes';
+import { withTreeChanges, type ChangedFiles } from '../checkout/changes';
 import type { MapCandidate } from '../../db/dependencyMaps';
 import type { BuildRecords } from '../records';
 
@@ -35,11 +35,11 @@ export async function chooseAffected(
     return all(mapping ? { mode: 'map', commit: input.commitId } : { mode: 'full', reason: plan.fullBecause }, mapping);
   }
   const candidates = await records.mapCandidates(input.sessionId, input.profileName);
-  let found: { candidate: MapCandidate; changed: string[] } | null;
+  let found: { candidate: MapCandidate; changes: ChangedFiles } | null;
   try {
     found = await withTreeChanges(input.scm, input.workdir, input.signal, async (changes) => {
       for (const c of candidates) {
-        if (await changes.isAncestor(c.commit)) return { candidate: c, changed: await changes.changedSince(c.commit) };
+        if (await changes.isAncestor(c.commit)) return { candidate: c, changes: await changes.changedSince(c.commit) };
       }
       return null;
     });
@@ -50,7 +50,13 @@ export async function chooseAffected(
   }
   const stored = found ? await records.loadMap(input.sessionId, found.candidate.mapSession) : null;
   const map: DependencyMap | null = stored ? { commit: stored.commit, files: new Map(stored.files.map((f) => [f.path, f])) } : null;
-  const selection = selectAffected({ testFiles: paths, changed: found?.changed ?? [], map, alwaysFull: plan.settings.always_full });
+  const selection = selectAffected({
+    testFiles: paths,
+    changed: found?.changes.changed ?? [],
+    addedOrRemoved: found?.changes.addedOrRemoved ?? [],
+    map,
+    alwaysFull: plan.settings.always_full,
+  });
   if (selection.full) return all({ mode: 'full', reason: selection.reason });
   return { run: [...selection.run.keys()], skipped: selection.skipped, mapping: false, summary: selectedSummary(selection) };
 }
