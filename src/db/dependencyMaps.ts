@@ -18,9 +18,11 @@ export const MAPS_KEPT = 10;
  * yes when it is a build of its repository's default branch and the profile has no map yet, or
  * `mapEvery` pushed builds of its suite and profile have passed since the last one (this one
  * included; pull requests into the branch build in its suite too, and do not count: core/selection
- * triggerKind).
+ * triggerKind), or `staleMap`: the newest map cannot judge a change from this commit (a manifest
+ * or a lock file changed since it, or it is no ancestor), so until a new one every build would
+ * run in full.
  */
-export async function startMap(db: Db, sessionId: number, commitId: string, profileName: string, mapEvery: number): Promise<boolean> {
+export async function startMap(db: Db, sessionId: number, commitId: string, profileName: string, mapEvery: number, staleMap = false): Promise<boolean> {
   const { rows } = await db.query<{ mapping: boolean }>(
     `WITH s AS (
        SELECT s.id, s.suite_id, su.repo_id FROM sessions s JOIN suites su ON su.id = s.suite_id JOIN repos r ON r.id = su.repo_id
@@ -29,7 +31,7 @@ export async function startMap(db: Db, sessionId: number, commitId: string, prof
        SELECT max(m.session_id) AS id FROM dependency_maps m, s WHERE m.repo_id = s.repo_id AND m.profile_name = $3 AND m.session_id < s.id
      ), due AS (
        SELECT s.* FROM s, last
-        WHERE last.id IS NULL
+        WHERE last.id IS NULL OR $5::boolean
            OR (SELECT count(*) FROM sessions b JOIN ci_events e ON e.id = b.ci_event_id
                 WHERE b.suite_id = s.suite_id AND b.profile_name = $3 AND b.id > last.id AND b.id <= s.id
                   AND coalesce(e.trigger->>'kind', CASE WHEN e.trigger ? 'changeset' THEN 'pull-request' ELSE 'push' END) IN ('push', 'branch-create')) >= $4
@@ -39,7 +41,7 @@ export async function startMap(db: Db, sessionId: number, commitId: string, prof
        ON CONFLICT (session_id) DO NOTHING RETURNING session_id
      )
      SELECT EXISTS (SELECT 1 FROM made) OR EXISTS (SELECT 1 FROM dependency_maps WHERE session_id = $1) AS mapping`,
-    [sessionId, commitId, profileName, mapEvery],
+    [sessionId, commitId, profileName, mapEvery, staleMap === true],
   );
   const mapping = rows[0]!.mapping;
   if (mapping) {

@@ -138,7 +138,7 @@ it('everything runs when the map cannot judge: a manifest, an always_full glob, 
   expect(full.counts).toMatchObject({ passed: 4, skipped: 0 });
 });
 
-it('pull requests never record a map; the default branch records one every map_every builds', async () => {
+it('pull requests never record a map; the default branch records one every map_every builds, and at once after a manifest changed', async () => {
   // Every build so far but the first was a pull request (a fork's, as far as Sluice knows).
   expect(new Set((await mapRows()).map((r) => r.session_id)).size).toBe(1);
   await pushCommit(repo.bare, { 'lib/c.txt': { content: 'c\n' } }, 'one');
@@ -155,6 +155,14 @@ it('pull requests never record a map; the default branch records one every map_e
   // A pull request now reads the newer map, from the commit its branch starts at.
   const v = await pullRequest({ 'lib/a.sh': { content: 'a() { echo A; }\n' } });
   expect(v.affected).toMatchObject({ mode: 'selected', map_commit: await revParse(repo.bare, 'master'), ran: 1, causes: ['lib/a.sh'] });
+
+  // A push changing a manifest maps again at once, one build after the last map: with the old
+  // map, every pull request would run in full until the cadence came round.
+  await pushCommit(repo.bare, { 'package.json': { content: '{"name": "fixture", "private": true, "version": "1.1.0"}\n' } }, 'bump');
+  const bumped = await revParse(repo.bare, 'master');
+  expect((await buildMaster()).affected).toMatchObject({ mode: 'map', commit: bumped });
+  const after = await pullRequest({ 'lib/b.sh': { content: 'b() { echo B; }\n' } });
+  expect(after.affected).toMatchObject({ mode: 'selected', map_commit: bumped, ran: 1, causes: ['lib/b.sh'] });
 });
 
 it('the command-line client shows what ran, and asks for every file on a trigger or a rebuild', async () => {

@@ -51,6 +51,11 @@ describe('stored maps', () => {
       answers.push(await startMap(db.pool, await session(s), commit(10 + i), 'default', 3));
     }
     expect(answers).toEqual([false, false, true, false, false, true]);
+    // A map the runner found stale (a manifest changed since it) is made at once; a runner's
+    // answer that is not a plain true is not taken for one.
+    expect(await startMap(db.pool, await session(s), commit(30), 'default', 3, 'yes' as unknown as boolean)).toBe(false);
+    expect(await startMap(db.pool, await session(s), commit(31), 'default', 3, true)).toBe(true);
+    expect(await startMap(db.pool, await session(s), commit(32), 'default', 3)).toBe(false);
     // Another profile has its own maps.
     expect(await startMap(db.pool, await session(s), commit(99), 'unit', 3)).toBe(true);
   });

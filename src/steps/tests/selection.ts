@@ -6,8 +6,10 @@
  *
  * The changes are taken from the map's commit, not only from the merge base: whatever the
  * default branch changed after the map was recorded can have changed what its tests read too.
+ * So a default-branch build maps again when what changed since the map would send every pull
+ * request to a full run (mapIsStale).
  */
-import { selectAffected, selectedSummary, type AffectedSummary, type DependencyMap } from '../../core/affected';
+import { needsFullRun, selectAffected, selectedSummary, type AffectedSummary, type DependencyMap } from '../../core/affected';
 import type { AffectedPlan } from '../../activities/types';
 import type { Scm } from '../../core/types';
 import { withTreeChanges, type ChangedFiles } from '../checkout/changes';
@@ -24,25 +26,18 @@ export interface AffectedChoice {
   summary: AffectedSummary;
 }
 
-export async function chooseAffected(
-  records: BuildRecords,
-  input: { sessionId: number; profileName: string; commitId: string; workdir: string; scm: Scm; paths: string[]; plan: AffectedPlan; signal?: AbortSignal },
-): Promise<AffectedChoice> {
+type Input = { sessionId: number; profileName: string; commitId: string; workdir: string; scm: Scm; paths: string[]; plan: AffectedPlan; signal?: AbortSignal };
+
+export async function chooseAffected(records: BuildRecords, input: Input): Promise<AffectedChoice> {
   const { plan, paths } = input;
   const all = (summary: AffectedSummary, mapping = false): AffectedChoice => ({ run: paths, skipped: [], mapping, summary });
   if (plan.fullBecause !== null) {
-    const mapping = plan.mayMap && (await records.startMap(input.sessionId, input.commitId, input.profileName, plan.settings.map_every));
+    const mapping = plan.mayMap && (await records.startMap(input.sessionId, input.commitId, input.profileName, plan.settings.map_every, await mapIsStale(records, input)));
     return all(mapping ? { mode: 'map', commit: input.commitId } : { mode: 'full', reason: plan.fullBecause }, mapping);
   }
-  const candidates = await records.mapCandidates(input.sessionId, input.profileName);
-  let found: { candidate: MapCandidate; changes: ChangedFiles } | null;
+  let found: AncestorMap | null;
   try {
-    found = await withTreeChanges(input.scm, input.workdir, input.signal, async (changes) => {
-      for (const c of candidates) {
-        if (await changes.isAncestor(c.commit)) return { candidate: c, changes: await changes.changedSince(c.commit) };
-      }
-      return null;
-    });
+    found = await newestAncestorMap(records, input);
   } catch (err) {
     // Stopped: the build says so. Anything else only costs the selection: everything runs.
     if (input.signal?.aborted) throw err;
@@ -59,4 +54,35 @@ export async function chooseAffected(
   });
   if (selection.full) return all({ mode: 'full', reason: selection.reason });
   return { run: [...selection.run.keys()], skipped: selection.skipped, mapping: false, summary: selectedSummary(selection) };
+}
+
+type AncestorMap = { candidate: MapCandidate; changes: ChangedFiles };
+
+/** The newest map recorded at an ancestor of the tree's commit (or at it), and what changed since. */
+async function newestAncestorMap(records: BuildRecords, input: Input): Promise<AncestorMap | null> {
+  const candidates = await records.mapCandidates(input.sessionId, input.profileName);
+  if (candidates.length === 0) return null;
+  return withTreeChanges(input.scm, input.workdir, input.signal, async (changes) => {
+    for (const c of candidates) {
+      if (await changes.isAncestor(c.commit)) return { candidate: c, changes: await changes.changedSince(c.commit) };
+    }
+    return null;
+  });
+}
+
+/**
+ * Whether the newest map could not judge a pull request onto this default-branch commit: none is
+ * of an ancestor, or a file that sends every build to a full run (a manifest, a lock file,
+ * sluice.yml, an always_full glob) changed since it. Such a push maps whatever map_every says:
+ * after a dependency update, pull requests select again from its next build on, not ten later.
+ */
+async function mapIsStale(records: BuildRecords, input: Input): Promise<boolean> {
+  try {
+    const found = await newestAncestorMap(records, input);
+    return found === null || found.changes.changed.some((f) => needsFullRun(f, input.plan.settings.always_full) !== null);
+  } catch (err) {
+    // Not knowing only costs the extra map: the cadence decides.
+    if (input.signal?.aborted) throw err;
+    return false;
+  }
 }
