@@ -283,7 +283,7 @@ async function projectFigures(project: Project, log: (line: string) => void): Pr
     // sends every pull request to a full run (a manifest, a lock file). A map is traced only
     // when a later commit is judged by it: one whose own change runs everything never looks.
     const commits = (await git(tree, ['rev-list', '--first-parent', '-n', String(COMMITS), head])).trim().split('\n').reverse();
-    const replay: Array<{ full: string | null; ran: number; total: number; ms: number }> = [];
+    const replay: Array<{ full: string | null; ran: number; total: number; ms: number; ownRan?: number }> = [];
     const traced = new Map<number, DependencyMap>();
     const mapAt = async (k: number, back: string): Promise<DependencyMap> => {
       const known = traced.get(k);
@@ -308,7 +308,16 @@ async function projectFigures(project: Project, log: (line: string) => void): Pr
       const ran = selection.full ? files : [...selection.run.keys()];
       // Durations of the newest commit's run; a file it does not have counts as its median file.
       const middle = median([...durations.values()]);
-      replay.push({ full: selection.full ? selection.reason : null, ran: ran.length, total: files.length, ms: sum(ran.map((f) => durations.get(f) ?? middle)) });
+      // Beside it, the same map judging the commit's own change only (from its parent, the merge base):
+      // what judging from the map's commit costs, to see what the default branch changed since.
+      const own = selectAffected({ testFiles: files, ...(await changedBetween(tree, commits[i - 1]!, commit)), map });
+      replay.push({
+        full: selection.full ? selection.reason : null,
+        ran: ran.length,
+        total: files.length,
+        ms: sum(ran.map((f) => durations.get(f) ?? middle)),
+        ...(selection.full ? {} : { ownRan: own.full ? files.length : own.run.size }),
+      });
       // Then this commit's own build on the default branch: a map when due or stale.
       if (i - point >= MAP_EVERY || cannotJudge(changes.changed)) {
         point = i;
@@ -375,6 +384,13 @@ async function projectFigures(project: Project, log: (line: string) => void): Pr
         value: median(judged.map(share)),
         unit: '%',
         baseline: { name: 'every file', value: 100 },
+      },
+      {
+        name: `Replay: the same ${judged.length} commits, each judged by its own change only (from its parent), median`,
+        value: median(judged.map((r) => (100 * r.ownRan!) / r.total)),
+        unit: '%',
+        baseline: { name: 'from the map’s commit, as Sluice judges', value: median(judged.map(share)) },
+        note: 'not Sluice’s rule: what the default branch changed since the map can change what its tests read',
       },
       {
         name: 'Replay: test time with selection, mean per commit (durations at the newest commit)',

@@ -18,7 +18,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { RepoFiles } from '../support/gitRepo';
+import { git, pushCommit, type RepoFiles } from '../support/gitRepo';
 import { pushImage, startOpenRegistry, startPrivateRegistry, testImageLayers, type PushedImage, type TestRegistry } from '../support/registry';
 import { layerTar } from '../support/tarLayers';
 import { script, World, type Repo } from '../support/world';
@@ -32,7 +32,7 @@ jest.setTimeout(600_000);
 const PROJECT = '@node-core/rehype-shiki@1.5.0';
 
 type Hook = { name: string; worker: number | null; status: string; command: string; detail: string | null; runner: string | null; output_tail: string };
-type View = { status: string; reason: string | null; counts: Record<string, number>; image?: { reference: string; digest: string }; hooks: Hook[]; tests: { path: string; status: string; output?: string }[] };
+type View = { status: string; reason: string | null; counts: Record<string, number>; image?: { reference: string; digest: string }; affected?: Record<string, unknown>; hooks: Hook[]; tests: { path: string; status: string; output?: string }[] };
 
 let w: World;
 let open: TestRegistry;
@@ -165,6 +165,37 @@ describe('a project that needs Node.js 22, on runners with Node.js 20', () => {
     const resolved = await w.sluice.admin<{ session: number }>('POST', `/api/v1/sessions/${first}/rebuild`, { resolve_images: true });
     const anew = await passed(resolved.session);
     expect(anew.image?.digest).toBe(moved.digest);
+  });
+});
+
+describe('affected tests in an image (issue 40)', () => {
+  it('a push maps what each file read, traced by the runner’s strace brought into the image; a pull request then runs only what its change reaches', async () => {
+    const requiring = (mod: string) => `const m = require('../lib/${mod}');\nif (m() !== '${mod}' || !process.version.startsWith('v22.')) process.exit(1);\n`;
+    const repo = await w.makeRepo(
+      {
+        'lib/a.js': { content: "module.exports = () => 'a';\n" },
+        'lib/b.js': { content: "module.exports = () => 'b';\n" },
+        't/a.test.js': { content: requiring('a') },
+        't/b.test.js': { content: requiring('b') },
+        'sluice.yml': { content: `image: ${open.host}/ci/node:22\nprofiles:\n  default:\n    affected: true\n` },
+      },
+      { suite: { branch: 'master', test_pattern: 't/*.test.js', test_command: 'node' } },
+    );
+    const mapped = await passed((await w.build(repo)).session);
+    expect(mapped).toMatchObject({ counts: { passed: 2 }, affected: { mode: 'map' } });
+    const { rows } = await w.sluice.pool.query<{ path: string; reads: string[] }>(
+      'SELECT f.path, f.reads FROM dependency_maps m JOIN dependency_map_files f USING (session_id) WHERE m.repo_id = $1 ORDER BY f.path',
+      [repo.id],
+    );
+    expect(rows).toEqual([
+      { path: 't/a.test.js', reads: ['lib/a.js', 't/a.test.js'] },
+      { path: 't/b.test.js', reads: ['lib/b.js', 't/b.test.js'] },
+    ]);
+
+    await git(repo.bare, ['branch', 'pr-image', 'master']);
+    await pushCommit(repo.bare, { 'lib/b.js': { content: "module.exports = () => 'b'; // same\n" } }, 'touch b', 'pr-image');
+    const pr = await passed((await w.build(repo, { branch: 'master', ref: 'refs/heads/pr-image', changeset: { kind: 'github', id: '40' } })).session);
+    expect(pr).toMatchObject({ counts: { passed: 1, skipped: 1 }, affected: { mode: 'selected', ran: 1, total: 2, reasons: { 't/b.test.js': 'depends on lib/b.js' } } });
   });
 });
 

@@ -194,7 +194,8 @@ export async function runProcess(input: RunProcessInput, started = performance.n
     return { status, exitCode, durationMs, output: text + sep + tail };
   };
 
-  const command = launch(input.sandbox, input.dirs, input.cwd, input.trace ? tracedArgv(input.trace, argv) : argv, input.env);
+  const strace = input.sandbox?.image ? input.sandbox.strace?.command : undefined;
+  const command = launch(input.sandbox, input.dirs, input.cwd, input.trace ? tracedArgv(input.trace, argv, strace) : argv, input.env);
   let child: ChildProcess;
   try {
     child = spawn(command.argv[0]!, command.argv.slice(1), {

@@ -18,6 +18,7 @@
 import { spawn } from 'node:child_process';
 import { lstatSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
+import type { StraceKit } from './straceKit';
 
 /** The Unix user build processes run as (SLUICE_BUILD_USER), by number. */
 export interface BuildUser {
@@ -32,6 +33,8 @@ export interface Sandbox {
   network: boolean;
   /** The image whose root filesystem is `/` (steps/image/); none: the host's /usr and /etc. */
   image?: SandboxImage;
+  /** In an image, for a mapping run: the runner's strace brought in (straceKit.ts). */
+  strace?: StraceKit;
 }
 
 /** An image's root filesystem as the sandbox shows it: read-only, with the build user named in its passwd and group. */
@@ -154,6 +157,7 @@ export function sandboxArgv(sandbox: Sandbox, dirs: SandboxDirs | null, cwd: str
     '/tmp',
     // An image's root is read-only: its scratch places are the build's own, gone with it.
     ...(sandbox.image ? ['--tmpfs', '/var/tmp', '--tmpfs', '/run'] : []),
+    ...(sandbox.image && sandbox.strace ? sandbox.strace.binds.flatMap(([host, inside]) => ['--ro-bind', host, inside]) : []),
   ];
   if (dirs) args.push('--bind', dirs.tree, SANDBOX_TREE, '--bind', dirs.home, SANDBOX_HOME);
   args.push('--chdir', inside(cwd), '--', ...argv.map(inside));

@@ -27,10 +27,11 @@ export const STRACE = '/usr/bin/strace';
 /**
  * `argv` run under strace, its trace written to `out`: every process it starts (`-f`), each
  * descriptor's path resolved (`-y`), no notes of attaches and exits (`-qq`). strace exits with
- * the test's own status, or dies of its signal.
+ * the test's own status, or dies of its signal. `strace`: how to start it (in an image, the
+ * runner's brought in: isolation/straceKit.ts).
  */
-export function tracedArgv(out: string, argv: readonly string[]): string[] {
-  return [STRACE, '-f', '-qq', '-y', '-e', `trace=${TRACED_SYSCALLS.join(',')}`, '-o', out, '--', ...argv];
+export function tracedArgv(out: string, argv: readonly string[], strace: readonly string[] = [STRACE]): string[] {
+  return [...strace, '-f', '-qq', '-y', '-e', `trace=${TRACED_SYSCALLS.join(',')}`, '-o', out, '--', ...argv];
 }
 
 const PATH_CALLS = new Set(TRACED_SYSCALLS);

@@ -112,7 +112,13 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
   // The suite's muted tests, as this lane starts: their failures in the reports do not fail a file.
   const muted = isBatchCommand(job.command) ? new Set((await records.mutedTests(job.sessionId)).map(testKey)) : new Set<string>();
   const tracer = job.trace ? await laneTracer({ records, sessionId: job.sessionId, lane: job.lane, workdir: job.workdir, home: job.home ?? `${job.workdir}.home`, sandbox: deps.sandbox }) : null;
-  const runs = runner(deps, tracer && 'note' in tracer ? { ...job, note: `${job.note ?? ''}[sluice] ${tracer.note}\n` } : job, muted, tracer && 'record' in tracer ? tracer : null);
+  const tracing = tracer && 'record' in tracer ? tracer : null;
+  const runs = runner(
+    tracing?.sandbox ? { ...deps, sandbox: tracing.sandbox } : deps,
+    tracer && 'note' in tracer ? { ...job, note: `${job.note ?? ''}[sluice] ${tracer.note}\n` } : job,
+    muted,
+    tracing,
+  );
 
   // What this lane runs is stopped when another lane took it over: its result would not count.
   const running = new Map<string, AbortController>();

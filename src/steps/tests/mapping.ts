@@ -11,6 +11,7 @@ import { constants } from 'node:fs';
 import { access, open, realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { SANDBOX_TREE, type Sandbox } from '../isolation/sandbox';
+import { straceKit } from '../isolation/straceKit';
 import type { BuildRecords } from '../records';
 import { parseFileTrace, STRACE } from './fileTrace';
 
@@ -20,23 +21,34 @@ export const MAX_TRACE_BYTES = 256 * 1024 * 1024;
 export interface Tracer {
   /** Where the next file's trace goes (in the worker's home, which the test's user can write). */
   traceFile: string;
+  /** The sandbox traced runs use: in an image, with the runner's strace brought in. */
+  sandbox?: Sandbox;
   /** Reads the trace of `file`'s run, records it if it can be trusted, and removes it. */
   record(file: string, status: string): Promise<void>;
 }
 
 /**
- * The lane's tracer, or why it cannot trace: strace missing on this runner, or a build in an
- * image (whose root has no strace of ours). The files then run untraced, and stay unmapped.
+ * The lane's tracer, or why it cannot trace: strace missing on this runner, or (in an image, which
+ * gets the runner's: isolation/straceKit.ts) what it loads. The files then run untraced, and stay
+ * unmapped.
  */
 export async function laneTracer(input: { records: BuildRecords; sessionId: number; lane: number; workdir: string; home: string; sandbox?: Sandbox }): Promise<Tracer | { note: string }> {
-  if (input.sandbox?.image) return { note: 'not traced for the dependency map: builds in an image are not mapped yet' };
   const present = await access(STRACE, constants.X_OK).then(() => true, () => false);
   if (!present) return { note: `not traced for the dependency map: ${STRACE} is not installed on this runner` };
+  let sandbox = input.sandbox;
+  if (sandbox?.image) {
+    try {
+      sandbox = { ...sandbox, strace: await straceKit() };
+    } catch (err) {
+      return { note: `not traced for the dependency map: this runner's strace cannot be brought into the image (${err instanceof Error ? err.message : String(err)})` };
+    }
+  }
   // strace sees the tree where the test does: the sandbox's path for it, else the real one.
   const root = input.sandbox ? SANDBOX_TREE : await realpath(input.workdir);
   const traceFile = path.join(input.home, `.sluice-trace-${input.lane + 1}.txt`);
   return {
     traceFile,
+    ...(sandbox ? { sandbox } : {}),
     async record(file, status) {
       try {
         if (status !== 'passed') return;
