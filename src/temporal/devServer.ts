@@ -77,15 +77,18 @@ class ExitedEarly extends Error {}
 async function startOnce(opts: DevServerOptions): Promise<DevServer> {
   const namespace = opts.namespace ?? 'default';
   const cli = opts.cli ?? (await findTemporalCli());
+  let stopped: number[] = [];
   if (opts.dataDir) {
     const dbFile = path.join(opts.dataDir, 'temporal.db');
-    const stopped = await stopLeftoverDevServers(dbFile);
+    stopped = await stopLeftoverDevServers(dbFile);
     if (stopped.length > 0) process.stderr.write(`Stopped the Temporal dev server of ${dbFile} that an earlier start left running (pid ${stopped.join(', ')}).\n`);
   }
+  // A server just stopped may hold its ports a moment longer than its process shows.
+  const portWaitMs = stopped.length > 0 ? LEFTOVER_PORT_WAIT_MS : 0;
   const port = opts.port ?? (await freePort());
-  if (opts.port !== undefined) await assertPortFree(opts.port, 'Temporal gRPC');
+  if (opts.port !== undefined) await assertPortFree(opts.port, 'Temporal gRPC', portWaitMs);
   const uiPort = opts.headless ? undefined : (opts.uiPort ?? (await freePort()));
-  if (opts.uiPort !== undefined && !opts.headless) await assertPortFree(opts.uiPort, 'Temporal UI');
+  if (opts.uiPort !== undefined && !opts.headless) await assertPortFree(opts.uiPort, 'Temporal UI', portWaitMs);
 
   const args = ['server', 'start-dev', '--ip', HOST, '--port', String(port), '--log-level', 'warn'];
   args.push(...(uiPort === undefined ? ['--headless'] : ['--ui-port', String(uiPort)]));
@@ -191,13 +194,25 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-async function assertPortFree(port: number, what: string): Promise<void> {
+const LEFTOVER_PORT_WAIT_MS = 10_000;
+
+/** Throws unless `port` can be listened on, trying again for up to `waitMs` while it is in use. */
+async function assertPortFree(port: number, what: string, waitMs = 0): Promise<void> {
+  const deadline = Date.now() + waitMs;
   const server = net.createServer();
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, HOST, resolve);
-    });
+    for (;;) {
+      try {
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(port, HOST, resolve);
+        });
+        break;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || Date.now() >= deadline) throw err;
+        await sleep(100);
+      }
+    }
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new Error(

@@ -6,7 +6,7 @@
  * database, and stopped, so the new start owns its data directory again. Linux only (/proc);
  * elsewhere there is nothing to find, and a busy port is reported as before.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 
 /** Pids of `temporal server start-dev` processes whose database is `dbFile`. */
@@ -50,15 +50,26 @@ function signal(pid: number, sig: NodeJS.Signals): boolean {
 
 /**
  * Whether the process still runs. A zombie does not: it holds no port or file any more, and
- * where PID 1 does not reap orphans (some containers) it would stay one for good.
+ * where PID 1 does not reap orphans (some containers) it would stay one for good. But a leader
+ * that is a zombie while other threads of its process still exit (a Go program, such as the
+ * dev server, on SIGTERM) still holds them: its files go with the last thread. So: any thread
+ * of the process not yet a zombie.
  */
 export function isRunning(pid: number): boolean {
+  let threads: string[];
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // pid (comm) state ...; comm may hold spaces and parentheses.
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
+    threads = readdirSync(`/proc/${pid}/task`);
   } catch {
     return false;
   }
+  return threads.some((tid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      // pid (comm) state ...; comm may hold spaces and parentheses.
+      const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+      return state !== 'Z' && state !== 'X';
+    } catch {
+      return false; // gone between the listing and the read
+    }
+  });
 }

@@ -2,8 +2,9 @@
  * What changed in a checked-out tree since an earlier commit, for selecting the test files a
  * change can affect (issue 40): whether that commit is an ancestor of the tree's (a map recorded
  * there can judge the change), and the files that differ between the two, added, modified or
- * deleted (both sides of a rename), and which of them add or remove a name in their directory. Local only: no network, no key; git and hg run as for a pull
- * (hooks, fsmonitor and the tree's own hg configuration off: tests may have written them).
+ * deleted (both sides of a rename), and which of them add or remove a name in their directory.
+ * Local only: no network, no key; git and hg run as for a pull (hooks, fsmonitor and the tree's
+ * own hg configuration off: tests may have written them).
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
