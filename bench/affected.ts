@@ -8,7 +8,7 @@
  * with the file, in a process of its own, two at a time (two cores); a mapping run traces each
  * file with the runner's own strace command (fileTrace.ts) and keeps what Sluice keeps
  * (mapping.ts: passed files whose trace saw them). Selection is Sluice's rule (core/affected.ts)
- * on what git says changed since the map (diff-tree --name-status, as steps/checkout/changes.ts).
+ * on what git says changed since the map, read as the runner reads it (steps/checkout/changes.ts).
  *
  * - Replay: the last SLUICE_BENCH_AFFECTED_COMMITS commits (200) of the default branch in order,
  *   maps recorded where `affected: {map_every: 10}` would record them (every ten builds, and at
@@ -30,6 +30,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { needsFullRun, selectAffected, type DependencyMap, type TestFileDeps } from '../src/core/affected';
 import { DEFAULT_MAP_EVERY } from '../src/core/profiles';
+import { withTreeChanges, type ChangedFiles } from '../src/steps/checkout/changes';
 import { discoverTests } from '../src/steps/tests/discover';
 import { parseFileTrace, tracedArgv } from '../src/steps/tests/fileTrace';
 import type { Cluster } from '../test/support/cluster';
@@ -138,12 +139,8 @@ function mapOf(commit: string, runs: Map<string, FileRun>): DependencyMap {
 }
 
 const git = async (tree: string, args: string[]) => (await execFileAsync('git', args, { cwd: tree, maxBuffer: 64 * 1024 * 1024 })).stdout;
-/** What changed between two commits, and which of those files were added or removed (M: modified in place). */
-async function changedBetween(tree: string, from: string, to: string): Promise<{ changed: string[]; addedOrRemoved: string[] }> {
-  const fields = (await git(tree, ['diff-tree', '-r', '-z', '--name-status', '--no-renames', '--no-commit-id', from, to])).split('\0').slice(0, -1);
-  const entries = Array.from({ length: fields.length / 2 }, (_, i) => [fields[2 * i]!, fields[2 * i + 1]!] as const);
-  return { changed: entries.map(([, f]) => f), addedOrRemoved: entries.filter(([st]) => st !== 'M').map(([, f]) => f) };
-}
+/** What changed since `from` in the tree as checked out, read as the runner reads it. */
+const changedSince = (tree: string, from: string): Promise<ChangedFiles> => withTreeChanges('git', tree, undefined, (changes) => changes.changedSince(from));
 
 /** A small seeded generator (mulberry32): the same mutations every run. */
 function random(seed: number): () => number {
@@ -301,7 +298,7 @@ async function projectFigures(project: Project, log: (line: string) => void): Pr
       if (i === 0) continue;
       await git(tree, ['checkout', '--quiet', '--force', commit]);
       const files = await project.testFiles(tree);
-      const changes = await changedBetween(tree, commits[point]!, commit);
+      const changes = await changedSince(tree, commits[point]!);
       // A change the map cannot judge runs everything whatever the map holds: it is not traced for it.
       const map = cannotJudge(changes.changed) ? { commit: commits[point]!, files: new Map() } : await mapAt(point, commit);
       const selection = selectAffected({ testFiles: files, ...changes, map });
@@ -310,7 +307,7 @@ async function projectFigures(project: Project, log: (line: string) => void): Pr
       const middle = median([...durations.values()]);
       // Beside it, the same map judging the commit's own change only (from its parent, the merge base):
       // what judging from the map's commit costs, to see what the default branch changed since.
-      const own = selectAffected({ testFiles: files, ...(await changedBetween(tree, commits[i - 1]!, commit)), map });
+      const own = selectAffected({ testFiles: files, ...(await changedSince(tree, commits[i - 1]!)), map });
       replay.push({
         full: selection.full ? selection.reason : null,
         ran: ran.length,
