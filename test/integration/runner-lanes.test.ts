@@ -87,6 +87,12 @@ describe('lanes sharing a list', () => {
     expect(outcomes.reduce((n, o) => n + o.ran, 0)).toBe(30);
     const ran = (await runs(s.log)).map((l) => l.split(' ')[0]);
     expect(ran.sort()).toEqual(names);
+    // Only f07 did not pass; any other file shows here with its output, which says why.
+    const { rows: notPassed } = await db.pool.query<{ path: string; status: string; output: string }>(
+      "SELECT path, status, output FROM test_results WHERE session_id = $1 AND status <> 'passed' ORDER BY path",
+      [s.sessionId],
+    );
+    expect(notPassed.map((r) => (r.path === 'test/f07_test.sh' ? { path: r.path, status: r.status } : r))).toEqual([{ path: 'test/f07_test.sh', status: 'failed' }]);
     expect(await queueCounts(db.pool, s.sessionId)).toEqual({ notstarted: 0, started: 0, passed: 29, failed: 1, pending: 0, skipped: 0, error: 0 });
     // One first failure, whichever lane met it, with the counts as they stood.
     expect(d.firstFailures).toHaveLength(1);
