@@ -69,7 +69,7 @@ export interface RunLaneInput extends LaneSettings {
   tree: TreeRef;
   /** 0 .. workers-1; lane 0 reuses the session's first checkout when it runs where that is. */
   lane: number;
-  /** How many lanes the build has (its workers meet before their tests). Absent in older histories: the lane runs alone, as before. */
+  /** How many lanes the build has (SLUICE_WORKER_COUNT; batches are sized to them). Absent in older histories: the lane runs alone, as before. */
   lanes?: number;
   /** What the build sets up around its tests (core/buildSetup.ts). Absent in older histories: nothing. */
   setup?: BuildSetup;

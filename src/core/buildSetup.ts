@@ -10,8 +10,8 @@
  * - `package_setup`: dependencies; absent: detected from the checkout (steps/packages.ts);
  *   `false`: none;
  * - `worker_setup`: once per worker, all workers in parallel, with that worker's services;
- * - `post_setup`: once per checkout, after its worker's setup; then every worker waits for
- *   every other (the rendezvous) before any test runs;
+ * - `post_setup`: once per checkout, after its worker's setup; then the worker takes test files
+ *   (the first one ready starts the tests; none waits for another);
  * - `post_worker`: once per worker, after its last test;
  * - `post_build`: once per build, after its results are recorded (SLUICE_BUILD_STATUS).
  */

@@ -6,7 +6,10 @@
 /** Runner → session: the build's first failing file was recorded; carries `{ counts }` as they stood then. */
 export const FIRST_FAIL_SIGNAL = 'firstFail';
 
-/** Runner → session: every worker of the build is set up (the rendezvous); carries `{ timing }`, the setup's timing keys. */
+/**
+ * Runner → session: the build's first worker is set up (the rendezvous: the others join as they
+ * get ready); carries `{ timing }`, the setup's timing keys. The name is older than that rule.
+ */
 export const WORKERS_READY_SIGNAL = 'workersReady';
 
 /** Worker → suite: a queued session's `received` did not reach every receiver; carries `{ sessionId }`. */

@@ -1,7 +1,8 @@
 /**
- * SQL of a build's workers (migration 016): where each worker's setup stands, so that they meet
- * before any test runs (the rendezvous) and a setup failure ends the build once, not once per
- * worker; and when each of a worker's steps ended, which the session's timing keys are made of.
+ * SQL of a build's workers (migration 016): where each worker's setup stands, so that the first
+ * one ready starts the tests (the rendezvous: the others join as they get ready) and a setup
+ * failure ends the build once, not once per worker; and when each of a worker's steps ended,
+ * which the session's timing keys are made of.
  */
 import type { Timing } from '../core/types';
 import { jsonbText, storableText } from './text';
@@ -30,14 +31,27 @@ export async function recordWorkerStep(db: Db, sessionId: number, worker: number
   );
 }
 
+/** Where the workers stand once one more is ready. */
+export interface Readiness extends Rendezvous {
+  /**
+   * This worker is the earliest ready that it can see: it starts the build's tests (sends `test`).
+   * Two workers ready at once may both think so, never neither (the earliest of all sees itself first).
+   */
+  first: boolean;
+}
+
 /** The worker is set up; how many are now (a retried worker that was ready before counts once). */
-export async function markWorkerReady(db: Db, sessionId: number, worker: number, runner: string): Promise<Rendezvous> {
+export async function markWorkerReady(db: Db, sessionId: number, worker: number, runner: string): Promise<Readiness> {
   await db.query(
     `INSERT INTO session_workers (session_id, worker, ready_at, runner) VALUES ($1, $2, now(), $3)
      ON CONFLICT (session_id, worker) DO UPDATE SET ready_at = COALESCE(session_workers.ready_at, now()), runner = EXCLUDED.runner`,
     [sessionId, worker, runner],
   );
-  return rendezvous(db, sessionId);
+  const { rows } = await db.query<{ earliest: number }>(
+    'SELECT worker AS earliest FROM session_workers WHERE session_id = $1 AND ready_at IS NOT NULL ORDER BY ready_at, worker LIMIT 1',
+    [sessionId],
+  );
+  return { ...(await rendezvous(db, sessionId)), first: rows[0]?.earliest === worker };
 }
 
 /** The worker's setup failed: the first failure of the build is kept (the one the build ends with). */
@@ -61,8 +75,9 @@ export async function rendezvous(db: Db, sessionId: number): Promise<Rendezvous>
 }
 
 /**
- * The build's setup timing: each key at its latest over the workers (a step is done when every
- * worker has done it), plus when the last worker became ready (`worker_rendezvous`).
+ * The build's setup timing: each key at its latest over the workers that reported it (a step is
+ * done when every worker has done it), plus when the last of them became ready
+ * (`worker_rendezvous`). Asked by the first worker ready, it is that worker's.
  */
 export async function setupTiming(db: Db, sessionId: number): Promise<Timing> {
   const { rows } = await db.query<{ timing: WorkerTiming[]; ready: Date | null }>(

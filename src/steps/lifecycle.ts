@@ -11,7 +11,7 @@
  *   services        services/            services_setup
  *   worker_setup    hooks.ts             worker_hooks
  *   post_setup      hooks.ts             setup_hooks
- *   rendezvous      (here)               worker_rendezvous: every worker is ready; then `test`
+ *   rendezvous      (here)               worker_rendezvous: the first worker ready sends `test`; none waits
  *   tests           tests/lane.ts        exec … post_build
  *   post_worker     hooks.ts             setup_post_hooks
  *   artifacts       artifacts.ts, JUnit  artifact_collect
@@ -23,9 +23,9 @@
  *
  * A setup step that fails (a setup hook, a service the runner does not have) fails the build
  * once: the first failure is recorded for the session, every other worker stops at the
- * rendezvous (or is cancelled by the workflow), and no test runs. After the tests, a failing
- * step is recorded and shown but changes nothing. A stopped build skips what is left, but
- * always gives its services back.
+ * rendezvous or is cancelled by the workflow (its running tests too), and no test starts after
+ * it. After the tests, a failing step is recorded and shown but changes nothing. A stopped build
+ * skips what is left, but always gives its services back.
  */
 import { chown, mkdir } from 'node:fs/promises';
 import type { ServiceAdmins } from '../config';
@@ -45,7 +45,6 @@ import { provisionServices, ServiceUnavailableError, type WorkerServices } from 
 import { collectJUnitResults } from './tests/junit';
 import { runLane } from './tests/lane';
 import { TEST_PATH, testEnvironment } from './tests/runTestFile';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface WorkerJob extends LaneSettings {
   sessionId: number;
@@ -88,8 +87,8 @@ export interface WorkerDeps {
   signal?: AbortSignal;
   /** The build's first failing file, with the counts as they stood then. */
   firstFailure(counts: Counts): Promise<void>;
-  /** Every worker is ready, with the build's setup timing: the session sends `test`. */
-  allReady(timing: Timing): Promise<void>;
+  /** The first worker is ready, with the build's setup timing so far: the tests start, and the session sends `test`. */
+  testsStarted(timing: Timing): Promise<void>;
 }
 
 export interface WorkerOutcome {
@@ -141,8 +140,6 @@ interface Step {
 }
 
 const now = () => Date.now() / 1000;
-/** How often a ready worker looks whether the others are. */
-const RENDEZVOUS_POLL_MS = 100;
 
 // --- the steps --------------------------------------------------------------------------------
 
@@ -242,18 +239,19 @@ async function servicesStep(w: Worker): Promise<boolean> {
   return true;
 }
 
-/** Every worker waits for every other before any test runs; the one that completes the set tells the session. */
+/**
+ * The rendezvous, without the wait: a worker that is set up starts taking files at once, and the
+ * first one ready tells the session that the tests started (`test`, with the setup's timing). A
+ * worker never waits for another: a partner still waiting for a runner's free slot would hold
+ * this one's slot while it waited, and a burst of builds could then hold every slot of the pool
+ * that way for good (issue 49). Late workers join the shared list as they get ready; one that
+ * finds it done ends at once. Only a setup failure already recorded stops a worker here.
+ */
 async function meet(w: Worker): Promise<boolean> {
   const { deps, job } = w;
-  let state = await deps.records.markWorkerReady(job.sessionId, job.worker, deps.runner);
-  if (state.failure === null && state.ready >= job.workers) await deps.allReady({ ...(await deps.records.setupTiming(job.sessionId)), exec: now() });
-  while (state.failure === null && state.ready < job.workers) {
-    if (deps.signal?.aborted) return false;
-    // A stop ends the wait early (and the loop sees it).
-    await sleep(RENDEZVOUS_POLL_MS, undefined, { signal: deps.signal }).catch(() => undefined);
-    state = await deps.records.rendezvous(job.sessionId);
-  }
+  const state = await deps.records.markWorkerReady(job.sessionId, job.worker, deps.runner);
   if (state.failure !== null) throw new SetupFailed(state.failure, { cause: 'another worker' });
+  if (state.first) await deps.testsStarted({ ...(await deps.records.setupTiming(job.sessionId)), exec: now() });
   return true;
 }
 
@@ -375,14 +373,17 @@ export async function runWorker(deps: WorkerDeps, job: WorkerJob): Promise<Worke
 
 /**
  * A setup step failed here, or another worker's did (`cause`). The build's first failure is
- * kept; a worker run again after the others started testing (its runner died) fails alone: the
- * others go on with its files.
+ * kept, and ends the build even when other workers are testing already (the session stops
+ * them). A worker run again after its runner died fails alone while another worker is testing:
+ * its first attempt was set up, so the build's setup works, and the others go on with its files.
  */
 async function failSetup(w: Worker, err: SetupFailed): Promise<string | null> {
   const { deps, job } = w;
   if (err.cause === 'another worker') return err.message;
-  const before = await deps.records.rendezvous(job.sessionId);
-  if (before.failure === null && before.ready >= job.workers) return null;
+  if (job.attempt > 1) {
+    const before = await deps.records.rendezvous(job.sessionId);
+    if (before.failure === null && before.ready > 0) return null;
+  }
   return (await deps.records.markWorkerFailed(job.sessionId, job.worker, deps.runner, err.message)).failure ?? err.message;
 }
 
@@ -403,7 +404,7 @@ export interface PostBuildJob {
 }
 
 /** The `post_build` hook, once a build after its results are recorded (in its image); its failure changes nothing. */
-export async function runPostBuildHook(deps: Omit<WorkerDeps, 'firstFailure' | 'allReady' | 'cache' | 'artifacts' | 'services'>, job: PostBuildJob): Promise<{ status: string }> {
+export async function runPostBuildHook(deps: Omit<WorkerDeps, 'firstFailure' | 'testsStarted' | 'cache' | 'artifacts' | 'services'>, job: PostBuildJob): Promise<{ status: string }> {
   await mkdir(job.home, { recursive: true, mode: 0o700 });
   if (deps.runAs) await chown(job.home, deps.runAs.uid, deps.runAs.gid);
   const secrets = job.secrets ? await deps.records.buildSecrets(job.repoId) : { values: {}, unreadable: [] };

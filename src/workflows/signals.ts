@@ -96,5 +96,5 @@ export const stopSignal = defineSignal<[{ stoppedBy: string }]>('stop');
 
 /** Runner → session: the build's first failing file was recorded, with the counts as they stood then. */
 export const firstFailSignal = defineSignal<[FirstFailure]>(FIRST_FAIL_SIGNAL);
-/** Runner → session: every worker is set up (the rendezvous), with the setup's timing keys: tests start. */
+/** Runner → session: the first worker is set up (the rendezvous), with the setup's timing keys: tests start. */
 export const workersReadySignal = defineSignal<[WorkersReady]>(WORKERS_READY_SIGNAL);

@@ -2,13 +2,15 @@
  * Running one profile's tests, spread over runners (workflow code only): a runner writes the
  * session's list of test files to PostgreSQL; then `workers` lanes, each a long activity on the
  * build queue with its own checkout, set their worker up (cache, packages, services, hooks:
- * steps/lifecycle.ts), meet, and take files from that list until it is done (queue mode).
+ * steps/lifecycle.ts) and take files from that list until it is done (queue mode). No lane waits
+ * for another: the first one set up starts the tests, and the others join as they get a runner's
+ * slot and are set up, so a burst of builds can never hold every slot waiting for partners.
  * Per file nothing crosses Temporal, so a build of thousands of files keeps a history of a few
  * dozen events; the rendezvous (`test`) and the first failing file reach the workflow as one
  * signal each, and the counts come from the list, exact whichever runner ran what.
  *
  * A setup that fails ends the build in `error` once: the first lane to report it cancels the
- * others, and no test runs.
+ * others, their running tests too, and no test starts after it.
  */
 import { CancellationScope, isCancellation, log, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { AffectedPlan, QueueTestsResult, RunLaneResult } from '../activities/types';
@@ -73,8 +75,8 @@ export async function runProfile(
     return { reason: `no file matches the test pattern ${JSON.stringify(profile.test_pattern)}`, image };
   }
 
-  // `test` goes out when every worker is set up (the lane that completes the rendezvous says
-  // so, with the setup's timing); a first failure, or the end, sends it if that signal was lost.
+  // `test` goes out when the first worker is set up (that lane says so, with the setup's timing);
+  // a first failure, or the end, sends it if that signal was lost.
   let testSent = false;
   const sendTest = () => {
     if (testSent) return;
@@ -109,8 +111,10 @@ export async function runProfile(
   // with the session's scope by a stop.
   const lanesScope = new CancellationScope();
   let setupFailure: string | null = null;
+  // A lane's setup failed: whenever it comes, the build's setup does not work (a lane's retry
+  // after a lost runner that fails while others test reports none: steps/lifecycle.ts failSetup).
   const failSetup = (reason: string) => {
-    if (setupFailure !== null || testSent) return;
+    if (setupFailure !== null) return;
     setupFailure = reason;
     lanesScope.cancel();
   };
@@ -138,8 +142,8 @@ export async function runProfile(
             return result;
           },
           (err: unknown) => {
-            // A lane lost for good before the tests began would keep the others waiting at the rendezvous.
-            if (!isCancellation(err)) failSetup(`worker ${lane + 1} could not be set up: ${failureMessage(err)}`);
+            // A lane lost for good before any test began: the build's setup could not be done.
+            if (!isCancellation(err) && !testSent) failSetup(`worker ${lane + 1} could not be set up: ${failureMessage(err)}`);
             return err;
           },
         ),

@@ -137,3 +137,48 @@ describe('a runner killed with SIGKILL while it runs a file', () => {
     await c.addRunner();
   });
 });
+
+describe('a burst of builds wider than the runners’ slots (issue 49)', () => {
+  it('four builds of workers: 2 on three one-slot runners all end, one runner killed mid-build, each file counted once', async () => {
+    const log = path.join(shared, 'burst.log');
+    // Each file records its build and runner, then takes a moment: lanes hold their slots while
+    // the others wait for one. A lane never waits for its partner, so no slot is held idle.
+    const file = (build: number, name: string) => script(`echo "build${build} ${name} $PPID" >> ${log}\nsleep 0.5`);
+    const repos = [];
+    for (let i = 0; i < 4; i++) {
+      repos.push(
+        await c.makeRepo(
+          Object.fromEntries(['a', 'b', 'c', 'd'].map((n) => [`test/${n}_test.sh`, file(i, n)])),
+          { branch: 'master', test_pattern: 'test/*_test.sh', workers: 2 },
+        ),
+      );
+    }
+    const sessions = await Promise.all(repos.map((r) => c.build(r)));
+
+    // The runner that started the first file is killed while it runs it, and a new one starts.
+    const first = await eventually('a first file to start', async () => (await lines(log))[0]);
+    const victim = c.runners.find((r) => String(r.pid) === first.split(' ')[2])!;
+    expect(victim).toBeDefined();
+    victim.kill('SIGKILL');
+    await victim.exited;
+    c.runners.splice(c.runners.indexOf(victim), 1);
+    await c.addRunner();
+
+    for (const session of sessions) {
+      const stop = (await c.eventsOf(session, 180_000)).find((e) => e.event === 'stop')!;
+      expect(stop).toMatchObject({ status: 'passed' });
+      expect(stop.counts).toMatchObject({ passed: 4, failed: 0, error: 0, notstarted: 0, started: 0 });
+      const { tests } = await report(session);
+      expect(tests.map((t) => [t.path, t.status])).toEqual(['a', 'b', 'c', 'd'].map((n) => [`test/${n}_test.sh`, 'passed']));
+    }
+    // Every file ran; only a file the killed runner had started may have run twice.
+    const ran = (await lines(log)).map((l) => l.split(' '));
+    for (let i = 0; i < 4; i++) {
+      for (const n of ['a', 'b', 'c', 'd']) {
+        const runs = ran.filter(([b, f]) => b === `build${i}` && f === n);
+        expect(runs.length).toBeGreaterThanOrEqual(1);
+        if (runs.length > 1) expect(runs.slice(0, -1).every(([, , pid]) => pid === String(victim.pid))).toBe(true);
+      }
+    }
+  }, 300_000);
+});

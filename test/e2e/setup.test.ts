@@ -81,9 +81,16 @@ describe('hooks', () => {
     expect(events.at(-1)).toMatchObject({ status: 'passed', workers: 2 });
 
     const lines = (await readFile(log, 'utf8')).trim().split('\n');
-    // Every worker set up before any test ran (the rendezvous), and post_worker after its tests.
-    const firstTest = lines.findIndex((l) => l.startsWith('test '));
-    expect(lines.slice(0, firstTest).sort()).toEqual(['post_setup 1/2', 'post_setup 2/2', 'pre_setup', 'pre_setup', 'worker_setup 1/2', 'worker_setup 2/2'].sort());
+    // Each worker set up before it ran a test (no worker waits for the other: the first one
+    // ready starts the tests), and post_worker after its tests.
+    expect(lines.filter((l) => l === 'pre_setup')).toHaveLength(2);
+    for (const n of [1, 2]) {
+      const setUp = lines.indexOf(`post_setup ${n}/2`);
+      expect(lines.indexOf(`worker_setup ${n}/2`)).toBeLessThan(setUp);
+      const tested = lines.findIndex((l) => l.startsWith('test ') && l.endsWith(` on ${n}`));
+      if (tested >= 0) expect(setUp).toBeLessThan(tested);
+    }
+    expect(lines.filter((l) => l.startsWith('test ')).map((l) => l.split(' ')[1]).sort()).toEqual(['a', 'b']);
     expect(lines.filter((l) => l.startsWith('post_worker')).sort()).toEqual(['post_worker 1/2', 'post_worker 2/2']);
     expect(lines.at(-1)).toBe('post_build passed');
 
@@ -110,7 +117,8 @@ describe('hooks', () => {
     const t = events.at(-1)!.timing as Record<string, number>;
     const order = ['setup', 'setup_hooks', 'worker_hooks', 'worker_rendezvous', 'exec', 'post_build', 'setup_post_hooks', 'done', 'post_build_hook'];
     for (const k of order) expect(t[k]).toBeGreaterThan(1.7e9);
-    expect(t.worker_hooks).toBeLessThanOrEqual(t.worker_rendezvous!);
+    // The rendezvous is the first worker ready: the tests start then.
+    expect(t.setup_hooks).toBeLessThanOrEqual(t.post_build!);
     expect(t.worker_rendezvous).toBeLessThanOrEqual(t.exec! + 0.001);
     expect(t.exec).toBeLessThanOrEqual(t.post_build!);
     expect(t.post_build).toBeLessThanOrEqual(t.setup_post_hooks!);
@@ -121,28 +129,32 @@ describe('hooks', () => {
     expect((test.timing as Record<string, number>).worker_rendezvous).toBe(t.worker_rendezvous);
   });
 
-  it('a failing setup hook ends the build in error once, naming the hook and its last lines, and no test runs', async () => {
+  it('a failing setup hook ends the build in error once, naming the hook and its last lines, and stops the tests', async () => {
     const log = path.join(w.tmp, 'failing-setup.log');
+    // Worker 1 is set up and starts the tests without waiting for worker 2 (issue 49); its tests
+    // would take 30 s, and worker 2's failing setup stops them.
+    const slow = script(`echo "test on $SLUICE_WORKER_ID" >> ${log}; sleep 30; echo "test done on $SLUICE_WORKER_ID" >> ${log}`);
     const repo = await w.makeRepo(
       {
-        't1_test.sh': script(`echo "test on $SLUICE_WORKER_ID" >> ${log}`),
-        't2_test.sh': script(`echo "test on $SLUICE_WORKER_ID" >> ${log}`),
+        't1_test.sh': slow,
+        't2_test.sh': slow,
         'setup.sh': script('echo "migrating"; if [ "$SLUICE_WORKER_ID" = 2 ]; then echo "relation \\"users\\" already exists" >&2; exit 4; fi'),
       },
       { suite: { branch: 'master', test_pattern: '*_test.sh', workers: 2, hooks: { worker_setup: './setup.sh', post_build: `echo post_build >> ${log}` } } },
     );
     const { session } = await w.build(repo);
     const events = await w.eventsOf(session);
-    expect(names(events)).toEqual(['received', 'start', 'stop']);
+    // `test` went out if worker 1 was set up (and started the tests) before worker 2 failed.
+    expect(names(events).filter((n) => n !== 'test')).toEqual(['received', 'start', 'stop']);
     const stop = events.at(-1)!;
     expect(stop.status).toBe('error');
     const v = await view(session);
     expect(v.reason).toMatch(/^the worker_setup hook failed on worker 2 \(exit code 4\):\n/);
     expect(v.reason).toContain('relation "users" already exists');
-    // No test ran anywhere (the post_build hook did, after the result was recorded).
+    // No test ended anywhere, none started on worker 2 (the post_build hook ran, after the result was recorded).
     expect(stop.counts).toMatchObject({ passed: 0, failed: 0, error: 0, notstarted: 2 });
     const lines = (await readFile(log, 'utf8').catch(() => '')).trim().split('\n').filter(Boolean);
-    expect(lines.filter((l) => l.startsWith('test'))).toEqual([]);
+    expect(lines.filter((l) => l.startsWith('test done') || l === 'test on 2')).toEqual([]);
     expect(v.hooks.filter((h) => h.name === 'worker_setup' && h.status === 'failed').map((h) => h.worker)).toEqual([2]);
     // The commit does not count as built: the next trigger builds it again.
     const again = await w.build(repo);

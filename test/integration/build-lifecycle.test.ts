@@ -74,7 +74,7 @@ function deps(signal?: AbortSignal): WorkerDeps {
     services: { postgresql: PG_ADMIN },
     signal,
     firstFailure: async () => undefined,
-    allReady: async () => undefined,
+    testsStarted: async () => undefined,
   };
 }
 

@@ -240,7 +240,7 @@ export function createBuildActivities({ config, records, runner, processGroups, 
             images,
             signal,
             firstFailure: (counts: Counts) => signalSession(FIRST_FAIL_SIGNAL)({ counts }),
-            allReady: (timing: Timing) => signalSession(WORKERS_READY_SIGNAL)({ timing } satisfies WorkersReady),
+            testsStarted: (timing: Timing) => signalSession(WORKERS_READY_SIGNAL)({ timing } satisfies WorkersReady),
           },
           {
             sessionId,
