@@ -97,6 +97,7 @@ const CHECKS: Record<Method, (job: Job, args: unknown[], owns: Owns, limits: Ser
     startBatch: sessionField,
     finishBatch: (_job, args, owns) => owns('test_batches', args[0]),
     recordedDurations: (job, args) => args[0] === job.suiteId,
+    failureHistory: (job, args) => args[0] === job.suiteId,
     enqueueTests: session,
     claimFiles: session,
     renewClaims: session,

@@ -82,6 +82,7 @@ export function pgBuildRecords(pool: Pool, secretKey: Buffer, checkoutTokens?: C
     finishBatch: (...a) => testBatches.finishBatch(pool, ...a),
 
     recordedDurations: (...a) => testQueue.recordedDurations(pool, ...a),
+    failureHistory: (...a) => testQueue.failureHistory(pool, ...a),
     enqueueTests: (...a) => testQueue.enqueueTests(pool, ...a),
     claimFiles: (...a) => testQueue.claimFiles(pool, ...a),
     renewClaims: (...a) => testQueue.renewClaims(pool, ...a),

@@ -282,6 +282,8 @@ export interface TestRow {
   attempts: number;
   /** It passed only on a retry. */
   flaky: boolean;
+  /** Why it ran before the usual order, as the likeliest to fail ("changed", "failed in 2 of the last 10 builds"); null: it did not. */
+  ran_first: string | null;
   /** When its (last) run began; null for a result recorded before migration 020. */
   started_at: Date | null;
   finished_at: Date;
@@ -290,7 +292,7 @@ export interface TestRow {
 
 /** A test row's columns (test_results as tr, its place in the list as q). */
 const TEST_COLUMNS = `tr.path, tr.status, tr.exit_code, tr.duration_ms, tr.runner, (q.lane + 1) AS worker, tr.batch_id::int AS batch,
-       tr.attempts, tr.flaky, tr.started_at, tr.finished_at`;
+       tr.attempts, tr.flaky, q.first_reason AS ran_first, tr.started_at, tr.finished_at`;
 const TEST_FROM = 'test_results tr LEFT JOIN test_queue q ON q.session_id = tr.session_id AND q.path = tr.path';
 
 /** Every test file of a session, by path, without output (up to 64 KiB each): the admin API's view. */

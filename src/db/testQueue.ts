@@ -12,6 +12,8 @@ export interface QueuedFile {
   path: string;
   /** Recorded duration in an earlier build, or null for a file never run. */
   estimateMs: number | null;
+  /** Why it runs before the usual order (core/firstFailures.ts); absent or null: it does not. */
+  first?: string | null;
 }
 
 /** How many of the suite's latest builds (of the profile, that ran tests) the estimates come from. */
@@ -48,6 +50,38 @@ export async function recordedDurations(db: Db, suiteId: number, profileName: st
   return new Map(rows.map((r) => [r.path, r.duration_ms]));
 }
 
+export interface FailureHistory {
+  /** The suite's last built commit (what the build's change is measured from), if any. */
+  lastBuiltCommit: string | null;
+  /** Test file → builds it failed, erred or passed only on a retry in, and builds that ran it; files that never failed are absent. */
+  failures: Map<string, { failed: number; builds: number }>;
+}
+
+/**
+ * What tells which of `paths` are likeliest to fail (core/firstFailures.ts): the suite's last
+ * built commit, and how often each file failed in the suite's recent builds (the same
+ * HISTORY_BUILDS builds of the profile the estimates come from).
+ */
+export async function failureHistory(db: Db, suiteId: number, profileName: string, paths: readonly string[]): Promise<FailureHistory> {
+  const built = await db.query<{ last_built_commit: string | null }>('SELECT last_built_commit FROM suites WHERE id = $1', [suiteId]);
+  const { rows } = await db.query<{ path: string; failed: number; builds: number }>(
+    `WITH recent AS (
+       SELECT s.id FROM sessions s
+        WHERE s.suite_id = $1 AND s.profile_name = $2 AND EXISTS (SELECT 1 FROM test_results tr WHERE tr.session_id = s.id)
+        ORDER BY s.id DESC LIMIT $4
+     )
+     SELECT tr.path, count(*) FILTER (WHERE tr.status IN ('failed', 'error') OR tr.flaky)::int AS failed, count(*)::int AS builds
+       FROM test_results tr
+      WHERE tr.session_id IN (SELECT id FROM recent) AND tr.path = ANY($3::text[]) AND tr.status <> 'skipped'
+      GROUP BY tr.path`,
+    [suiteId, profileName, paths, HISTORY_BUILDS],
+  );
+  return {
+    lastBuiltCommit: built.rows[0]?.last_built_commit ?? null,
+    failures: new Map(rows.filter((r) => r.failed > 0).map((r) => [r.path, { failed: r.failed, builds: r.builds }])),
+  };
+}
+
 /**
  * Writes the session's list in the order given, unless it is already there (a retried
  * activity, or another checkout of the same commit, found the same files). Returns its size.
@@ -78,9 +112,9 @@ export async function enqueueTests(pool: Pool, sessionId: number, files: readonl
     for (let at = 0; at < files.length; at += 5000) {
       const chunk = files.slice(at, at + 5000);
       await client.query(
-        `INSERT INTO test_queue (session_id, path, position, estimate_ms)
-         SELECT $1::bigint, path, $2::int + ord::int, est FROM unnest($3::text[], $4::int[]) WITH ORDINALITY AS f(path, est, ord)`,
-        [sessionId, at, chunk.map((f) => f.path), chunk.map((f) => f.estimateMs)],
+        `INSERT INTO test_queue (session_id, path, position, estimate_ms, first_reason)
+         SELECT $1::bigint, path, $2::int + ord::int, est, first FROM unnest($3::text[], $4::int[], $5::text[]) WITH ORDINALITY AS f(path, est, first, ord)`,
+        [sessionId, at, chunk.map((f) => f.path), chunk.map((f) => f.estimateMs), chunk.map((f) => (f.first ? storableText(f.first) : null))],
       );
     }
     return files.length;
@@ -102,7 +136,8 @@ export interface Claim {
  * (its runner died), as many as fit in `budgetMs` by their estimates (`unknownMs` for a file
  * without one), at least one and at most `maxFiles`; with `restBelowMs`, also all the rest when the
  * rest is estimated under it. With `stride` n, every n-th file of the list (the first, the
- * n+1-th, ...) until the budget is spent, then the files passed over in order. Concurrent lanes
+ * n+1-th, ...) until the budget is spent, then the files passed over in order. Files listed to
+ * run first (first_reason) that are still takeable are a claim of their own. Concurrent lanes
  * never take the same file: the UPDATE re-checks each row's state under its row lock.
  */
 export async function claimFiles(
@@ -113,16 +148,19 @@ export async function claimFiles(
 ): Promise<QueuedFile[]> {
   const stride = Math.max(1, Math.floor(opts.stride ?? 1));
   const limit = opts.maxFiles * stride;
-  const { rows: listed } = await db.query<{ path: string; estimate_ms: number | null }>(
-    `SELECT path, estimate_ms FROM test_queue
+  const { rows: listed } = await db.query<{ path: string; estimate_ms: number | null; first: boolean }>(
+    `SELECT path, estimate_ms, first_reason IS NOT NULL AS first FROM test_queue
       WHERE session_id = $1 AND (state = 'pending' OR (state = 'claimed' AND lease_until < now()))
       ORDER BY position LIMIT $2`,
     [sessionId, limit],
   );
   if (listed.length === 0) return [];
-  // Every stride-th file first, then those passed over: a lane's share is then a slice of the
-  // whole list rather than its head.
-  const candidates = stride === 1 ? listed : [...listed.filter((_, i) => i % stride === 0), ...listed.filter((_, i) => i % stride !== 0)];
+  // The files listed to run first are a claim of their own: their results are written, and a
+  // failure among them told, as soon as they end, not after a batch's share of the rest.
+  const head = listed.filter((c) => c.first);
+  // Otherwise every stride-th file first, then those passed over: a lane's share is then a slice
+  // of the whole list rather than its head.
+  const candidates = head.length > 0 ? head : stride === 1 ? listed : [...listed.filter((_, i) => i % stride === 0), ...listed.filter((_, i) => i % stride !== 0)];
   const take: string[] = [];
   let planned = 0;
   for (const c of candidates) {
@@ -312,6 +350,8 @@ export interface OpenFile {
   runner: string | null;
   /** 1..N: the worker (lane) holding a started file; null for one not taken. */
   worker: number | null;
+  /** Why it runs before the usual order (core/firstFailures.ts); null: it does not. */
+  ran_first: string | null;
 }
 
 /**
@@ -322,7 +362,8 @@ export interface OpenFile {
 export async function listOpenFiles(db: Db, sessionId: number): Promise<OpenFile[]> {
   const { rows } = await db.query<OpenFile>(
     `SELECT path, CASE WHEN state = 'claimed' THEN 'started' ELSE 'notstarted' END AS status,
-            substring(claimed_by FROM ' on (.*)$') AS runner, CASE WHEN state = 'claimed' THEN lane + 1 END AS worker
+            substring(claimed_by FROM ' on (.*)$') AS runner, CASE WHEN state = 'claimed' THEN lane + 1 END AS worker,
+            first_reason AS ran_first
        FROM test_queue WHERE session_id = $1 AND state <> 'done' ORDER BY position`,
     [sessionId],
   );

@@ -96,6 +96,7 @@ export interface BuildRecords {
 
   // The shared list of test files.
   recordedDurations: Bound<typeof testQueue.recordedDurations>;
+  failureHistory: Bound<typeof testQueue.failureHistory>;
   enqueueTests: Bound<typeof testQueue.enqueueTests>;
   claimFiles: Bound<typeof testQueue.claimFiles>;
   renewClaims: Bound<typeof testQueue.renewClaims>;

@@ -123,7 +123,7 @@ describe('what changed in a tree since a map', () => {
   it('git: whether the map’s commit is an ancestor, and every path changed since it, both sides of a rename, those added or removed apart', async () => {
     const bare = path.join(tmp, 'g.git');
     const base = await createBareRepo(bare, { 'lib/a.js': { content: 'a\n' }, 'lib/b.js': { content: 'b\n' }, 'test/a.js': { content: 't\n' } }, 'base');
-    await pushCommit(bare, { 'lib/a.js': { content: 'a2\n' } }, 'one');
+    const one = await pushCommit(bare, { 'lib/a.js': { content: 'a2\n' } }, 'one');
     await git(bare, ['branch', 'side', base]);
     const side = await pushCommit(bare, { 'lib/side.js': { content: 's\n' } }, 'side', 'side');
     await pushCommit(bare, { 'lib/b.js': null, 'lib/c.js': { content: 'b\n' }, 'test/new.js': { content: 'n\n' } }, 'rename b to c, add a test');
@@ -138,7 +138,12 @@ describe('what changed in a tree since a map', () => {
         changed: ['lib/a.js', 'lib/b.js', 'lib/c.js', 'test/new.js'],
         addedOrRemoved: ['lib/b.js', 'lib/c.js', 'test/new.js'],
       });
+      // The commit's own change (the first failure first, issue 49) is measured from its parent.
+      expect(await changes.parent()).toBe(one);
     });
+    const root = path.join(tmp, 'g-root');
+    await git(bare, ['worktree', 'add', '--detach', root, base]);
+    await expect(withTreeChanges('git', root, undefined, (changes) => changes.parent())).resolves.toBeNull();
   });
 
   it('hg: the same, with the tree’s own hgrc never read (tests may have planted hooks there)', async () => {
@@ -153,7 +158,10 @@ describe('what changed in a tree since a map', () => {
       expect(await changes.isAncestor(base)).toBe(true);
       expect(await changes.isAncestor(other)).toBe(false);
       expect(await changes.changedSince(base)).toEqual({ changed: ['lib/a.py', 'lib/b.py', 'tests/test_a.py'], addedOrRemoved: ['lib/b.py', 'tests/test_a.py'] });
+      expect(await changes.parent()).toBe(base);
     });
+    await hg(repo, ['update', '--clean', '--quiet', base]);
+    await expect(withTreeChanges('hg', repo, undefined, (changes) => changes.parent())).resolves.toBeNull();
     await expect(stat(planted)).rejects.toThrow(/ENOENT/);
   });
 });

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runLane, LEASE_MS, type LaneDeps, type LaneJob } from '../../src/steps/tests/lane';
 import type { Counts } from '../../src/core/types';
-import { claimFiles, enqueueTests, HISTORY_BUILDS, queueCounts, recordedDurations, recordFileResult, workLeftMs, type QueuedFile } from '../../src/db/testQueue';
+import { claimFiles, enqueueTests, failureHistory, HISTORY_BUILDS, queueCounts, recordedDurations, recordFileResult, workLeftMs, type QueuedFile } from '../../src/db/testQueue';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { insertPostSession } from '../support/postSession';
 import { eventually } from '../support/wait';
@@ -139,6 +139,21 @@ describe('lanes sharing a list', () => {
     expect(second.map((f) => f.estimateMs)).toEqual([7000, 5000, 3000, 2000, 1000]);
   });
 
+  it('take the files listed to run first as a claim of their own, with a stride or without', async () => {
+    for (const stride of [1, 2]) {
+      const s = await setup({});
+      await enqueueTests(db.pool, s.sessionId, [
+        { path: 'test/changed_test.sh', estimateMs: 100, first: 'changed' },
+        { path: 'test/flaky_test.sh', estimateMs: 200, first: 'failed in 2 of the last 10 builds' },
+        ...[8000, 7000, 6000, 5000].map((ms) => ({ path: `test/f${ms}_test.sh`, estimateMs: ms })),
+      ]);
+      const claim = { token: 'lane 0 attempt 1 on host', lane: 0, leaseMs: LEASE_MS };
+      const opts = { budgetMs: 18_000, unknownMs: 1000, maxFiles: 100, stride };
+      expect((await claimFiles(db.pool, s.sessionId, claim, opts)).map((f) => f.path)).toEqual(['test/changed_test.sh', 'test/flaky_test.sh']);
+      expect((await claimFiles(db.pool, s.sessionId, claim, opts)).map((f) => f.estimateMs)).toEqual(stride === 2 ? [8000, 6000] : [8000, 7000]);
+    }
+  });
+
   it('with a stride, still take no more than maxFiles', async () => {
     const s = await setup({});
     await enqueueTests(db.pool, s.sessionId, Array.from({ length: 10 }, (_, i) => ({ path: `test/f${i}_test.sh`, estimateMs: 10 })));
@@ -198,6 +213,35 @@ describe("a file's estimate from the suite's history", () => {
     const known = await recordedDurations(db.pool, s.suiteId, 'default', ['test/a_test.sh', 'test/old_test.sh']);
     // old_test.sh last ran before the latest builds: it counts as new (the median file), not as its old time.
     expect(Object.fromEntries(known)).toEqual({ 'test/a_test.sh': 2_000 });
+  });
+});
+
+describe("a file's failures in the suite's history", () => {
+  it('counts the recent builds of the profile it failed, erred or flaked in, beside those that ran it, and gives the last built commit', async () => {
+    const s = await insertPostSession(db.pool, secretKey);
+    const past = async (results: Record<string, [status: string, flaky?: boolean]>, profile = 'default') => {
+      const { rows } = await db.pool.query<{ id: number }>(
+        `INSERT INTO sessions (ci_event_id, suite_id, branch, head, profile_name)
+         SELECT ci_event_id, suite_id, branch, head, $2 FROM sessions WHERE id = $1 RETURNING id`,
+        [s.sessionId, profile],
+      );
+      for (const [path, [status, flaky]] of Object.entries(results)) {
+        await db.pool.query('INSERT INTO test_results (session_id, path, status, duration_ms, flaky) VALUES ($1, $2, $3, 10, $4)', [rows[0]!.id, path, status, flaky === true]);
+      }
+    };
+    await past({ 'test/old_test.sh': ['failed'] }); // older than the latest builds
+    for (let i = 0; i < HISTORY_BUILDS - 3; i++) await past({ 'test/a_test.sh': ['passed'], 'test/b_test.sh': ['passed'] });
+    await past({ 'test/a_test.sh': ['failed'], 'test/b_test.sh': ['passed', true] });
+    await past({ 'test/a_test.sh': ['error'], 'test/b_test.sh': ['passed'], 'test/old_test.sh': ['skipped'] });
+    await past({ 'test/a_test.sh': ['passed'], 'test/c_test.sh': ['passed'] });
+    await past({ 'test/c_test.sh': ['failed'] }, 'other');
+    await db.pool.query("UPDATE suites SET last_built_commit = 'c0ffee' WHERE id = $1", [s.suiteId]);
+    const history = await failureHistory(db.pool, s.suiteId, 'default', ['test/a_test.sh', 'test/b_test.sh', 'test/c_test.sh', 'test/old_test.sh']);
+    expect(history.lastBuiltCommit).toBe('c0ffee');
+    expect(Object.fromEntries(history.failures)).toEqual({
+      'test/a_test.sh': { failed: 2, builds: HISTORY_BUILDS },
+      'test/b_test.sh': { failed: 1, builds: HISTORY_BUILDS - 1 },
+    });
   });
 });
 

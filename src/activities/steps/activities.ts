@@ -12,6 +12,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { DEFAULT_HOOK_TIMEOUT_MS, DEFAULT_IMAGE_DIR, DEFAULT_IMAGE_MAX_BYTES, DEFAULT_MAX_TEST_FILES, type Config } from '../../config';
 import { medianMs } from '../../core/batches';
 import type { BuildSetup } from '../../core/buildSetup';
+import { orderFirstFailures } from '../../core/firstFailures';
 import { FIRST_FAIL_SIGNAL, WORKERS_READY_SIGNAL } from '../../core/signalNames';
 import type { Counts, Timing } from '../../core/types';
 import { FAILURE_TYPES } from '../failures';
@@ -32,6 +33,7 @@ import type { Sandbox } from '../../steps/isolation/sandbox';
 import { discoverTests, InvalidPatternError } from '../../steps/tests/discover';
 import { laneHasWork } from '../../steps/tests/lane';
 import { chooseAffected } from '../../steps/tests/selection';
+import { firstFailureHints } from '../../steps/tests/firstFailures';
 import { exists } from '../../steps/checkout/scmProcess';
 import { join } from 'node:path';
 
@@ -121,25 +123,24 @@ export function createBuildActivities({ config, records, runner, processGroups, 
         FAILURE_TYPES.tooManyTestFiles,
       );
     }
+    const scm = (await exists(join(workdir, '.hg'))) ? 'hg' : 'git';
     const choice = affected
-      ? await chooseAffected(records, {
-          sessionId,
-          profileName,
-          commitId: affected.commitId,
-          workdir,
-          scm: (await exists(join(workdir, '.hg'))) ? 'hg' : 'git',
-          paths,
-          plan: affected.plan,
-          signal: affected.signal,
-        })
+      ? await chooseAffected(records, { sessionId, profileName, commitId: affected.commitId, workdir, scm, paths, plan: affected.plan, signal: affected.signal })
       : null;
     const toRun = choice?.run ?? paths;
-    const known = await records.recordedDurations(suiteId, profileName, toRun);
+    const [known, hints] = await Promise.all([
+      records.recordedDurations(suiteId, profileName, toRun),
+      // A mapping run takes one file at a time whatever the order: nothing to gain there. A build
+      // that selected runs only affected files: the map tells nothing more about their order.
+      choice?.mapping ? null : firstFailureHints(records, { sessionId, suiteId, profileName, workdir, scm, paths: toRun, maps: affected !== undefined && choice?.summary.mode !== 'selected', signal: affected?.signal }),
+    ]);
     // A file never run is taken to last as long as the suite's middle file (null: no history at all).
     const median = medianMs([...known.values()]);
-    const files = toRun.map((path) => ({ path, estimateMs: known.get(path) ?? median }));
-    // Stable: equal estimates keep discovery's (path) order.
-    files.sort((a, b) => (b.estimateMs ?? Infinity) - (a.estimateMs ?? Infinity) || 0);
+    const byHistory = toRun.map((path) => ({ path, estimateMs: known.get(path) ?? median }));
+    // Longest first, which packs the lanes; stable: equal estimates keep discovery's (path) order.
+    byHistory.sort((a, b) => (b.estimateMs ?? Infinity) - (a.estimateMs ?? Infinity) || 0);
+    // Then the likeliest failures ahead of them, within a bound on what that may cost (issue 49).
+    const files = hints ? orderFirstFailures(byHistory, hints) : byHistory;
     const total = await records.enqueueTests(sessionId, files, choice?.skipped ?? []);
     if (!choice) return { total };
     await records.recordAffected(sessionId, choice.summary);

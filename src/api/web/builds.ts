@@ -47,10 +47,23 @@ function imageFacts(image: SessionView['image']) {
 /** A file left out as not affected: skipped by no runner, it takes no place on the timeline. */
 const notRun = (t: { status: string; runner: string | null }) => t.status === 'skipped' && t.runner === null;
 
-/** Why a file ran, or that it did not (a build that selected); '' otherwise. */
-function whyRan(affected: SessionView['affected'], path: string, status: string): string {
-  if (affected?.mode !== 'selected') return '';
-  return affected.reasons[path] ?? (status === 'skipped' ? 'not affected' : '');
+/** Why a file ran, or that it did not (a build that selected), and why it ran first; '' otherwise. */
+function whyRan(affected: SessionView['affected'], t: { path: string; status: string; ran_first: string | null }): string {
+  const selected = affected?.mode === 'selected' ? (affected.reasons[t.path] ?? (t.status === 'skipped' ? 'not affected' : '')) : '';
+  const first = t.ran_first ? `ran first: ${t.ran_first}` : '';
+  return [selected, first].filter(Boolean).join('; ');
+}
+
+/** Files named in the sentence about the files that ran first, at most. */
+const FIRST_NAMED = 5;
+
+/** The files that ran ahead of the usual order as the likeliest to fail, in a sentence; null: none did. */
+function firstSentence(files: ReadonlyArray<{ path: string; ran_first: string | null }>): string | null {
+  const first = files.filter((f) => f.ran_first !== null);
+  if (first.length === 0) return null;
+  const named = first.slice(0, FIRST_NAMED).map((f) => `${f.path} (${f.ran_first})`);
+  const more = first.length > FIRST_NAMED ? ` and ${first.length - FIRST_NAMED} more` : '';
+  return `Ran first, as the likeliest to fail: ${named.join('; ')}${more}.`;
 }
 
 /** What the build page shows that changes while it runs, as the page renders it and its stream sends it. */
@@ -79,6 +92,7 @@ export function liveView(
     // A build that ran only the affected files: the same commit with every file, in one click.
     canRebuildFull: ended && view.parent_session === undefined && view.affected?.mode === 'selected',
     selection: view.affected ? describeSelection(view.affected) : null,
+    firstFailures: firstSentence([...view.tests, ...open]),
     image,
     // Rebuild runs the digests the build ran; this one resolves the tags again (a `node:22` that moved on).
     canRebuildResolving: ended && view.parent_session === undefined && pinsImages,
@@ -96,9 +110,9 @@ export function liveView(
         batch: t.batch === null ? '' : `#${t.batch}`,
         runs: t.attempts > 1 ? String(t.attempts) : '',
         flaky: t.flaky,
-        why: whyRan(view.affected, t.path, t.status),
+        why: whyRan(view.affected, t),
       })),
-      ...open.map((f) => ({ path: f.path, status: f.status, duration: formatDuration(null), runner: f.runner ?? '', batch: '', runs: '', flaky: false, why: whyRan(view.affected, f.path, f.status) })),
+      ...open.map((f) => ({ path: f.path, status: f.status, duration: formatDuration(null), runner: f.runner ?? '', batch: '', runs: '', flaky: false, why: whyRan(view.affected, f) })),
     ].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
     parts: parts.map((p) => ({ session: p.id, profile: p.profile_name, status: p.status })),
     failures,

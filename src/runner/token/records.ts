@@ -24,7 +24,7 @@ const METHODS = {
   pullSource: 1, recordKnownHosts: 1, endedSessions: 1, repoIdOfSession: 1, suiteJUnitPatternOfSession: 1, buildSecrets: 1, registryLogins: 1, installationId: 1,
   recordWorkerStep: 1, markWorkerReady: 1, markWorkerFailed: 1, rendezvous: 1, setupTiming: 1,
   startHook: 1, finishHook: 1, appendOutput: 1, startBatch: 1, finishBatch: 1,
-  recordedDurations: 1, enqueueTests: 1, claimFiles: 1, renewClaims: 1, releaseClaims: 1, recordFileResults: 1, workLeftMs: 1, queueProgress: 1, replaceJUnitResults: 1, recordRunCases: 1, mutedTests: 1,
+  recordedDurations: 1, failureHistory: 1, enqueueTests: 1, claimFiles: 1, renewClaims: 1, releaseClaims: 1, recordFileResults: 1, workLeftMs: 1, queueProgress: 1, replaceJUnitResults: 1, recordRunCases: 1, mutedTests: 1,
   startMap: 1, recordFileDeps: 1, mapCandidates: 1, loadMap: 1, recordAffected: 1,
   findExactEntry: 1, findNewestEntry: 1, touchEntry: 1, insertEntry: 1, evictEntries: 1, deleteEntry: 1, liveStoreKeys: 1,
   reserveArtifact: 1, markArtifactStored: 1, dropArtifact: 1, deleteWorkerArtifacts: 1,

@@ -30,6 +30,8 @@ export interface TreeChanges {
   isAncestor(base: string): Promise<boolean>;
   /** The files that differ between `base` and the tree's commit. */
   changedSince(base: string): Promise<ChangedFiles>;
+  /** The tree's commit's (first) parent; null for a root commit. */
+  parent(): Promise<string | null>;
 }
 
 /**
@@ -64,6 +66,11 @@ export async function withTreeChanges<T>(scm: Scm, workdir: string, signal: Abor
           if (!out.ok) throw new Error(`git diff-tree ${base.slice(0, 12)} HEAD: ${out.stderr.trim() || 'failed'}`);
           return byStatus(pairs(out.stdout.split('\0').slice(0, -1)));
         },
+        parent: async () => {
+          const out = await runGit(ctx, [...OWNER_ANY, 'rev-parse', '--verify', '--quiet', 'HEAD^']);
+          const id = out.stdout.trim();
+          return out.ok && COMMIT_ID.test(id) ? id : null;
+        },
       });
     }
     // The tree's own hgrc could name hooks or extensions its tests planted: never read.
@@ -80,6 +87,12 @@ export async function withTreeChanges<T>(scm: Scm, workdir: string, signal: Abor
         const out = await runHg(ctx, ['status', '--rev', base, '--rev', '.', '--modified', '--added', '--removed', '--print0']);
         if (!out.ok) throw new Error(`hg status --rev ${base.slice(0, 12)}: ${out.stderr.trim() || 'failed'}`);
         return byStatus(out.stdout.split('\0').filter((e) => e !== '').map((e) => [e.slice(0, 1), e.slice(2)]));
+      },
+      parent: async () => {
+        const out = await runHg(ctx, ['log', '-r', 'p1(.)', '-T', '{node}']);
+        const id = out.stdout.trim();
+        // A root changeset's parent is the null revision, all zeros.
+        return out.ok && COMMIT_ID.test(id) && !/^0+$/.test(id) ? id : null;
       },
     });
   } finally {

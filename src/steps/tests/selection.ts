@@ -12,7 +12,7 @@
 import { needsFullRun, selectAffected, selectedSummary, type AffectedSummary, type DependencyMap } from '../../core/affected';
 import type { AffectedPlan } from '../../activities/types';
 import type { Scm } from '../../core/types';
-import { withTreeChanges, type ChangedFiles } from '../checkout/changes';
+import { withTreeChanges, type ChangedFiles, type TreeChanges } from '../checkout/changes';
 import type { MapCandidate } from '../../db/dependencyMaps';
 import type { BuildRecords } from '../records';
 
@@ -43,8 +43,7 @@ export async function chooseAffected(records: BuildRecords, input: Input): Promi
     if (input.signal?.aborted) throw err;
     return all({ mode: 'full', reason: `could not tell what changed since the map (${err instanceof Error ? err.message : String(err)})` });
   }
-  const stored = found ? await records.loadMap(input.sessionId, found.candidate.mapSession) : null;
-  const map: DependencyMap | null = stored ? { commit: stored.commit, files: new Map(stored.files.map((f) => [f.path, f])) } : null;
+  const map = found ? await loadMap(records, input.sessionId, found.candidate.mapSession) : null;
   const selection = selectAffected({
     testFiles: paths,
     changed: found?.changes.changed ?? [],
@@ -57,6 +56,19 @@ export async function chooseAffected(records: BuildRecords, input: Input): Promi
 }
 
 type AncestorMap = { candidate: MapCandidate; changes: ChangedFiles };
+
+async function loadMap(records: BuildRecords, sessionId: number, mapSession: number): Promise<DependencyMap | null> {
+  const stored = await records.loadMap(sessionId, mapSession);
+  return stored ? { commit: stored.commit, files: new Map(stored.files.map((f) => [f.path, f])) } : null;
+}
+
+/** The newest map recorded at an ancestor of the tree's commit (or at it), loaded; null: none. */
+export async function ancestorMap(records: BuildRecords, sessionId: number, profileName: string, changes: TreeChanges): Promise<DependencyMap | null> {
+  for (const c of await records.mapCandidates(sessionId, profileName)) {
+    if (await changes.isAncestor(c.commit)) return loadMap(records, sessionId, c.mapSession);
+  }
+  return null;
+}
 
 /** The newest map recorded at an ancestor of the tree's commit (or at it), and what changed since. */
 async function newestAncestorMap(records: BuildRecords, input: Input): Promise<AncestorMap | null> {

@@ -71,6 +71,9 @@
     const selection = $('[data-selection]');
     selection.textContent = b.selection ?? '';
     selection.hidden = !b.selection;
+    const first = $('[data-first]');
+    first.textContent = b.firstFailures ?? '';
+    first.hidden = !b.firstFailures;
     // The image is recorded when the build starts: a page opened before that learns it here.
     const image = $('[data-image]');
     image.hidden = !b.image;
