@@ -16,12 +16,17 @@
  *   figures, with the CPU Sluice's own processes used during the span (bench/cpu.ts): on two
  *   cores the tests lose what those use. The second warm build plans from a warm build's
  *   durations, as every build does once a suite has built a few times.
+ * - where the warm build's time went (issue 49): each step of its timeline (the time between two
+ *   timing keys, as the build page draws it), from the trigger's POST to `stop` at the receiver,
+ *   with its share of the whole; and the whole beyond the framework alone, the time a person
+ *   waits for Sluice rather than for the tests.
  */
 import { exec, execFileSync, execSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { stepOf, TIMING_ORDER } from '../src/api/web/timeline';
 import type { Cluster, ClusterRepo } from '../test/support/cluster';
 import { describeCpu, recordCpu } from './cpu';
 import type { Row } from './table';
@@ -82,7 +87,10 @@ export const SUITES: RealSuite[] = [
 
 export async function suiteFigures(c: Cluster, log: (line: string) => void): Promise<Row[]> {
   const rows: Row[] = [];
+  // SLUICE_BENCH_SUITE=express: only the suites whose name holds it.
+  const only = process.env.SLUICE_BENCH_SUITE;
   for (const suite of SUITES) {
+    if (only && !suite.name.includes(only)) continue;
     if (!existsSync(suite.source)) {
       log(`${suite.name}: skipped, no copy at ${suite.source} (SLUICE_BENCH_EXPRESS)`);
       continue;
@@ -152,8 +160,8 @@ async function measure(c: Cluster, suite: RealSuite, log: (line: string) => void
         value: warm.whole,
         unit: 's',
         baseline: { name: `the framework alone at its best: ${best}`, value: alone },
-        target: { text: '≤ alone + 10 s', met: warm.whole <= alone + 10 },
-        note: `cold build ${cold.whole.toFixed(1)} s; the other warm build ${other.whole.toFixed(1)} s`,
+        target: { text: '≤ alone + 2 s', met: warm.whole <= alone + 2 },
+        note: `+${(warm.whole - alone).toFixed(1)} s beyond the framework alone; where it went: ${warm.steps}; cold build ${cold.whole.toFixed(1)} s; the other warm build ${other.whole.toFixed(1)} s`,
       },
     ];
   } finally {
@@ -165,7 +173,7 @@ async function build(
   c: Cluster,
   repo: ClusterRepo,
   branch: string,
-): Promise<{ span: number; whole: number; status: string; lanes: string; sluiceCpu: string; estimates: string }> {
+): Promise<{ span: number; whole: number; status: string; lanes: string; sluiceCpu: string; estimates: string; steps: string }> {
   const sent = Date.now();
   const cpu = recordCpu(c);
   const session = await c.build(repo, { branch, force: true });
@@ -179,6 +187,7 @@ async function build(
     estimates: await batchEstimates(c, session, t.exec!),
     span: t.post_build! - t.exec!,
     whole: (arrived.at - sent) / 1000,
+    steps: stepShares(t, sent, arrived.at),
     status: `${stop.status} (${JSON.stringify(stop.counts)})${reason}`,
     lanes: laneBatches(view.batches),
     sluiceCpu: describeCpu(cpu.between(t.exec! * 1000, t.post_build! * 1000)),
@@ -201,6 +210,30 @@ async function batchEstimates(c: Cluster, session: number, execAt: number): Prom
   );
   const s = (ms: number | string | null) => (ms === null ? '?' : (Number(ms) / 1000).toFixed(1));
   return rows.map((r) => `lane ${r.lane} +${(Number(r.started) - execAt).toFixed(1)} s: ${r.files} files, estimated ${s(r.estimate_ms)} s, ran ${s(r.duration_ms)} s`).join('; ');
+}
+
+/**
+ * Where a build's time went, trigger to `stop`: each step of its timeline (the time since the key
+ * before; keys of one instant in the spec's order), the largest first, with its share of the whole.
+ */
+export function stepShares(timing: Record<string, number>, sentMs: number, stopArrivedMs: number): string {
+  const rank = (k: string) => (TIMING_ORDER.includes(k) ? TIMING_ORDER.indexOf(k) : TIMING_ORDER.length);
+  const keys = Object.entries(timing)
+    .map(([key, at]) => ({ key, at: at * 1000 }))
+    .sort((a, b) => a.at - b.at || rank(a.key) - rank(b.key));
+  const whole = stopArrivedMs - sentMs;
+  const steps: Array<[string, number]> = [];
+  let from = sentMs;
+  for (const { key, at } of keys) {
+    steps.push([key === 'ci_received_at' ? 'trigger accepted' : stepOf(key), at - from]);
+    from = Math.max(from, at);
+  }
+  steps.push(['stop sent and received', stopArrivedMs - from]);
+  return steps
+    .filter(([, ms]) => ms >= 1)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, ms]) => `${name} ${(ms / 1000).toFixed(2)} s (${Math.round((ms / whole) * 100)} %)`)
+    .join(', ');
 }
 
 /** How the lanes split the files: each worker's batches, `files/seconds`, in the order they ran. */

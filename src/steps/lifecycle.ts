@@ -42,6 +42,7 @@ import type { BuildUser, ProcessGroups } from './isolation/process';
 import type { Sandbox } from './isolation/sandbox';
 import type { BuildRecords } from './records';
 import { provisionServices, ServiceUnavailableError, type WorkerServices } from './services';
+import { layersDir } from './checkout/tree';
 import { collectJUnitResults } from './tests/junit';
 import { runLane } from './tests/lane';
 import { TEST_PATH, testEnvironment } from './tests/runTestFile';
@@ -188,7 +189,7 @@ async function restoreStep(w: Worker): Promise<boolean> {
   w.restored = await restoreCache(w.deps.cache, w.cacheSettings, cacheTarget(w), w.deps.signal);
   w.notes.push(...w.restored.notes);
   if (w.restored.hit !== 'miss') {
-    w.notes.push(`cache restored ${w.restored.paths.join(', ')} (${w.restored.hit === 'exact' ? 'this key' : 'an older key'}, branch ${w.restored.scope}, from ${w.restored.source === 'local' ? "this runner's copy" : 'the store'}${w.restored.linked ? ', linked: its files are read-only' : ''})`);
+    w.notes.push(`cache restored ${w.restored.paths.join(', ')} (${w.restored.hit === 'exact' ? 'this key' : 'an older key'}, branch ${w.restored.scope}, from ${w.restored.source === 'local' ? "this runner's copy" : 'the store'}${w.restored.linked ? ', linked: its files are read-only' : ''}${w.restored.mounted ? ', mounted: its changes stay in this build' : ''})`);
   } else {
     w.notes.push(`cache empty: no entry of branch ${job.cache.readScopes.join(' or ')} to restore`);
   }
@@ -548,5 +549,5 @@ function cacheTarget(w: Worker) {
   const { job, deps } = w;
   // An install made in one image is never restored into another, nor into the runner's own `/`.
   const platform = job.image ? `${process.platform} image ${job.image.reference}` : undefined;
-  return { repoId: job.repoId, readScopes: job.cache.readScopes, writeScope: job.cache.writeScope, tree: job.tree, home: job.home, owner: deps.runAs, platform };
+  return { repoId: job.repoId, readScopes: job.cache.readScopes, writeScope: job.cache.writeScope, tree: job.tree, home: job.home, owner: deps.runAs, platform, layers: layersDir(job.tree) };
 }

@@ -13,7 +13,7 @@ import { Header } from 'tar';
 import { restoreCache, saveCache, sweepLocalCache, type CacheDeps, type CacheSettings, type CacheTarget, type Restored } from '../../src/steps/cache';
 import { checkoutKey } from '../../src/steps/cache/key';
 import { sparesSettled } from '../../src/steps/cache/link';
-import { markUsed } from '../../src/steps/checkout/tree';
+import { markUsed, removeTree } from '../../src/steps/checkout/tree';
 import { openStore, type BlobStore } from '../../src/store';
 import { createTestDatabase, type TestDatabase } from '../support/db';
 import { pgBuildRecords } from '../../src/db/buildRecords';
@@ -279,7 +279,7 @@ describe('limits', () => {
       const dirs = await checkout(lock);
       const t = target(dirs, 'master', 'master', lru);
       // A miss without a restore: a fallback's restore would count as a use of the entry it restored.
-      const restored: Restored = { key: (await checkoutKey(settings, dirs.tree)).key, hit: 'miss', scope: null, source: null, paths: [], bytes: 0, linked: false, notes: [] };
+      const restored: Restored = { key: (await checkoutKey(settings, dirs.tree)).key, hit: 'miss', scope: null, source: null, paths: [], bytes: 0, linked: false, mounted: false, notes: [] };
       await mkdir(path.join(dirs.tree, 'node_modules'), { recursive: true });
       await writeFile(path.join(dirs.tree, 'node_modules/blob'), Buffer.from(Array.from({ length: 20 * 1024 }, () => Math.floor(Math.random() * 256))));
       const saved = await saveCache(deps, settings, t, restored);
@@ -306,7 +306,7 @@ describe('limits', () => {
     const saveOne = async (lock: string) => {
       const dirs = await checkout(lock);
       const t = target(dirs, 'small', 'small', repo);
-      const restored: Restored = { key: (await checkoutKey(settings, dirs.tree)).key, hit: 'miss', scope: null, source: null, paths: [], bytes: 0, linked: false, notes: [] };
+      const restored: Restored = { key: (await checkoutKey(settings, dirs.tree)).key, hit: 'miss', scope: null, source: null, paths: [], bytes: 0, linked: false, mounted: false, notes: [] };
       await mkdir(path.join(dirs.tree, 'node_modules'), { recursive: true });
       await writeFile(path.join(dirs.tree, 'node_modules/blob'), Buffer.alloc(12 * 1024, lock));
       expect((await saveCache(deps, settings, t, restored)).saved).toBe(true);
@@ -538,6 +538,89 @@ if (!buildUser) console.warn(`cache-restore.test.ts: the build user's tests skip
       const got = await restoreCache(deps, linking, { ...t, ...dirs });
       expect(got).toMatchObject({ hit: 'exact', linked: false, notes: ['cache copied, not linked: linking needs builds that run as a build user'] });
       expect(lstatSync(path.join(dirs.tree, 'node_modules/left-pad/index.js')).nlink).toBe(1);
+    });
+  });
+
+  describe('mounted (an overlay over the runner’s copy, issue 49)', () => {
+    const as = (argv: string[]) => execFileSync(argv[0]!, argv.slice(1), { uid: owner.uid, gid: owner.gid, stdio: 'pipe', encoding: 'utf8' });
+    const overlaysAt = () =>
+      readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.includes(' - overlay ')).map((l) => l.split(' ')[4]!);
+    /** A saved entry of `lock` on runner `deps`, and a new checkout of it with a place for layers. */
+    async function savedThenFresh(deps: CacheDeps, lock: string, repo: number): Promise<{ t: CacheTarget; layers: string }> {
+      const first = await ownedCheckout(lock);
+      const t0 = { ...target(first, 'mounted', 'mounted', repo), owner };
+      const restored = await restoreCache(deps, settings, t0);
+      await install(first);
+      execFileSync('chown', ['-R', `${owner.uid}:${owner.gid}`, path.dirname(first.tree)]);
+      expect(await saveCache(deps, settings, t0, restored)).toMatchObject({ saved: true });
+      const dirs = await ownedCheckout(lock);
+      const layers = `${dirs.tree}.layers`;
+      return { t: { ...target(dirs, 'mounted', 'mounted', repo), owner, layers }, layers };
+    }
+
+    it('mounts each directory, writable as a copy, while the runner’s copy stays as it was; the tree’s removal detaches it', async () => {
+      const deps = runner('mounted');
+      const { t, layers } = await savedThenFresh(deps, 'mounted-lock', await newRepo());
+      const got = await restoreCache(deps, settings, t);
+      expect(got).toMatchObject({ hit: 'exact', source: 'local', mounted: true, linked: false, paths: ['node_modules', '~/.npm'], notes: [] });
+      expect(overlaysAt()).toEqual(expect.arrayContaining([t.tree, t.home]));
+      expect(readFileSync(path.join(t.tree, 'package-lock.json'), 'utf8')).toBe('mounted-lock');
+      // The build user writes, edits in place and deletes as in a copy of its own.
+      as(['sh', '-c', `echo changed > ${t.tree}/node_modules/left-pad/index.js && rm -r ${t.tree}/node_modules/.bin && touch ${t.tree}/node_modules/new && rm -rf ${t.home}/.npm`]);
+      expect(readFileSync(path.join(t.tree, 'node_modules/left-pad/index.js'), 'utf8')).toBe('changed\n');
+      // The next build gets the entry as it was saved.
+      const next = await ownedCheckout('mounted-lock');
+      const again = await restoreCache(deps, settings, { ...t, ...next, layers: `${next.tree}.layers` });
+      expect(again).toMatchObject({ hit: 'exact', mounted: true });
+      expect(readFileSync(path.join(next.tree, 'node_modules/left-pad/index.js'), 'utf8')).toBe("module.exports = 'v1';\n");
+      expect(readlinkSync(path.join(next.tree, 'node_modules/.bin/pad'))).toBe('../left-pad/bin/pad');
+      expect(existsSync(path.join(next.tree, 'node_modules/new'))).toBe(false);
+      // The layers are the runner's: the build user cannot reach them but through the mount.
+      expect(statSync(layers).mode & 0o777).toBe(0o700);
+      expect(() => as(['ls', layers])).toThrow(/Permission denied/);
+      // A copy under a live mount is never evicted, however full the local directory.
+      expect(await sweepLocalCache({ ...deps, local: { ...deps.local, maxBytes: 0 } })).toBe(0);
+      await removeTree(t.tree);
+      await removeTree(next.tree);
+      expect(overlaysAt().filter((at) => at.startsWith(path.dirname(t.tree)) || at.startsWith(path.dirname(next.tree)))).toEqual([]);
+      expect(existsSync(layers)).toBe(false);
+    });
+
+    it('a save path the checkout has too is replaced by a copy, never merged, nor written through a link the repository put there', async () => {
+      const deps = runner('mounted');
+      const { t } = await savedThenFresh(deps, 'mounted-link-lock', await newRepo());
+      // A repository whose node_modules is a link out of the tree (the runner's libraries, say).
+      const elsewhere = await mkdtemp(path.join(os.tmpdir(), 'sluice-elsewhere-'));
+      await writeFile(path.join(elsewhere, 'kept'), 'mine');
+      await symlink(elsewhere, path.join(t.tree, 'node_modules'));
+      const got = await restoreCache(deps, settings, t);
+      expect(got).toMatchObject({ hit: 'exact', mounted: true, paths: ['~/.npm', 'node_modules'] });
+      expect(lstatSync(path.join(t.tree, 'node_modules')).isDirectory()).toBe(true);
+      expect(readFileSync(path.join(t.tree, 'node_modules/left-pad/index.js'), 'utf8')).toBe("module.exports = 'v1';\n");
+      expect(overlaysAt()).toContain(t.tree);
+      expect(overlaysAt().some((at) => at.startsWith(elsewhere))).toBe(false);
+      expect(await readdir(elsewhere)).toEqual(['kept']);
+      await removeTree(t.tree);
+      await rm(elsewhere, { recursive: true, force: true });
+    });
+
+    it('mounts a save path that is a file as well', async () => {
+      const deps = runner('mounted');
+      const repo = await newRepo();
+      const odd: CacheSettings = { key_paths: ['package-lock.json'], save_paths: ['node_modules', '~/.npmrc'] };
+      const first = await ownedCheckout('odd-lock');
+      const t0 = { ...target(first, 'mounted', 'mounted', repo), owner };
+      const restored = await restoreCache(deps, odd, t0);
+      await install(first);
+      await writeFile(path.join(first.home, '.npmrc'), 'fund=false\n');
+      execFileSync('chown', ['-R', `${owner.uid}:${owner.gid}`, path.dirname(first.tree)]);
+      expect(await saveCache(deps, odd, t0, restored)).toMatchObject({ saved: true });
+      const dirs = await ownedCheckout('odd-lock');
+      const got = await restoreCache(deps, odd, { ...target(dirs, 'mounted', 'mounted', repo), owner, layers: `${dirs.tree}.layers` });
+      expect(got).toMatchObject({ hit: 'exact', mounted: true, paths: ['node_modules', '~/.npmrc'] });
+      expect(overlaysAt()).toEqual(expect.arrayContaining([dirs.tree, dirs.home]));
+      expect(readFileSync(path.join(dirs.home, '.npmrc'), 'utf8')).toBe('fund=false\n');
+      await removeTree(dirs.tree);
     });
   });
 

@@ -16,6 +16,7 @@
  *
  * Every wait here is bounded and waits for a state (a line of output, an answer), never a time.
  */
+import { unmountUnder } from '../../src/steps/cache/overlay';
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -165,7 +166,11 @@ export async function stopAllProcesses(graceMs = 5_000): Promise<void> {
   await Promise.allSettled([...roles].map((r) => r.stop(graceMs)));
   await Promise.allSettled([...servers].map((s) => s.stop()));
   servers.clear();
-  for (const dir of workspaces) rmSync(dir, { recursive: true, force: true });
+  for (const dir of workspaces) {
+    // Caches restored by overlay mounts in trees not swept yet: detached first.
+    await unmountUnder([dir]);
+    rmSync(dir, { recursive: true, force: true });
+  }
   workspaces.clear();
 }
 

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
+import { unmountUnder } from '../../src/steps/cache/overlay';
 import { parseAllowList } from '../../src/ip/ranges';
 import { buildApp } from '../../src/api/app';
 import type { Config, WebhookRetry } from '../../src/config';
@@ -154,6 +155,8 @@ export async function startSluice(
     () => rm(workspaceDir, { recursive: true, force: true }),
     () => rm(cacheDir, { recursive: true, force: true }),
     () => rm(`${workspaceDir}-images`, { recursive: true, force: true }),
+    // Caches restored by overlay mounts (a session's tree outlives its build until a sweep): detached first.
+    () => unmountUnder([workspaceDir]),
   ];
   const stopAll = async () => {
     for (const stop of parts.splice(0).reverse()) await stop();

@@ -22,6 +22,7 @@ import { checkEntry, EntryTooBig, packEntry, unpackEntry } from './archive';
 import { chownEntry, copyIn, copyOut, tidyEntry, type Owner } from './copy';
 import { cacheFamily, checkoutKey, parseSavePaths } from './key';
 import { canLink, linkIn, sealCopy } from './link';
+import { canOverlay, overlayIn } from './overlay';
 import { evictLocal, findLocal, placeLocal, setLocalOwner, workPlace, type LocalCopy } from './local';
 
 export interface CacheSettings {
@@ -50,6 +51,8 @@ export interface CacheTarget {
   home: string;
   /** When set, restored files are this user's (tests run as it), and the build's files are read as it. */
   owner?: Owner;
+  /** Where the upper layers of a restore by overlay go (overlay.ts), removed with the tree; absent: none is mounted. */
+  layers?: string;
   /**
    * What the entry's files were made for, in its key: the runner's OS, or the image the build runs
    * in (`linux image docker.io/library/node:22`), so that an install made with one toolchain is
@@ -68,8 +71,9 @@ export interface Restored {
   paths: string[];
   /** Bytes of the entry restored, unpacked. */
   bytes: number;
-  /** How: copied, or linked from the runner's copy (link.ts). */
+  /** How: copied, linked from the runner's copy (link.ts), or mounted over it (overlay.ts). */
   linked: boolean;
+  mounted: boolean;
   /** Lines for the build page. */
   notes: string[];
 }
@@ -97,7 +101,7 @@ export async function restoreCache(deps: CacheDeps, settings: CacheSettings, tar
 }
 
 async function restore(deps: CacheDeps, settings: CacheSettings, target: CacheTarget, signal?: AbortSignal): Promise<Restored> {
-  const miss = (key: string, notes: string[]): Restored => ({ key, hit: 'miss', scope: null, source: null, paths: [], bytes: 0, linked: false, notes });
+  const miss = (key: string, notes: string[]): Restored => ({ key, hit: 'miss', scope: null, source: null, paths: [], bytes: 0, linked: false, mounted: false, notes });
   let key = '';
   const notes: string[] = [];
   try {
@@ -110,10 +114,22 @@ async function restore(deps: CacheDeps, settings: CacheSettings, target: CacheTa
     const local = await findLocal(deps.local, found.storeKey);
     const copy = local ?? (await download(deps, found, target.owner, notes, signal));
     if (!copy) return miss(key, notes);
-    const linked = settings.link === true && canLink(target.owner);
-    if (settings.link && !linked) notes.push('cache copied, not linked: linking needs builds that run as a build user');
+    // Mounted where the runner can: as fast as a link, and writable as a copy.
+    const mounted = target.layers !== undefined && (await canOverlay(target.owner, deps.local.dir));
+    const linked = !mounted && settings.link === true && canLink(target.owner);
+    if (settings.link && !linked && !mounted) notes.push('cache copied, not linked: linking needs builds that run as a build user');
     let restored: Awaited<ReturnType<typeof copyIn>>['restored'];
-    if (canLink(target.owner) && linked) {
+    if (mounted && target.owner && target.layers) {
+      // The build user's own files, as a copy would give it; writes go to its upper layer.
+      if (copy.uid !== target.owner.uid) {
+        await chownEntry(copy.dir, target.owner, signal);
+        await setLocalOwner(copy, found.storeKey, target.owner.uid);
+      }
+      const done = await overlayIn(copy.dir, target.layers, target, computed.savePaths, target.owner, signal);
+      const copied = done.rest.length > 0 ? await copyIn(copy.dir, target, done.rest, target.owner, signal) : { restored: [], notes: [] };
+      restored = [...done.restored, ...copied.restored];
+      notes.push(...done.notes, ...copied.notes);
+    } else if (canLink(target.owner) && linked) {
       // The copy's files become root's and unwritable by builds, once; then linked.
       if (copy.uid !== 0) {
         await sealCopy(copy.dir, signal);
@@ -146,6 +162,7 @@ async function restore(deps: CacheDeps, settings: CacheSettings, target: CacheTa
       paths: restored.map((p) => p.written),
       bytes: copy.bytes,
       linked,
+      mounted,
       notes,
     };
   } catch (err) {

@@ -11,6 +11,7 @@ import { chmod, lchown, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, uti
 import path from 'node:path';
 import type { Owner } from './copy';
 import { discard, emptyTrash } from '../trash';
+import { mountedLowers } from './overlay';
 
 export interface LocalSettings {
   dir: string;
@@ -118,19 +119,23 @@ async function listLocal(local: LocalSettings): Promise<{ name: string; meta: Me
 
 /**
  * Deletes local copies: broken ones, those `isLive` says no entry names any more, and the least
- * recently used while all hold more than `maxBytes` (never `keep`). Also work directories a dead
- * runner left. Returns how many copies went.
+ * recently used while all hold more than `maxBytes` (never `keep`, nor a copy that is a lower
+ * layer of a build's overlay now). Also work directories a dead runner left. Returns how many
+ * copies went.
  */
 export async function evictLocal(local: LocalSettings, opts: { keep?: string; isLive?: (storeKeys: string[]) => Promise<Set<string>> } = {}): Promise<number> {
   await prepare(local);
   const copies = await listLocal(local);
   const live = opts.isLive ? await opts.isLive(copies.flatMap((c) => (c.meta ? [c.meta.storeKey] : []))) : null;
+  const lowers = await mountedLowers();
+  const mounted = (name: string) => lowers.some((l) => l.startsWith(`${path.join(entriesDir(local), name)}/`));
   await emptyTrash(trashDir(local));
   let total = 0;
   const gone: string[] = [];
   for (const copy of copies) {
     const keep =
       copy.name === opts.keep ||
+      mounted(copy.name) ||
       (copy.meta !== null && (live === null || live.has(copy.meta.storeKey)) && total + copy.meta.bytes <= local.maxBytes);
     if (keep) {
       total += copy.meta?.bytes ?? 0;

@@ -6,8 +6,10 @@
  *
  * Lane 0 of a session uses `session-<id>` (also the session's first checkout, the one sluice.yml
  * and the list of test files come from); lane k > 0 uses `session-<id>-<k>`. Beside each tree a
- * marker (`<tree>.json`) says which commit it holds and whether tests have run in it yet, and
- * the worker's home (`<tree>.home`) keeps what its hooks and tests leave there (`~/.npm`, ...).
+ * marker (`<tree>.json`) says which commit it holds and whether tests have run in it yet, the
+ * worker's home (`<tree>.home`) keeps what its hooks and tests leave there (`~/.npm`, ...), and
+ * `<tree>.layers` the upper layers of caches restored by overlay mounts in either (cache/overlay.ts),
+ * detached before the tree goes.
  */
 import { lchown, lstat, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -19,6 +21,7 @@ import { DEFAULT_MIRROR_MAX_BYTES, evictMirrors } from './mirror';
 import type { BuildUser } from '../isolation/process';
 import type { BuildRecords } from '../records';
 import { discard, emptyTrash } from '../trash';
+import { unmountUnder } from '../cache/overlay';
 
 export interface TreeDeps {
   records: BuildRecords;
@@ -41,6 +44,8 @@ export function treeDir(workspaceDir: string, sessionId: number, lane = 0): stri
 const markerOf = (workdir: string) => `${workdir}.json`;
 /** The home of the worker whose checkout `workdir` is: HOME of its hooks and tests, `~` of its cache paths. */
 export const homeDir = (workdir: string) => `${workdir}.home`;
+/** Where the upper layers of the caches mounted in `workdir` and its home go (the runner's; no build reaches it). */
+export const layersDir = (workdir: string) => `${workdir}.layers`;
 
 /**
  * Trees a step of this process is using after their session ended (the push, the post_build
@@ -136,13 +141,17 @@ export async function markUsed(workdir: string, owner?: BuildUser): Promise<void
 /**
  * `chown -R` without following links (a tree's symlinks point wherever its author liked), and
  * leaving alone files with more than one link: a cache restored by hard links (steps/cache/link.ts)
- * shares its files with the runner's copy, which must stay root's and unwritable by builds.
+ * shares its files with the runner's copy, which must stay root's and unwritable by builds. A
+ * mount in the tree (a cache restored by overlay) is the build user's already, and a chown there
+ * would copy every file up: left alone.
  */
-async function chownTree(dir: string, owner: BuildUser): Promise<void> {
+async function chownTree(dir: string, owner: BuildUser, dev?: number): Promise<void> {
+  const info = await lstat(dir);
+  if (dev !== undefined && info.dev !== dev) return;
   await lchown(dir, owner.uid, owner.gid);
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const child = path.join(dir, entry.name);
-    if (entry.isDirectory()) await chownTree(child, owner);
+    if (entry.isDirectory()) await chownTree(child, owner, info.dev);
     else if (!entry.isFile() || (await lstat(child)).nlink === 1) await lchown(child, owner.uid, owner.gid);
   }
 }
@@ -155,7 +164,8 @@ export const mirrorsDir = (workspaceDir: string) => path.join(workspaceDir, '.mi
 /** Frees `workdir`'s name at once (marker first: no marker may claim a half-removed tree); the files go at low priority. */
 export async function removeTree(workdir: string): Promise<void> {
   await rm(markerOf(workdir), { force: true });
-  await discard([workdir, homeDir(workdir)], trashOf(path.dirname(workdir)));
+  await unmountUnder([workdir, homeDir(workdir), layersDir(workdir)]);
+  await discard([workdir, homeDir(workdir), layersDir(workdir)], trashOf(path.dirname(workdir)));
 }
 
 /**
@@ -167,7 +177,7 @@ export async function sweepTrees(deps: TreeDeps): Promise<number> {
   const names = await readdir(deps.workspaceDir).catch(() => [] as string[]);
   const bySession = new Map<number, string[]>();
   for (const name of names) {
-    const m = /^session-(\d+)(?:-\d+)?(?:\.json|\.home)?$/.exec(name);
+    const m = /^session-(\d+)(?:-\d+)?(?:\.json|\.home|\.layers)?$/.exec(name);
     if (!m) continue;
     const id = Number(m[1]);
     bySession.set(id, [...(bySession.get(id) ?? []), name]);
@@ -183,8 +193,9 @@ export async function sweepTrees(deps: TreeDeps): Promise<number> {
       if (!held.has(file.replace(/\.(json|home)$/, ''))) gone.push(file);
     }
   }
-  // Markers first, as removeTree does.
+  // Markers first, as removeTree does; then the mounts of caches restored in them (a runner that died left them too).
   await Promise.all(gone.filter((f) => f.endsWith('.json')).map((f) => rm(f, { force: true })));
+  await unmountUnder(gone.filter((f) => !f.endsWith('.json')));
   await discard(gone.filter((f) => !f.endsWith('.json')), trashOf(deps.workspaceDir));
   return gone.length;
 }
