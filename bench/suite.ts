@@ -16,6 +16,8 @@
  *   figures, with the CPU Sluice's own processes used during the span (bench/cpu.ts): on two
  *   cores the tests lose what those use. The second warm build plans from a warm build's
  *   durations, as every build does once a suite has built a few times.
+ * - a pushed change that breaks one test file (issue 49): trigger → `first-fail` at the receiver,
+ *   beside that file's own run alone;
  * - where the warm build's time went (issue 49): each step of its timeline (the time between two
  *   timing keys, as the build page draws it), from the trigger's POST to `stop` at the receiver,
  *   with its share of the whole; and the whole beyond the framework alone, the time a person
@@ -23,11 +25,12 @@
  */
 import { exec, execFileSync, execSync } from 'node:child_process';
 import { promisify } from 'node:util';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { stepOf, TIMING_ORDER } from '../src/api/web/timeline';
 import type { Cluster, ClusterRepo } from '../test/support/cluster';
+import { pushCommit } from '../test/support/gitRepo';
 import { describeCpu, recordCpu } from './cpu';
 import type { Row } from './table';
 
@@ -49,6 +52,8 @@ export interface RealSuite {
   /** One file (appended). */
   perFile: string;
   sluice: { test_pattern: string; test_command: string; cache?: { key_paths: string[]; save_paths: string[] } };
+  /** A change that breaks one test file: the file, and what is appended to it (the first failure first, issue 49). */
+  breaks: { file: string; append: string };
 }
 
 export const SUITES: RealSuite[] = [
@@ -60,6 +65,7 @@ export const SUITES: RealSuite[] = [
     parallel: `npx jest --ci --selectProjects unit --maxWorkers=${WORKERS}`,
     single: 'npx jest --ci --selectProjects unit -i',
     perFile: 'npx jest --ci --selectProjects unit -i',
+    breaks: { file: 'test/unit/counts.test.ts', append: "\nit('broken by the bench', () => {\n  throw new Error('broken');\n});\n" },
     sluice: {
       test_pattern: 'test/unit/**/*.test.ts',
       test_command:
@@ -78,6 +84,7 @@ export const SUITES: RealSuite[] = [
     parallel: `node_modules/.bin/mocha --require test/support/env --check-leaks --parallel --jobs ${WORKERS} test/ test/acceptance/`,
     single: 'node_modules/.bin/mocha --require test/support/env --check-leaks test/ test/acceptance/',
     perFile: 'node_modules/.bin/mocha --require test/support/env --check-leaks',
+    breaks: { file: 'test/res.send.js', append: "\ndescribe('broken by the bench', function () {\n  it('fails', function () {\n    throw new Error('broken');\n  });\n});\n" },
     sluice: {
       test_pattern: 'test/{*,acceptance/*}.js',
       test_command: 'node_modules/.bin/mocha --require test/support/env --check-leaks --reporter xunit --reporter-option output=$SLUICE_REPORT_DIR/report.xml {files}',
@@ -143,6 +150,14 @@ async function measure(c: Cluster, suite: RealSuite, log: (line: string) => void
     log(`${suite.name}: the framework alone again`);
     parallel = Math.min(parallel, await time(suite.parallel));
     single = Math.min(single, await time(suite.single));
+
+    // A change that breaks one file, pushed: how soon `first-fail` comes, beside that file's own run.
+    log(`${suite.name}: a change that breaks ${suite.breaks.file}`);
+    const broken = readFileSync(path.join(checkout, suite.breaks.file), 'utf8') + suite.breaks.append;
+    await pushCommit(bare, { [suite.breaks.file]: { content: broken } }, 'break one test file', branch);
+    writeFileSync(path.join(checkout, suite.breaks.file), broken);
+    const ownRun = await time(`${suite.perFile} ${suite.breaks.file}`);
+    const failing = await firstFailure(c, repo, branch);
     const alone = Math.min(parallel, single);
     log(`${suite.name}: alone ${alone.toFixed(1)} s (parallel ${parallel.toFixed(1)}, one process ${single.toFixed(1)}), per file ${perFile.toFixed(1)} s; Sluice tests ${warm.span.toFixed(1)} s, whole ${warm.whole.toFixed(1)} s (cold ${cold.whole.toFixed(1)} s); warm batches ${warm.lanes} (${warm.estimates}); during the warm test span Sluice used ${warm.sluiceCpu}; the other warm build: tests ${other.span.toFixed(1)} s, whole ${other.whole.toFixed(1)} s (${other.estimates})`);
     const best = parallel <= single ? `its parallel runner, ${WORKERS} workers` : 'one process';
@@ -154,6 +169,14 @@ async function measure(c: Cluster, suite: RealSuite, log: (line: string) => void
         baseline: { name: `the framework alone at its best: ${best}`, value: alone },
         target: { text: '≤ 1.1 × alone', met: warm.span <= 1.1 * alone },
         note: `${(warm.span / alone).toFixed(2)}× alone (the faster of two warm builds; the other ${other.span.toFixed(1)} s); ${(warm.span / perFile).toFixed(2)}× one process per file (${perFile.toFixed(1)} s); ${warm.status}; batches (files/time) ${warm.lanes}; during the span Sluice's processes used ${warm.sluiceCpu}`,
+      },
+      {
+        name: `${suite.name}: a change that breaks one file: trigger → first-fail`,
+        value: failing.firstFail,
+        unit: 's',
+        baseline: { name: `that file alone (${suite.breaks.file})`, value: ownRun },
+        target: { text: '≤ its own run + 1.5 s', met: failing.firstFail <= ownRun + 1.5 },
+        note: `ran first: ${failing.ranFirst}; the whole build ${failing.whole.toFixed(1)} s (${failing.status})`,
       },
       {
         name: `${suite.name}: the whole warm build (trigger → stop)`,
@@ -210,6 +233,21 @@ async function batchEstimates(c: Cluster, session: number, execAt: number): Prom
   );
   const s = (ms: number | string | null) => (ms === null ? '?' : (Number(ms) / 1000).toFixed(1));
   return rows.map((r) => `lane ${r.lane} +${(Number(r.started) - execAt).toFixed(1)} s: ${r.files} files, estimated ${s(r.estimate_ms)} s, ran ${s(r.duration_ms)} s`).join('; ');
+}
+
+/** A build of the branch's new head: when `first-fail` reached the receiver, and what ran first. */
+async function firstFailure(c: Cluster, repo: ClusterRepo, branch: string): Promise<{ firstFail: number; whole: number; status: string; ranFirst: string }> {
+  const sent = Date.now();
+  const session = await c.build(repo, { branch });
+  const events = await c.eventsOf(session, 1_800_000);
+  const at = (name: string) => {
+    const e = events.find((x) => x.event === name);
+    const arrived = e && c.receiver.requests.find((r) => (r.json as { xid?: string })?.xid === e.xid);
+    return arrived ? (arrived.at - sent) / 1000 : NaN;
+  };
+  const view = await c.admin<{ tests: { path: string; ran_first: string | null }[] }>('GET', `/api/v1/sessions/${session}`);
+  const first = view.tests.filter((t) => t.ran_first !== null).map((t) => `${t.path} (${t.ran_first})`);
+  return { firstFail: at('first-fail'), whole: at('stop'), status: String(events.find((e) => e.event === 'stop')?.status), ranFirst: first.join('; ') || 'nothing' };
 }
 
 /**

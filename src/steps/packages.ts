@@ -7,7 +7,8 @@
  * A manager also says what a cache entry of its dependencies holds by default (when the build
  * configures no `cache`), and whether a cache hit on exactly its lock file makes installing
  * needless: node_modules restored from an entry keyed by package-lock.json is what `npm ci`
- * would make, so the install is skipped (the warm build's speed); a virtualenv is not (its
+ * would make, and one keyed by a lone package.json what `npm install` would leave as it is, so
+ * the install is skipped (the warm build's speed); a virtualenv is not (its
  * scripts name the checkout's path, which differs from build to build), so pip still runs,
  * from its restored download cache.
  */
@@ -68,9 +69,12 @@ const MANAGERS: Array<{ file: string; unless?: string[]; manager: PackageManager
     manager: {
       detail: 'package.json without a lock file: npm install',
       command: 'npm install --no-audit --no-fund',
-      // Without a lock file an install is not the same twice: it always runs, from what is restored.
+      // Without a lock file two installs may differ, but not over a node_modules an install of
+      // exactly this package.json made: npm keeps every installed package that satisfies it
+      // (node_modules/.package-lock.json says which), so that install changes nothing and is
+      // skipped as npm ci's is (express: 0.7-0.9 s of a 5 s warm build, issue 49).
       cache: { key_paths: ['package.json'], save_paths: ['node_modules'] },
-      installs: null,
+      installs: 'node_modules',
       env: none,
     },
   },

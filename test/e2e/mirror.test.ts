@@ -15,7 +15,8 @@ afterAll(() => w?.stop());
 const uploads = () => w.ssh.commands.filter((c) => c.startsWith('git-upload-pack')).length;
 
 it('fetches once for four workers, and a rebuild of the same branch fetches only what is new', async () => {
-  const files = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`t${i}_test.sh`, script('echo fine')]));
+  // Each file takes a moment: the first worker set up starts the tests, and the others join it.
+  const files = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`t${i}_test.sh`, script('sleep 0.5; echo fine')]));
   const repo = await w.makeRepo(files, { suite: { branch: 'master', test_pattern: '*_test.sh', workers: 4 } });
   const before = uploads();
   const { session } = await w.build(repo);

@@ -167,20 +167,20 @@ exit $status`);
     await expectSandboxed(output, daemonMarker);
   });
 
-  it('gets a linked cache (`link: true`) it can replace but not change in place: the next build restores the original', async () => {
-    // Each build first checks what it restored is the original; a linked one then tries to write
-    // into it (refused), and replaces it. (The first build's copy is what gets saved, after its tests: left alone.)
+  it('gets a mounted cache (issue 49) it may change in place and remove: the next build restores the original', async () => {
+    // Each build first checks what it restored is the original, then edits it in place, makes it
+    // the world's, and removes the whole directory. (`link: true` too: where the runner can
+    // mount, it mounts.) The first build's copy is what gets saved, after its tests: left alone.
     const check = script(`grep -qx original deps/a.txt || { echo "restored: $(cat deps/a.txt)"; exit 1; }
-[ "$(stat -c %h deps/a.txt)" -gt 1 ] || exit 0
-if echo hacked > deps/a.txt 2>/dev/null; then echo "BREACH: changed a linked file"; exit 1; fi
-if chmod 666 deps/a.txt 2>/dev/null; then echo "BREACH: chmod of a linked file"; exit 1; fi
-rm deps/a.txt && echo replaced > deps/a.txt && grep -qx replaced deps/a.txt`);
+[ -e .first ] && exit 0
+echo hacked > deps/a.txt && chmod 666 deps/a.txt && grep -qx hacked deps/a.txt || { echo "could not change it in place"; exit 1; }
+rm -rf deps && [ ! -e deps ] || { echo "could not remove it"; exit 1; }`);
     const repo = await w.makeRepo(
       {
         'deps.lock': { content: 'v1\n' },
         'check_test.sh': check,
         'sluice.yml': {
-          content: ['hooks:', '  pre_setup: "[ -d deps ] || { mkdir deps && echo original > deps/a.txt; }"', 'cache:', '  key_paths: [deps.lock]', '  save_paths: [deps]', '  link: true', ''].join('\n'),
+          content: ['hooks:', '  pre_setup: "[ -d deps ] || { mkdir deps && echo original > deps/a.txt && touch .first; }"', 'cache:', '  key_paths: [deps.lock]', '  save_paths: [deps]', '  link: true', ''].join('\n'),
         },
       },
       { suite: { branch: 'master', test_pattern: '*_test.sh' } },
@@ -192,7 +192,7 @@ rm deps/a.txt && echo replaced > deps/a.txt && grep -qx replaced deps/a.txt`);
       notes.push(((await w.session(session)) as unknown as { worker_setup: { notes: string[] }[] }).worker_setup[0]!.notes.join('\n'));
     }
     expect(notes[0]).toMatch(/cache saved in master: deps/);
-    expect(notes[1]).toMatch(/cache restored deps \(this key, branch master, from this runner's copy, linked: its files are read-only\)/);
-    expect(notes[2]).toMatch(/linked/);
+    expect(notes[1]).toMatch(/cache restored deps \(this key, branch master, from this runner's copy, mounted: its changes stay in this build\)/);
+    expect(notes[2]).toMatch(/mounted/);
   });
 });

@@ -192,6 +192,20 @@ describe('package setup and the dependency cache', () => {
     expect((stop.timing as Record<string, number>).capture_cache).toBeUndefined();
   });
 
+  it('a project without a lock file: npm install when cold, skipped on a hit of exactly its package.json', async () => {
+    const { 'package-lock.json': _lock, ...lockless } = NODE_PROJECT;
+    const bare = await w.makeRepo(lockless, { suite: NODE_SUITE });
+    const cold = await w.build(bare);
+    expect((await w.eventsOf(cold.session)).at(-1)!.status).toBe('passed');
+    expect((await view(cold.session)).hooks.find((h) => h.name === 'package_setup')).toMatchObject({ status: 'passed', command: 'npm install --no-audit --no-fund' });
+    const warm = await w.build(bare, { force: true });
+    expect((await w.eventsOf(warm.session)).at(-1)!.status).toBe('passed');
+    expect((await view(warm.session)).hooks.find((h) => h.name === 'package_setup')).toMatchObject({
+      status: 'skipped',
+      detail: 'package.json without a lock file: npm install; not needed: the cache restored node_modules for exactly these files',
+    });
+  });
+
   it('a pull request reads the branch’s entry but never writes one; a changed lock file falls back and the push saves', async () => {
     // A fork's pull request changing the lock file: its build may not write an entry.
     await git(repo.bare, ['branch', 'pr-7', 'master']);
@@ -264,7 +278,7 @@ describe('the cache in an S3-compatible bucket (gofakes3)', () => {
     const warm = await onS3.build(repo, { force: true });
     expect((await onS3.eventsOf(warm.session)).at(-1)!.status).toBe('passed');
     const v = (await onS3.session(warm.session)) as View;
-    expect(v.worker_setup[0]!.notes.join('\n')).toMatch(/cache restored node_modules \(this key, branch master, from the store\)/);
+    expect(v.worker_setup[0]!.notes.join('\n')).toMatch(/cache restored node_modules \(this key, branch master, from the store(, mounted: its changes stay in this build)?\)/);
     expect(v.hooks.find((h) => h.name === 'package_setup')!.status).toBe('skipped');
   });
 });
