@@ -5,7 +5,7 @@
  * Prometheus would see moved. And `npm start` (every role in one process): one registry, one
  * endpoint, with every role's series in it.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startCluster, type Cluster } from '../support/cluster';
@@ -15,6 +15,7 @@ import { freePort } from '../support/sluice';
 import { scrape, total, type Sample } from '../support/metrics';
 import { eventually } from '../support/wait';
 import { script } from '../support/world';
+import { removeDir } from '../support/removeDir';
 
 let c: Cluster;
 const urls: { api: string; worker: string; runner: string } = { api: '', worker: '', runner: '' };
@@ -139,7 +140,7 @@ describe('npm start: every role in one process', () => {
   afterAll(async () => {
     await dev?.stop();
     await db?.drop();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    if (dataDir) await removeDir(dataDir);
   });
 
   it("serves the API's, the runner's and Temporal's series at one address", async () => {

@@ -7,7 +7,7 @@
  * Sluice's in any process's environment or command line, in its own environment or in the data
  * directory, no process of the runner's, and nothing it started outlives it.
  */
-import { chown, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chown, mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { callAdmin } from '../support/adminApi';
@@ -21,6 +21,7 @@ import { freePort } from '../support/sluice';
 import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
 import { eventually } from '../support/wait';
 import { sessionOfGuid } from '../support/world';
+import { removeDir } from '../support/removeDir';
 
 const root = process.getuid?.() === 0;
 const sandboxed = bwrapWorks();
@@ -68,7 +69,7 @@ const USERS: [string, { uid: number; gid: number } | undefined][] = root ? [['ro
     await dev?.stop();
     await ssh?.close();
     await db?.drop();
-    for (const dir of [tmp, dataDir]) if (dir) await rm(dir, { recursive: true, force: true });
+    for (const dir of [tmp, dataDir]) if (dir) await removeDir(dir);
   });
 
   it('runs a hostile test file that finds no secret, no process of the runner, and leaves nothing behind', async () => {

@@ -8,7 +8,7 @@
  * killed for real.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -22,6 +22,7 @@ import { startSshGitServer, type SshGitServer } from '../support/sshGitServer';
 import { expectEachEventOnce, script, sessionOfGuid, type Payload } from '../support/world';
 import { isAlive } from '../support/pids';
 import { callAdmin } from '../support/adminApi';
+import { removeDir } from '../support/removeDir';
 
 let db: TestDatabase;
 let ssh: SshGitServer;
@@ -58,7 +59,7 @@ afterAll(async () => {
   for (const child of started) killTree(child);
   await Promise.allSettled([ssh?.close(), receiver?.close()]);
   await db?.drop();
-  await rm(tmp, { recursive: true, force: true });
+  await removeDir(tmp);
 });
 
 /** What each `npm start` printed. */

@@ -10,6 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
+import { removeDir } from '../support/removeDir';
 import os from 'node:os';
 import path from 'node:path';
 import { startCluster, type Cluster, type ClusterRepo } from '../support/cluster';
@@ -22,11 +23,14 @@ import { cranePath, pushImage, startPrivateRegistry, testImageLayers } from '../
 jest.setTimeout(300_000);
 
 let c: Cluster;
+/** The token runners' own workspaces and cache copies. */
+const dirs: string[] = [];
 beforeAll(async () => {
   c = await startCluster({ runners: 0 });
 });
 afterAll(async () => {
   await c?.stop();
+  for (const d of dirs) await removeDir(d);
 });
 
 interface Token {
@@ -37,6 +41,12 @@ interface Token {
 
 const makeToken = (name: string, org?: number) => c.admin<Token>('POST', '/api/v1/runner-tokens', { name, ...(org === undefined ? {} : { org }) });
 
+async function tempDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
+  dirs.push(dir);
+  return dir;
+}
+
 /** A runner given only its token and the API's address: no database, no secret key, no admin token, no Temporal. */
 async function startTokenRunner(token: string, more: NodeJS.ProcessEnv = {}): Promise<RoleProcess> {
   const runner = startRole('runner', {
@@ -44,8 +54,8 @@ async function startTokenRunner(token: string, more: NodeJS.ProcessEnv = {}): Pr
     SLUICE_RUNNER_TOKEN: token,
     SLUICE_BASE_URL: c.env.SLUICE_BASE_URL,
     SLUICE_BUILD_QUEUE: c.env.SLUICE_BUILD_QUEUE,
-    SLUICE_WORKSPACE_DIR: await mkdtemp(path.join(os.tmpdir(), 'sluice-token-ws-')),
-    SLUICE_CACHE_LOCAL_DIR: await mkdtemp(path.join(os.tmpdir(), 'sluice-token-cache-')),
+    SLUICE_WORKSPACE_DIR: await tempDir('sluice-token-ws-'),
+    SLUICE_CACHE_LOCAL_DIR: await tempDir('sluice-token-cache-'),
     SLUICE_RUNNER_SLOTS: '2',
     // Set blank (unset): nothing to fall back on.
     DATABASE_URL: '',

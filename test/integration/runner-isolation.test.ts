@@ -4,13 +4,14 @@
  * (`npm start`) or a refusal to start (a runner on its own) unless SLUICE_SANDBOX=none says so.
  * Real probes: bwrap is started for real, and a missing one is a path that does not exist.
  */
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type Config } from '../../src/config';
 import { lookupUser } from '../../src/steps/isolation/buildUser';
 import { isolationWarning, resolveIsolation } from '../../src/steps/isolation';
 import { bwrapWorks } from '../support/pids';
+import { removeDir } from '../support/removeDir';
 
 const root = process.getuid?.() === 0;
 const sandboxed = bwrapWorks();
@@ -21,7 +22,7 @@ let workspaceDir: string;
 beforeAll(async () => {
   workspaceDir = await mkdtemp(join(tmpdir(), 'sluice-isolation-'));
 });
-afterAll(() => rm(workspaceDir, { recursive: true, force: true }));
+afterAll(() => removeDir(workspaceDir));
 
 /** A runner's configuration as loadConfig gives it with nothing set but its secret key, and the settings under test. */
 const config = (over: Partial<Config> = {}): Config => ({

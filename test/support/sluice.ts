@@ -10,6 +10,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import { unmountUnder } from '../../src/steps/cache/overlay';
+import { removeDir } from './removeDir';
 import { parseAllowList } from '../../src/ip/ranges';
 import { buildApp } from '../../src/api/app';
 import type { Config, WebhookRetry } from '../../src/config';
@@ -152,7 +153,7 @@ export async function startSluice(
   // Each part is stopped again, newest first, by stop() or when a later one fails to start (a
   // worker left polling would keep jest from exiting).
   const parts: (() => Promise<unknown>)[] = [
-    () => rm(workspaceDir, { recursive: true, force: true }),
+    () => removeDir(workspaceDir),
     () => rm(cacheDir, { recursive: true, force: true }),
     () => rm(`${workspaceDir}-images`, { recursive: true, force: true }),
     // Caches restored by overlay mounts (a session's tree outlives its build until a sweep): detached first.
