@@ -13,6 +13,7 @@ import { affectedFigures } from './affected';
 import { caseFigures } from './cases';
 import { checkoutFigures } from './checkout';
 import { eventFigures } from './events';
+import { feedbackFigures } from './feedback';
 import { historyFigures } from './history';
 import { imageFigures } from './image';
 import { isolationFigures } from './isolation';
@@ -33,6 +34,7 @@ const PARTS = {
   checkout: { title: 'Checkouts: a runner’s mirror of each repository (issue 39)', figures: checkoutFigures },
   history: { title: 'History at scale: a year of a busy installation beside a new one (issue 39)', figures: historyFigures },
   affected: { title: 'Affected tests: real projects’ history and mutations of their code (issue 40)', figures: affectedFigures },
+  feedback: { title: 'Feedback in seconds: a trivial build and a burst wider than the slots (issue 49)', figures: feedbackFigures },
 } as const;
 
 // Parts wait minutes between two calls of the API (a suite running alone): an idle connection
