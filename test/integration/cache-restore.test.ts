@@ -575,6 +575,9 @@ if (!buildUser) console.warn(`cache-restore.test.ts: the build user's tests skip
       expect(readFileSync(path.join(next.tree, 'node_modules/left-pad/index.js'), 'utf8')).toBe("module.exports = 'v1';\n");
       expect(readlinkSync(path.join(next.tree, 'node_modules/.bin/pad'))).toBe('../left-pad/bin/pad');
       expect(existsSync(path.join(next.tree, 'node_modules/new'))).toBe(false);
+      // Giving the tree to the build user again (a post_build hook's run) copies nothing up.
+      await markUsed(next.tree, owner);
+      expect(await readdir(path.join(`${next.tree}.layers`, 'tree', 'upper'))).toEqual([]);
       // The layers are the runner's: the build user cannot reach them but through the mount.
       expect(statSync(layers).mode & 0o777).toBe(0o700);
       expect(() => as(['ls', layers])).toThrow(/Permission denied/);

@@ -141,18 +141,24 @@ export async function markUsed(workdir: string, owner?: BuildUser): Promise<void
 /**
  * `chown -R` without following links (a tree's symlinks point wherever its author liked), and
  * leaving alone files with more than one link: a cache restored by hard links (steps/cache/link.ts)
- * shares its files with the runner's copy, which must stay root's and unwritable by builds. A
- * mount in the tree (a cache restored by overlay) is the build user's already, and a chown there
- * would copy every file up: left alone.
+ * shares its files with the runner's copy, which must stay root's and unwritable by builds. What
+ * is the owner's already is not chowned again: in a tree that is an overlay (a cache restored by
+ * a mount, cache/overlay.ts) even a chown that changes nothing copies the file up; and a mount
+ * inside the tree is left alone.
  */
 async function chownTree(dir: string, owner: BuildUser, dev?: number): Promise<void> {
   const info = await lstat(dir);
   if (dev !== undefined && info.dev !== dev) return;
-  await lchown(dir, owner.uid, owner.gid);
+  const mine = (i: { uid: number; gid: number }) => i.uid === owner.uid && i.gid === owner.gid;
+  if (!mine(info)) await lchown(dir, owner.uid, owner.gid);
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const child = path.join(dir, entry.name);
-    if (entry.isDirectory()) await chownTree(child, owner, info.dev);
-    else if (!entry.isFile() || (await lstat(child)).nlink === 1) await lchown(child, owner.uid, owner.gid);
+    if (entry.isDirectory()) {
+      await chownTree(child, owner, info.dev);
+      continue;
+    }
+    const stat = await lstat(child);
+    if (!mine(stat) && (!entry.isFile() || stat.nlink === 1)) await lchown(child, owner.uid, owner.gid);
   }
 }
 
