@@ -324,7 +324,7 @@ describe('status and reports', () => {
     const view = res.json();
     expect(view).toMatchObject({ session, guid, status: 'failed', commit_id: 'c0ffee', workers: 2 });
     // Written without the shared list or a batch: issue 22's fields at their defaults; no output.
-    const plain = { runner: null, worker: null, batch: null, attempts: 1, flaky: false, started_at: null, finished_at: expect.any(String) };
+    const plain = { runner: null, worker: null, batch: null, attempts: 1, flaky: false, ran_first: null, started_at: null, finished_at: expect.any(String) };
     expect(view.tests).toEqual([
       { path: 'tests/<b>bad</b>.sh', status: 'failed', exit_code: 1, duration_ms: 30, ...plain },
       { path: 'tests/ok.sh', status: 'passed', exit_code: 0, duration_ms: 1200, ...plain },
