@@ -133,6 +133,7 @@ describe('report page: test files a page at a time', () => {
         batch: null,
         attempts: 1,
         flaky: false,
+        ran_first: null,
         started_at: null,
         finished_at: expect.any(String),
         output: output(0),

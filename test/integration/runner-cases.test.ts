@@ -171,6 +171,16 @@ describe('a muted test', () => {
       ['test/c.sh', 'Tax', 'adds up', false],
     ]);
   });
+
+  it('fails no file in a batch of that one file either (a file run first is a batch of its own)', async () => {
+    const unnamed = `printf '<testcase classname="Legacy" name="flaky clock"><failure message="off by one">boom</failure></testcase>'; exit 1`;
+    const s = await session({ 'b.sh': unnamed });
+    await muteTest(db.pool, s.suiteId, { classname: 'Legacy', name: 'flaky clock' }, 'Mo');
+    await runLane(deps(), job(s));
+    const rows = await results(s.sessionId);
+    expect(rows.map((r) => [r.path, r.status])).toEqual([['test/b.sh', 'passed']]);
+    expect(rows[0]!.output).toContain('[sluice] passed: its only failures are of muted tests (Legacy › flaky clock)');
+  });
 });
 
 it('masks secrets in what is kept, and shows a quiet failed file’s case failures on the build page', async () => {

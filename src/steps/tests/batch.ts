@@ -125,10 +125,12 @@ export async function runBatch(place: BatchPlace, files: readonly BatchFile[]): 
     return files.map((f) => ({ path: f.path, status: 'passed', exitCode: 0, durationMs: durations.get(f.path)!, output: '', batchId, startedAt }));
   }
 
-  // A batch of one file is that file's own run: its verdict.
+  // A batch of one file is that file's own run: its verdict, as a run alone's (muted tests' failures pass it).
   if (files.length === 1) {
-    await finishBatch(place, batchId, { status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note: null });
-    return [{ path: files[0]!.path, status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, batchId, startedAt }];
+    const muted = onlyMutedFailures(run.cases);
+    const status = muted ? 'passed' : run.result.status;
+    await finishBatch(place, batchId, { status: run.result.status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output, note: muted ? 'its file passed: its only failures are of muted tests' : null });
+    return [{ path: files[0]!.path, status, exitCode: run.result.exitCode, durationMs: run.result.durationMs, output: output + (muted ? mutedNote(run.cases) : ''), batchId, startedAt }];
   }
   // Not whole: each file by what the reports say of it (a muted test's failure counts as a
   // pass), else by a run of its own.
