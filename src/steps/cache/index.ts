@@ -128,7 +128,7 @@ async function restore(deps: CacheDeps, settings: CacheSettings, target: CacheTa
       const done = await overlayIn(copy.dir, target.layers, target, computed.savePaths, target.owner, signal);
       const copied = done.rest.length > 0 ? await copyIn(copy.dir, target, done.rest, target.owner, signal) : { restored: [], notes: [] };
       restored = [...done.restored, ...copied.restored];
-      notes.push(...done.notes, ...copied.notes);
+      notes.push(...copied.notes);
     } else if (canLink(target.owner) && linked) {
       // The copy's files become root's and unwritable by builds, once; then linked.
       if (copy.uid !== 0) {

@@ -124,9 +124,8 @@ export async function overlayIn(
   paths: readonly CachePath[],
   owner: Owner,
   signal?: AbortSignal,
-): Promise<{ restored: CachePath[]; notes: string[]; rest: CachePath[] }> {
+): Promise<{ restored: CachePath[]; rest: CachePath[] }> {
   const restored: CachePath[] = [];
-  const notes: string[] = [];
   const rest: CachePath[] = [];
   await mkdir(layers, { recursive: true, mode: 0o700 });
   for (const root of ['tree', 'home'] as const) {
@@ -170,7 +169,7 @@ export async function overlayIn(
       else restored.push(p);
     }
   }
-  return { restored, notes, rest };
+  return { restored, rest };
 }
 
 async function isMountPoint(dir: string): Promise<boolean> {
