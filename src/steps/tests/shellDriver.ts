@@ -301,18 +301,24 @@ async function drive(input: ShellDriverInput, runsFileItself: boolean, words: st
     child.once('exit', (code) => resolve(code));
   });
   input.signal?.removeEventListener('abort', onAbort);
-  // The last boundary may still be in the pipe after the driver exited.
-  await new Promise<void>((resolve) => {
-    if (child.stdout!.readableEnded) return resolve();
-    const timer = setTimeout(() => {
-      child.stdout!.destroy();
-      resolve();
-    }, 1000);
-    child.stdout!.once('end', () => {
-      clearTimeout(timer);
-      resolve();
+  // The last boundary may still be in the pipe after the driver exited, and so may the last
+  // starts and ends on fd 3: `exit` can come before either pipe's data has been read (under load,
+  // files that had passed were counted as never started). Only the driver holds fd 3 (files get
+  // none), so its end comes as soon as what is in it has been read; a file's leftover process may
+  // hold stdout open, so that wait is bounded.
+  const ended = (stream: NodeJS.ReadableStream & { readableEnded?: boolean; destroy?: () => void }, boundMs: number) =>
+    new Promise<void>((resolve) => {
+      if (stream.readableEnded) return resolve();
+      const timer = setTimeout(() => {
+        stream.destroy?.();
+        resolve();
+      }, boundMs);
+      stream.once('end', () => {
+        clearTimeout(timer);
+        resolve();
+      });
     });
-  });
+  await Promise.all([ended(child.stdout!, 1000), ended(controlPipe, 30_000)]);
   // A file the driver never told the end of (it was killed under it): its timer goes, its group too.
   for (const f of files$) {
     if (f.timer) clearTimeout(f.timer);
