@@ -313,10 +313,13 @@ async function drive(input: ShellDriverInput, runsFileItself: boolean, words: st
         stream.destroy?.();
         resolve();
       }, boundMs);
-      stream.once('end', () => {
-        clearTimeout(timer);
-        resolve();
-      });
+      // `close` too: a pipe destroyed unread (the driver never started) has no `end`.
+      for (const event of ['end', 'close']) {
+        stream.once(event, () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }
     });
   await Promise.all([ended(child.stdout!, 1000), ended(controlPipe, 30_000)]);
   // A file the driver never told the end of (it was killed under it): its timer goes, its group too.
