@@ -119,17 +119,7 @@ async function restore(deps: CacheDeps, settings: CacheSettings, target: CacheTa
     const linked = !mounted && settings.link === true && canLink(target.owner);
     if (settings.link && !linked && !mounted) notes.push('cache copied, not linked: linking needs builds that run as a build user');
     let restored: Awaited<ReturnType<typeof copyIn>>['restored'];
-    if (mounted && target.owner && target.layers) {
-      // The build user's own files, as a copy would give it; writes go to its upper layer.
-      if (copy.uid !== target.owner.uid) {
-        await chownEntry(copy.dir, target.owner, signal);
-        await setLocalOwner(copy, found.storeKey, target.owner.uid);
-      }
-      const done = await overlayIn(copy.dir, target.layers, target, computed.savePaths, target.owner, signal);
-      const copied = done.rest.length > 0 ? await copyIn(copy.dir, target, done.rest, target.owner, signal) : { restored: [], notes: [] };
-      restored = [...done.restored, ...copied.restored];
-      notes.push(...copied.notes);
-    } else if (canLink(target.owner) && linked) {
+    if (canLink(target.owner) && linked) {
       // The copy's files become root's and unwritable by builds, once; then linked.
       if (copy.uid !== 0) {
         await sealCopy(copy.dir, signal);
@@ -144,12 +134,15 @@ async function restore(deps: CacheDeps, settings: CacheSettings, target: CacheTa
         await rm(work, { recursive: true, force: true });
       }
     } else {
+      // The build user's own files, as a copy gives it (a mount too: its writes go to the build's upper layer).
       if (target.owner && copy.uid !== target.owner.uid) {
         await chownEntry(copy.dir, target.owner, signal);
         await setLocalOwner(copy, found.storeKey, target.owner.uid);
       }
-      const done = await copyIn(copy.dir, target, computed.savePaths, target.owner, signal);
-      restored = done.restored;
+      const overlaid = mounted && target.owner && target.layers ? await overlayIn(copy.dir, target.layers, target, computed.savePaths, target.owner, signal) : { restored: [], rest: computed.savePaths };
+      // What was not mounted (a save path the checkout has too, a path an overlay cannot hold) is copied.
+      const done = await copyIn(copy.dir, target, overlaid.rest, target.owner, signal);
+      restored = [...overlaid.restored, ...done.restored];
       notes.push(...done.notes);
     }
     await deps.records.touchEntry(found.id);
