@@ -83,6 +83,8 @@ export interface Config {
   cacheLocal?: { dir: string; maxBytes: number };
   /** Runners: how much their git mirrors (`<workspace>/.mirrors`) may hold, least recently used going first. */
   gitMirrorMaxBytes?: number;
+  /** Runners: how many trees of ended builds they keep for later builds of the same repository (steps/checkout/kept.ts; 0: none). */
+  keptTrees?: number;
   /**
    * Runners: builds' images (steps/image/): the store of unpacked images by digest and how much it
    * may hold (least recently used go first), Docker Hub's pull-through mirror, and the `crane`
@@ -246,6 +248,8 @@ export const DEFAULT_CACHE_LIMITS = { maxEntryBytes: 2048 * MiB, maxRepoBytes: 1
 export const DEFAULT_CACHE_LOCAL_MAX_BYTES = 20480 * MiB;
 /** How much a runner's git mirrors may hold (steps/checkout/mirror.ts). */
 export const DEFAULT_GIT_MIRROR_MAX_BYTES = 20480 * MiB;
+/** Trees of ended builds a runner keeps for later ones (steps/checkout/kept.ts), of all repositories. */
+export const DEFAULT_KEPT_TREES = 4;
 export const DEFAULT_IMAGE_DIR = '/tmp/sluice-images';
 export const DEFAULT_IMAGE_MAX_BYTES = 20480 * MiB;
 export const DEFAULT_ARTIFACT_LIMITS = { maxFileBytes: 512 * MiB, maxBuildBytes: 2048 * MiB };
@@ -304,6 +308,7 @@ const EnvSchema = z.object({
   SLUICE_CACHE_LOCAL_DIR: z.string().refine((v) => v.startsWith('/'), 'must be an absolute directory').default(DEFAULT_CACHE_LOCAL_DIR),
   SLUICE_CACHE_LOCAL_MAX_MB: mebibytes.default(DEFAULT_CACHE_LOCAL_MAX_BYTES),
   SLUICE_GIT_MIRROR_MAX_MB: mebibytes.default(DEFAULT_GIT_MIRROR_MAX_BYTES),
+  SLUICE_KEPT_TREES: z.coerce.number().int().min(0).max(1000).default(DEFAULT_KEPT_TREES),
   SLUICE_CACHE_MAX_ENTRY_MB: mebibytes.default(DEFAULT_CACHE_LIMITS.maxEntryBytes),
   SLUICE_CACHE_MAX_REPO_MB: mebibytes.default(DEFAULT_CACHE_LIMITS.maxRepoBytes),
   SLUICE_IMAGE_DIR: z.string().refine((v) => v.startsWith('/'), 'must be an absolute directory').default(DEFAULT_IMAGE_DIR),
@@ -412,6 +417,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role: Role = 'a
     store: storeSettings(e),
     cacheLocal: { dir: e.SLUICE_CACHE_LOCAL_DIR, maxBytes: e.SLUICE_CACHE_LOCAL_MAX_MB },
     gitMirrorMaxBytes: e.SLUICE_GIT_MIRROR_MAX_MB,
+    keptTrees: e.SLUICE_KEPT_TREES,
     cacheLimits: { maxEntryBytes: e.SLUICE_CACHE_MAX_ENTRY_MB, maxRepoBytes: e.SLUICE_CACHE_MAX_REPO_MB },
     images: {
       dir: e.SLUICE_IMAGE_DIR,

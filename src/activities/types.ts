@@ -19,6 +19,8 @@ export interface CheckoutInput {
   head: string;
   /** Provider refs (pull requests) fetched too, so that a fork's commit can be checked out. */
   refspecs?: string[];
+  /** The build's cache scopes: which kept trees it may start from (TreeRef). */
+  scopes?: TreeRef['scopes'];
   /**
    * The profile that runs if the repository has no sluice.yml (the workflow knows it before the
    * checkout): then its files are listed here, sparing the build a queueTests round trip. Not
@@ -79,6 +81,12 @@ export interface RunLaneInput extends LaneSettings {
   workflowId: string;
   /** A mapping run: each file runs alone under strace, and what it touched is recorded (issue 40). */
   trace?: boolean;
+  /**
+   * Nothing of the build runs in this lane's tree after it (lanes after the first; the first when
+   * there is no post_build hook): the lane retires it at its end (kept for a later build where it
+   * may be). Absent: lane 0's tree waits for the sweep, as before.
+   */
+  lastUse?: boolean;
 }
 
 /** The build's image, resolved on a runner: its tag to a digest, or a rebuild's digest checked. */

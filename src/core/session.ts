@@ -106,6 +106,11 @@ export interface TreeRef {
   branch: string;
   commitId: string;
   refspecs?: string[];
+  /**
+   * The build's cache scopes (buildSetup cacheScopes), which also say which of a runner's kept
+   * trees it may start from and whether its own is kept (steps/checkout/kept.ts). Absent: none.
+   */
+  scopes?: { readScopes: string[]; writeScope: string | null };
 }
 
 /** An image as a build resolved it when it started: every worker on every runner runs `digest`. */

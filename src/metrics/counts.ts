@@ -7,6 +7,7 @@ import {
   cacheBytes,
   cacheRestores,
   cacheSaves,
+  checkouts,
   flakyTestFiles,
   notifications,
   testBatches,
@@ -47,6 +48,10 @@ export function countBatch(result: string): void {
 export function countCacheRestore(r: { hit: 'exact' | 'fallback' | 'miss'; bytes: number }): void {
   cacheRestores.inc({ result: r.hit });
   if (r.bytes > 0) cacheBytes.inc({ direction: 'restored' }, r.bytes);
+}
+
+export function countCheckout(tree: 'kept' | 'new'): void {
+  checkouts.inc({ tree });
 }
 
 export function countCacheSave(r: { saved: boolean; bytes: number }): void {

@@ -82,6 +82,8 @@ export const cacheRestores = counter('sluice_cache_restores_total', "Dependency 
 
 export const cacheSaves = counter('sluice_cache_saves_total', 'Dependency cache saves, by whether an entry was saved (true) or not (false: an exact hit, an untrusted build, a limit)', ['saved']);
 
+export const checkouts = counter('sluice_checkouts_total', "A runner's trees made for builds, by how: kept (from a kept tree of an ended build: only changed files written) or new", ['tree']);
+
 export const cacheBytes = counter('sluice_cache_bytes_total', 'Bytes of dependency cache entries, by direction (restored, saved)', ['direction']);
 
 // ---- Runners ----

@@ -19,7 +19,7 @@ import {
 import type { AffectedPlan, CheckoutInput, CheckoutResult } from '../activities/types';
 import type { ResolvedImage, SessionContext, TreeRef } from '../core/session';
 import type { RepoConfigResult } from '../core/profiles';
-import { imageOf, resolveBuildSetup, type BuildSetup } from '../core/buildSetup';
+import { cacheScopes, imageOf, resolveBuildSetup, type BuildSetup } from '../core/buildSetup';
 import { checkoutTarget } from '../core/checkoutTarget';
 import { planStatus, sumCounts } from '../core/counts';
 import type { SessionSnapshot } from '../core/payload';
@@ -77,6 +77,8 @@ export async function build(
   try {
     snap.timing.workers_assigned_at = now();
     const target = checkoutTarget({ scm: ctx.repo.scm, branch: ctx.branch, head: ctx.head, ref: ctx.ref, refspecs: ctx.refspecs });
+    // A runner's kept trees follow the cache's scopes (steps/checkout/kept.ts).
+    const scopes = cacheScopes({ branch: ctx.branch, defaultBranch: ctx.defaultBranch ?? 'master', mayWrite: ctx.trust.cache === true });
     const checkout = await whileServed(ctx, () =>
       runner(ctx).checkout({
         sessionId: ctx.sessionId,
@@ -85,11 +87,12 @@ export async function build(
         // A plan's sessions build exactly the commit their parent checked out.
         head: part?.commitId ?? target.head,
         refspecs: target.refspecs,
+        scopes,
         ...listAhead(ctx, part, lastBuiltCommit),
       }),
     );
     // Every lane fetches what the checkout did, so the commit is there for each of them.
-    const tree: TreeRef = { sessionId: ctx.sessionId, repoId: ctx.repoId, branch: ctx.branch, commitId: checkout.commitId, refspecs: target.refspecs };
+    const tree: TreeRef = { sessionId: ctx.sessionId, repoId: ctx.repoId, branch: ctx.branch, commitId: checkout.commitId, refspecs: target.refspecs, scopes };
     outcome.tree = tree;
     snap.commitId = checkout.commitId;
     snap.committers = checkout.committers;

@@ -136,6 +136,8 @@ export async function runProfile(
           retryFailed: profile.retry_failed,
           ...(image ? { image } : {}),
           ...(mapping ? { trace: true } : {}),
+          // Lane 0's tree is the session's first checkout, which a post_build hook runs in afterwards.
+          ...(lane > 0 || !setup.hooks.post_build ? { lastUse: true } : {}),
         }).then(
           (result): unknown => {
             if (result.setupFailure) failSetup(result.setupFailure);

@@ -104,7 +104,8 @@ export async function startSshGitServer(options: SshGitServerOptions): Promise<S
     // As OpenSSH's sshd and the hosting sites' servers answer: each packet at once. Node's default
     // (Nagle's algorithm) held ssh2's packets, written in pieces, for the client's delayed ACK:
     // 40 ms on each of the six round trips of a connection, a quarter second on every fetch.
-    client.setNoDelay(true);
+    // (ssh2 has the method; its published types lack it.)
+    (client as Connection & { setNoDelay(noDelay: boolean): void }).setNoDelay(true);
     client.on('close', () => clients.delete(client));
     client.on('error', () => clients.delete(client));
 

@@ -22,7 +22,7 @@ import type { AffectedPlan, CheckoutInput, CheckoutResult, PostBuildHookInput, Q
 import type { ResolvedImage } from '../../core/session';
 import type { ArtifactDeps } from '../../steps/artifacts';
 import type { CacheDeps } from '../../steps/cache';
-import { ensureTree, fetchTree, holdTree, homeDir, markUsed, removeTree, treeDeps, TreeGoneError, treeDir } from '../../steps/checkout/tree';
+import { ensureTree, fetchTree, holdTree, homeDir, markUsed, retireTreeLater, treeDeps, TreeGoneError, treeDir } from '../../steps/checkout/tree';
 import { GitPullError } from '../../steps/checkout/git';
 import { RegistryError, resolveImage, type ImageDeps } from '../../steps/image';
 import { DOCKER_AUTH_CONFIG } from '../../steps/image/credentials';
@@ -267,8 +267,9 @@ export function createBuildActivities({ config, records, runner, processGroups, 
         );
         // Stopped: running tests' process groups are dead; the session reports it as stopped.
         if (out.stopped) throw new CancelledFailure('stopped while running');
-        // Lane 0's tree is the session's first checkout: kept for the push and post_build, swept when the session ends.
-        if (input.lane > 0) await removeTree(workdir);
+        // Lane 0's tree is the session's first checkout: kept for a post_build hook, if any, and
+        // swept when the session ends. A push fetches the commit again where the tree is gone.
+        if (input.lane > 0 || input.lastUse) retireTreeLater(trees, workdir);
         return { ran: out.ran, runner, setupFailure: out.setupFailure, timing: out.timing };
       }, 1_000);
     },

@@ -19,7 +19,7 @@
  *   presents another key than the one first recorded is refused, so nobody on the network path
  *   can serve different code.
  */
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, lchown, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { discardMirror, MIRROR_LOCK_WAIT_MS, MirrorBusy, mirrorPath, prepareMirrors, withMirrorLock } from './mirror';
 import { DEFAULT_SCM_TIMEOUT_MS, exists, makeScratch, parseCommitters, runScmProcess, ScmError, SSH_DENIED, summarizeStderr, type ScmContext, type ScmOutcome, type ScmScratch } from './scmProcess';
@@ -58,9 +58,16 @@ export interface FetchInput {
   hostKeys?: HostKeys;
 }
 
+/** A kept tree (kept.ts) already moved to `workdir`: `index` is git's index of its files, the runner's copy. */
+export interface KeptTreeInput {
+  index: string;
+}
+
 export interface FetchRepositoryInput extends FetchInput {
   /** Extra refspecs to fetch (the trigger's `refspec`), in addition to all branches and tags. */
   refspecs?: string[];
+  /** `workdir` holds a kept tree: through the mirror, only the files that differ are written. */
+  kept?: KeptTreeInput;
 }
 
 export interface FetchRepositoryResult {
@@ -304,7 +311,7 @@ export async function fetchRepository(input: FetchRepositoryInput): Promise<Fetc
     if (input.mirror && refspecs.length === 0) {
       try {
         const commitId = await fromMirror(ctx, input, url, network);
-        return await finish(ctx, input, commitId, true);
+        return await finish(ctx, input, commitId, input.kept === undefined);
       } catch (err) {
         if (err instanceof GitPullError && err.reason !== 'failed') throw err;
         // A mirror that cannot serve (corrupt, half made, a disk problem) never fails the pull:
@@ -377,8 +384,11 @@ async function fromMirror(ctx: GitContext, input: FetchRepositoryInput, url: str
         });
       }
       // The tree: a clone git makes, whose object files are the mirror's (hard links).
-      await mkdir(input.workdir, { recursive: true });
-      await gitOrThrow(local(dirname(input.workdir)), ['clone', '--quiet', '--no-checkout', '--local', '--', mirror, input.workdir], 'could not make the tree from the mirror');
+      if (input.kept) await intoKeptTree(local(dirname(input.workdir)), mirror, input.workdir, input.kept);
+      else {
+        await mkdir(input.workdir, { recursive: true });
+        await gitOrThrow(local(dirname(input.workdir)), ['clone', '--quiet', '--no-checkout', '--local', '--', mirror, input.workdir], 'could not make the tree from the mirror');
+      }
       const tree = local(input.workdir);
       // A ref fetched by name (a pull request's) is the mirror's own: brought over when it is what is wanted.
       if (wanted !== null && !have) await runGit(tree, ['fetch', '--quiet', '--no-tags', '--force', '--', mirror, `+${FETCHED_REF}:${FETCHED_REF}`]);
@@ -388,6 +398,70 @@ async function fromMirror(ctx: GitContext, input: FetchRepositoryInput, url: str
     },
     input.signal,
   );
+}
+
+/**
+ * A kept tree's files get a `.git` cloned from the mirror now (never one a build could have
+ * written: kept.ts) and the index that describes them, so that the checkout that follows writes
+ * only the files that differ.
+ */
+async function intoKeptTree(ctx: GitContext, mirror: string, workdir: string, kept: KeptTreeInput): Promise<void> {
+  const clone = `${workdir}.clone`;
+  await rm(clone, { recursive: true, force: true });
+  try {
+    await gitOrThrow(ctx, ['clone', '--quiet', '--no-checkout', '--local', '--', mirror, clone], 'could not make the tree from the mirror');
+    await rm(join(workdir, '.git'), { recursive: true, force: true });
+    await rename(join(clone, '.git'), join(workdir, '.git'));
+    await copyFile(kept.index, join(workdir, '.git', 'index'));
+  } finally {
+    await rm(clone, { recursive: true, force: true });
+  }
+}
+
+/** The environment of git working on local files only: no network, no system or global configuration. */
+const localGitEnv = (): NodeJS.ProcessEnv => ({
+  PATH: process.env.PATH || '/usr/local/bin:/usr/bin:/bin',
+  HOME: '/nonexistent',
+  LANG: 'C',
+  LC_ALL: 'C',
+  GIT_TERMINAL_PROMPT: '0',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_ALLOW_PROTOCOL: 'file',
+  GIT_SSH_COMMAND: 'false',
+});
+
+/**
+ * Makes a tree that a build used fit to keep (kept.ts), with `index`, the index the checkout
+ * wrote (the runner's copy, which no build could reach): the tree's `.git` goes whole (its
+ * config could name a filter or a command git would run); with a `.git` made here and that
+ * index, submodules' directories become untracked (git clean leaves a submodule's contents
+ * alone), the index is refreshed against the files (a file the build changed stays out of date,
+ * and the next checkout writes it again), and every untracked or ignored file goes. The
+ * refreshed index is written back to `index`; the tree is left without a `.git`.
+ */
+export async function cleanKeptTree(tree: string, index: string, signal?: AbortSignal): Promise<void> {
+  const ctx: GitContext = { workdir: tree, timeoutMs: DEFAULT_SCM_TIMEOUT_MS, signal, secrets: { privateKey: '', paths: [] }, env: localGitEnv() };
+  const gitDir = join(tree, '.git');
+  await rm(gitDir, { recursive: true, force: true });
+  // The runner's again (tests ran as the build user): git works in no tree another user owns.
+  await lchown(tree, process.getuid?.() ?? 0, process.getgid?.() ?? 0);
+  try {
+    await gitOrThrow(ctx, ['init', '--quiet', '--initial-branch=sluice-unused'], 'could not clean a kept tree');
+    await copyFile(index, join(gitDir, 'index'));
+    const staged = await gitOrThrow(ctx, ['ls-files', '--stage', '-z'], 'could not read a kept tree’s index');
+    const submodules = staged
+      .split('\0')
+      .filter((line) => line.startsWith('160000 '))
+      .map((line) => line.slice(line.indexOf('\t') + 1));
+    if (submodules.length > 0) await gitOrThrow(ctx, ['update-index', '--force-remove', '--', ...submodules], 'could not clean a kept tree');
+    // Exits 1 when files changed: they stay out of date in the index, as they should.
+    await runGit(ctx, ['update-index', '-q', '--refresh']);
+    await gitOrThrow(ctx, ['clean', '-ffdxq'], 'could not clean a kept tree');
+    await copyFile(join(gitDir, 'index'), index);
+  } finally {
+    await rm(gitDir, { recursive: true, force: true });
+  }
 }
 
 /** `head` in a tree made from the mirror: the branch's tip, a commit, a tag, a branch, or the ref fetched for it. */

@@ -9,9 +9,14 @@
  * marker (`<tree>.json`) says which commit it holds and whether tests have run in it yet, the
  * worker's home (`<tree>.home`) keeps what its hooks and tests leave there (`~/.npm`, ...), and
  * `<tree>.layers` the upper layers of caches restored by overlay mounts in either (cache/overlay.ts),
- * detached before the tree goes.
+ * detached before the tree goes, and `<tree>.index` (git) the runner's copy of the index the
+ * checkout wrote.
+ *
+ * A tree is not simply removed when its build is done with it: a git tree of a build that may
+ * write the cache is cleaned and kept (kept.ts), and a later build of the repository that may
+ * read that cache starts from it, writing only the files that differ (retireTree, fetchTree).
  */
-import { lchown, lstat, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, lchown, lstat, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../../config';
 import type { TreeRef } from '../../core/session';
@@ -22,19 +27,33 @@ import type { BuildUser } from '../isolation/process';
 import type { BuildRecords } from '../records';
 import { discard, emptyTrash } from '../trash';
 import { unmountUnder } from '../cache/overlay';
+import { addKeptTree, claimKeptTree, DEFAULT_KEPT_TREES, evictKeptTrees } from './kept';
+import { cleanKeptTree } from './git';
+import { countCheckout } from '../../metrics/counts';
 
 export interface TreeDeps {
   records: BuildRecords;
   workspaceDir: string;
   /** How much of the disk the runner's mirrors may take (mirror.ts; default DEFAULT_MIRROR_MAX_BYTES). */
   mirrorMaxBytes?: number;
+  /** How many trees of ended builds the runner keeps for later ones (kept.ts; default DEFAULT_KEPT_TREES; 0: none). */
+  keptTrees?: number;
 }
 
-export const treeDeps = (config: Pick<Config, 'workspaceDir' | 'gitMirrorMaxBytes'>, records: BuildRecords): TreeDeps => ({ records, workspaceDir: config.workspaceDir, mirrorMaxBytes: config.gitMirrorMaxBytes });
+export const treeDeps = (config: Pick<Config, 'workspaceDir' | 'gitMirrorMaxBytes' | 'keptTrees'>, records: BuildRecords): TreeDeps => ({
+  records,
+  workspaceDir: config.workspaceDir,
+  mirrorMaxBytes: config.gitMirrorMaxBytes,
+  keptTrees: config.keptTrees,
+});
 
 interface Marker extends FetchRepositoryResult {
   /** No test has run in the tree yet. */
   pristine: boolean;
+  repoId?: number;
+  scm?: 'git' | 'hg';
+  /** The cache scope of the build that made it: where it may be kept (null: never). */
+  writeScope?: string | null;
 }
 
 export function treeDir(workspaceDir: string, sessionId: number, lane = 0): string {
@@ -42,6 +61,8 @@ export function treeDir(workspaceDir: string, sessionId: number, lane = 0): stri
 }
 
 const markerOf = (workdir: string) => `${workdir}.json`;
+/** The runner's copy of the index git wrote at the checkout: what a kept tree's files are (kept.ts). */
+const indexOf = (workdir: string) => `${workdir}.index`;
 /** The home of the worker whose checkout `workdir` is: HOME of its hooks and tests, `~` of its cache paths. */
 export const homeDir = (workdir: string) => `${workdir}.home`;
 /** Where the upper layers of the caches mounted in `workdir` and its home go (the runner's; no build reaches it). */
@@ -90,15 +111,24 @@ export async function fetchTree(
   const hostKeys: HostKeys = { known: repo.knownHosts };
   const common = { pullUrl: repo.pullUrl, privateKey: repo.privateKey, workdir, branch: ref.branch, head: ref.head, signal, hostKeys };
   let got: FetchRepositoryResult;
+  // A kept tree serves only a pull through the mirror (one with refspecs goes to the site).
+  const kept = repo.scm === 'git' && (ref.refspecs ?? []).length === 0 && ref.scopes && deps.keptTrees !== 0 ? await claimKeptTree(deps.workspaceDir, ref.repoId, ref.scopes.readScopes, workdir) : null;
   try {
     const mirror = { dir: mirrorsDir(deps.workspaceDir), key: String(ref.repoId) };
-    got = repo.scm === 'hg' ? await fetchHgRepository({ ...common, mirror }) : await fetchRepository({ ...common, httpToken: repo.httpToken, refspecs: ref.refspecs ?? [], mirror });
+    got =
+      repo.scm === 'hg'
+        ? await fetchHgRepository({ ...common, mirror })
+        : await fetchRepository({ ...common, httpToken: repo.httpToken, refspecs: ref.refspecs ?? [], mirror, ...(kept ? { kept: { index: kept.index } } : {}) });
   } catch (err) {
     throw withHostKeyHint(err, ref.repoId);
   } finally {
+    await kept?.release();
     await keepLearnedHostKeys(deps.records, ref.repoId, hostKeys);
   }
-  await writeFile(markerOf(workdir), JSON.stringify({ ...got, pristine: true } satisfies Marker));
+  countCheckout(kept ? 'kept' : 'new');
+  if (repo.scm === 'git') await copyFile(path.join(workdir, '.git', 'index'), indexOf(workdir)).catch(() => undefined);
+  const marker: Marker = { ...got, pristine: true, repoId: ref.repoId, scm: repo.scm === 'hg' ? 'hg' : 'git', writeScope: ref.scopes?.writeScope ?? null };
+  await writeFile(markerOf(workdir), JSON.stringify(marker));
   return got;
 }
 
@@ -171,7 +201,38 @@ export const mirrorsDir = (workspaceDir: string) => path.join(workspaceDir, '.mi
 export async function removeTree(workdir: string): Promise<void> {
   await rm(markerOf(workdir), { force: true });
   await unmountUnder([workdir, homeDir(workdir), layersDir(workdir)]);
-  await discard([workdir, homeDir(workdir), layersDir(workdir)], trashOf(path.dirname(workdir)));
+  await discard([workdir, homeDir(workdir), layersDir(workdir), indexOf(workdir)], trashOf(path.dirname(workdir)));
+}
+
+/**
+ * The build is done with `workdir`: kept for a later build when it may be (a git tree of a build
+ * that may write the cache, whose index the runner has), else removed. The files kept are the
+ * checkout's own: under a cache restored by overlay mount, the lower layer the build never wrote.
+ */
+export async function retireTree(deps: TreeDeps, workdir: string): Promise<void> {
+  const marker = await readMarker(workdir);
+  await rm(markerOf(workdir), { force: true });
+  await unmountUnder([workdir, homeDir(workdir), layersDir(workdir)]);
+  const max = deps.keptTrees ?? DEFAULT_KEPT_TREES;
+  if (marker?.scm === 'git' && marker.repoId !== undefined && marker.writeScope && max > 0) {
+    const base = path.join(layersDir(workdir), 'tree', 'base');
+    const files = (await lstat(base).catch(() => null))?.isDirectory() ? base : workdir;
+    try {
+      await cleanKeptTree(files, indexOf(workdir));
+      await addKeptTree(deps.workspaceDir, { repoId: marker.repoId, scope: marker.writeScope, commitId: marker.commitId, tree: files, index: indexOf(workdir) }, max);
+    } catch (err) {
+      console.warn(`sluice runner: a tree of repository ${marker.repoId} not kept: ${(err as Error).message}`);
+    }
+  }
+  await discard([workdir, homeDir(workdir), layersDir(workdir), indexOf(workdir)], trashOf(path.dirname(workdir)));
+}
+
+/** retireTree in the background, the tree held meanwhile (the sweep leaves it alone): a lane's end waits for none of it. */
+export function retireTreeLater(deps: TreeDeps, workdir: string): void {
+  const release = holdTree(workdir);
+  void retireTree(deps, workdir)
+    .catch((err: unknown) => console.warn(`sluice runner: retiring ${path.basename(workdir)} failed: ${(err as Error).message}`))
+    .finally(release);
 }
 
 /**
@@ -181,29 +242,29 @@ export async function removeTree(workdir: string): Promise<void> {
  */
 export async function sweepTrees(deps: TreeDeps): Promise<number> {
   const names = await readdir(deps.workspaceDir).catch(() => [] as string[]);
-  const bySession = new Map<number, string[]>();
+  const bySession = new Map<number, Set<string>>();
   for (const name of names) {
-    const m = /^session-(\d+)(?:-\d+)?(?:\.json|\.home|\.layers)?$/.exec(name);
+    const m = /^(session-(\d+)(?:-\d+)?)(?:\.json|\.home|\.layers|\.index)?$/.exec(name);
     if (!m) continue;
-    const id = Number(m[1]);
-    bySession.set(id, [...(bySession.get(id) ?? []), name]);
+    const id = Number(m[2]);
+    bySession.set(id, (bySession.get(id) ?? new Set()).add(m[1]!));
   }
   await emptyTrash(trashOf(deps.workspaceDir));
   await evictMirrors({ dir: mirrorsDir(deps.workspaceDir), maxBytes: deps.mirrorMaxBytes ?? DEFAULT_MIRROR_MAX_BYTES }, trashOf(deps.workspaceDir));
+  await evictKeptTrees(deps.workspaceDir, deps.keptTrees ?? DEFAULT_KEPT_TREES);
   if (bySession.size === 0) return 0;
   const ended = await deps.records.endedSessions([...bySession.keys()]);
-  const gone: string[] = [];
+  let gone = 0;
   for (const id of ended) {
-    for (const name of bySession.get(id) ?? []) {
-      const file = path.join(deps.workspaceDir, name);
-      if (!held.has(file.replace(/\.(json|home)$/, ''))) gone.push(file);
+    for (const tree of bySession.get(id) ?? []) {
+      const workdir = path.join(deps.workspaceDir, tree);
+      if (held.has(workdir)) continue;
+      // Kept when it may be, else removed with its marker, home, layers and index (a runner that died left them too).
+      await retireTree(deps, workdir);
+      gone++;
     }
   }
-  // Markers first, as removeTree does; then the mounts of caches restored in them (a runner that died left them too).
-  await Promise.all(gone.filter((f) => f.endsWith('.json')).map((f) => rm(f, { force: true })));
-  await unmountUnder(gone.filter((f) => !f.endsWith('.json')));
-  await discard(gone.filter((f) => !f.endsWith('.json')), trashOf(deps.workspaceDir));
-  return gone.length;
+  return gone;
 }
 
 /** The repository of a build is gone: nothing to check out, ever. */
