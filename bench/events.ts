@@ -35,7 +35,15 @@ export async function eventFigures(c: Cluster, log: (line: string) => void): Pro
   const connection = await Connection.connect({ address: c.temporal.address });
   const client = new Client({ connection });
   try {
-    return [...(await ingest(c, client, log)), ...(await overhead(c, log)), ...(await bursts(c, log)), ...(await closureCost(log))];
+    // SLUICE_BENCH_EVENTS=p4 (or a list: p1,p2,p4,closure) runs only those, for a quick look at one figure.
+    const only = process.env.SLUICE_BENCH_EVENTS?.split(',');
+    const part = (name: string) => only === undefined || only.includes(name);
+    return [
+      ...(part('p1') ? await ingest(c, client, log) : []),
+      ...(part('p2') ? await overhead(c, log) : []),
+      ...(part('p4') ? await bursts(c, log) : []),
+      ...(part('closure') ? await closureCost(log) : []),
+    ];
   } finally {
     await connection.close();
   }
