@@ -254,6 +254,81 @@ describe('what a registry says, in the build’s words', () => {
 });
 
 describe('the runner’s store', () => {
+  /** Layer digests of a pushed image, bottom first. */
+  const layersOf = async (pushed: PushedImage) =>
+    (JSON.parse((await run(cranePath(), ['manifest', pushed.pinned])).stdout) as { layers: { digest: string }[] }).layers.map((l) => l.digest);
+
+  it('fetches and unpacks a layer two images share once, their files one on disk', async () => {
+    const base = await smallLayer('base', 'shared\n');
+    const x = await pushImage(open.host, 'ci/share-x:1', { layers: [base, await smallLayer('x', 'x\n')] });
+    const y = await pushImage(open.host, 'ci/share-y:1', { layers: [base, await smallLayer('y', 'y\n')] });
+    const [shared] = await layersOf(x);
+    expect((await layersOf(y))[0]).toBe(shared);
+    // Every fetch of the shared blob, counted on the way (nothing is changed).
+    let fetched = 0;
+    const counter = await tamperingProxy(open.host, (url) => {
+      if (url.endsWith(`/blobs/${shared}`)) fetched += 1;
+      return false;
+    });
+    try {
+      const deps = await depsWith();
+      const a = await leaseWorkerImage(deps, { reference: `${counter.host}/ci/share-x:1`, digest: x.digest }, anonymous, ROOT);
+      const b = await leaseWorkerImage(deps, { reference: `${counter.host}/ci/share-y:1`, digest: y.digest }, anonymous, ROOT);
+      expect(fetched).toBe(1);
+      expect(a.detail).toMatch(/^pulled: 2 layers, /);
+      expect(b.detail).toMatch(/^pulled: 2 layers \(1 already on this runner\), /);
+      expect(await readFile(path.join(b.sandbox.rootfs, 'etc/base'), 'utf8')).toBe('shared\n');
+      expect(await readFile(path.join(b.sandbox.rootfs, 'etc/y'), 'utf8')).toBe('y\n');
+      expect(existsSync(path.join(b.sandbox.rootfs, 'etc/x'))).toBe(false);
+      // One file on disk, in both images.
+      expect((await stat(path.join(b.sandbox.rootfs, 'etc/base'))).ino).toBe((await stat(path.join(a.sandbox.rootfs, 'etc/base'))).ino);
+      await a.lease.release();
+      await b.lease.release();
+    } finally {
+      await counter.stop();
+    }
+  });
+
+  it('a hostile image cannot change the files of a layer it shares with another', async () => {
+    const base = path.join(scratch, `hostile-base-${randomBytes(4).toString('hex')}.tar`);
+    await writeFile(base, layerTar([{ path: 'etc/', type: 'Directory' }, { path: 'etc/shared.conf', body: 'trusted\n' }, { path: 'bin/', type: 'Directory' }, { path: 'bin/tool', body: '#!/bin/sh\necho trusted\n', mode: 0o755 }]));
+    // On top of the shared layer: a hard link to its file then a file of the same name (a write
+    // "through" the link, if extraction opened what is there), a whiteout, a link replaced by a
+    // file, and a directory made a link to the host.
+    const evil = path.join(scratch, `hostile-top-${randomBytes(4).toString('hex')}.tar`);
+    await writeFile(
+      evil,
+      layerTar([
+        { path: 'etc/', type: 'Directory' },
+        { path: 'etc/alias', type: 'Link', linkpath: 'etc/shared.conf' },
+        { path: 'etc/alias', body: 'poisoned\n' },
+        { path: 'etc/.wh.shared.conf', body: '' },
+        { path: 'etc/shared.conf', type: 'Link', linkpath: 'bin/tool' },
+        { path: 'bin/tool', body: '#!/bin/sh\necho poisoned\n', mode: 0o755 },
+      ]),
+    );
+    const hostile = await pushImage(open.host, 'ci/hostile-share:1', { layers: [base, evil] });
+    const benign = await pushImage(open.host, 'ci/benign-share:1', { layers: [base, await smallLayer('benign', 'ok\n')] });
+    expect((await layersOf(hostile))[0]).toBe((await layersOf(benign))[0]);
+
+    const deps = await depsWith();
+    const h = await leaseWorkerImage(deps, { reference: `${open.host}/ci/hostile-share:1`, digest: hostile.digest }, anonymous, ROOT);
+    const b = await leaseWorkerImage(deps, { reference: `${open.host}/ci/benign-share:1`, digest: benign.digest }, anonymous, ROOT);
+    expect(b.detail).toMatch(/1 already on this runner/);
+    // The benign image sees the shared layer as it was pushed; the hostile one what its own layer made of it.
+    expect(await readFile(path.join(b.sandbox.rootfs, 'etc/shared.conf'), 'utf8')).toBe('trusted\n');
+    expect(await readFile(path.join(b.sandbox.rootfs, 'bin/tool'), 'utf8')).toBe('#!/bin/sh\necho trusted\n');
+    expect(await readFile(path.join(h.sandbox.rootfs, 'bin/tool'), 'utf8')).toBe('#!/bin/sh\necho poisoned\n');
+    // And a third image of the shared layer, pulled after both, too.
+    await h.lease.release();
+    await b.lease.release();
+    const again = await pushImage(open.host, 'ci/benign-share-2:1', { layers: [base, await smallLayer('other', 'ok\n')] });
+    const c = await leaseWorkerImage(deps, { reference: `${open.host}/ci/benign-share-2:1`, digest: again.digest }, anonymous, ROOT);
+    expect(await readFile(path.join(c.sandbox.rootfs, 'etc/shared.conf'), 'utf8')).toBe('trusted\n');
+    expect(await readFile(path.join(c.sandbox.rootfs, 'bin/tool'), 'utf8')).toBe('#!/bin/sh\necho trusted\n');
+    await c.lease.release();
+  });
+
   it('evicts the least recently used images past its limit, never one a build holds', async () => {
     const images = await Promise.all(['a', 'b', 'c'].map(async (n) => pushImage(open.host, `ci/evict-${n}:1`, { layers: [await smallLayer(n, n.repeat(2000))] })));
     const deps = await depsWith();

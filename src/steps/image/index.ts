@@ -15,6 +15,7 @@ import type { SandboxImage } from '../isolation/sandbox';
 import type { RegistryLogin } from '../records';
 import { dockerConfigJson, writeDockerConfig } from './credentials';
 import { pullImage } from './pull';
+import { layerCache } from './layers';
 import { RegistryError, resolveDigest, type RegistryClient } from './registry';
 import { leaseImage, type ImageStoreSettings, type Lease } from './store';
 import { readRootFile } from './unpack';
@@ -161,14 +162,14 @@ export async function leaseWorkerImage(
   const ref = imageRef(image.reference);
   const notes: string[] = [];
   const started = performance.now();
-  let pulled: { layers: number; downloaded: number; unpacked: number } | null = null;
+  let pulled: { layers: number; reused: number; downloaded: number; unpacked: number } | null = null;
   const lease = await leaseImage(
     deps.store,
     image.digest,
     async (work) => {
-      const got = await withClient(deps, await credentials(), notes, (client) => pullImage(client, pinImageRef(ref, image.digest), image.digest, work, signal));
+      const got = await withClient(deps, await credentials(), notes, (client) => pullImage(client, pinImageRef(ref, image.digest), image.digest, work, signal, layerCache(deps.store)));
       notes.push(...got.notes.map((n) => `left out of the image: ${n}`));
-      pulled = { layers: got.layers, downloaded: got.downloadedBytes, unpacked: got.unpackedBytes };
+      pulled = { layers: got.layers, reused: got.reusedLayers, downloaded: got.downloadedBytes, unpacked: got.unpackedBytes };
       return { manifestDigest: got.manifestDigest, reference: image.reference, config: got.config, bytes: got.unpackedBytes, layers: got.layers, files: got.files };
     },
     signal,
@@ -182,9 +183,10 @@ export async function leaseWorkerImage(
     const files = await userFiles(dir, rootfs, user.uid, user.gid);
     const env = imageEnvironment(meta.config.env);
     const took = `${((performance.now() - started) / 1000).toFixed(1)} s`;
-    const got = pulled as { layers: number; downloaded: number; unpacked: number } | null;
+    const got = pulled as { layers: number; reused: number; downloaded: number; unpacked: number } | null;
+    const reused = got?.reused ? ` (${got.reused} already on this runner)` : '';
     const detail = got
-      ? `pulled: ${got.layers} layer${got.layers === 1 ? '' : 's'}, ${mib(got.downloaded)} fetched, ${mib(got.unpacked)} unpacked, in ${took}`
+      ? `pulled: ${got.layers} layer${got.layers === 1 ? '' : 's'}${reused}, ${mib(got.downloaded)} fetched, ${mib(got.unpacked)} unpacked, in ${took}`
       : `from this runner's store (${mib(meta.bytes)})`;
     if (meta.config.user) notes.push(`image: its configuration names the user ${JSON.stringify(meta.config.user)}; builds run as the build user`);
     return { lease, sandbox: { rootfs, ...files }, env, path: env.PATH ?? IMAGE_DEFAULT_PATH, workingDir: meta.config.workingDir, detail, notes };

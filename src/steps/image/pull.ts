@@ -3,7 +3,8 @@
  * runner's platform), its configuration and its layers, every one checked against the digest
  * that names it before anything of it is used, the layers fetched at once and each unpacked as
  * it arrives into a directory of its own (unpack.ts), then merged in order into one root
- * filesystem with their whiteouts applied. crane fetches (registry.ts); the checking and the
+ * filesystem with their whiteouts applied. A layer the runner unpacked already for another image
+ * is not fetched again: its copy comes from the runner's layers (layers.ts). crane fetches (registry.ts); the checking and the
  * unpacking are Sluice's, because the bytes are hostile until their digest says otherwise and
  * the tar entries even after (unpack.ts says how).
  */
@@ -15,6 +16,7 @@ import zlib from 'node:zlib';
 import { DIGEST, formatImageRef, type ImageRef } from '../../core/imageRef';
 import { fetchFrom, fetchManifest, RegistryError, streamBlob, type RegistryClient, type Source } from './registry';
 import { applyLayer, extractLayer, prepareMountPoints, type ExtractedLayer } from './unpack';
+import type { LayerCache } from './layers';
 
 /** What a build needs of an image's configuration: its environment, where it starts, who it says it runs as (ignored: builds run as the build user). */
 export interface ImageConfig {
@@ -28,6 +30,8 @@ export interface Pulled {
   manifestDigest: string;
   config: ImageConfig;
   layers: number;
+  /** Layers the runner had unpacked already (layers.ts): not fetched again. */
+  reusedLayers: number;
   /** Bytes fetched (the layers as stored), and unpacked (their files). */
   downloadedBytes: number;
   unpackedBytes: number;
@@ -196,7 +200,7 @@ async function eachLimited<T, R>(items: readonly T[], limit: number, fn: (item: 
  * Pulls the image `ref` names at `digest` (a manifest, or an index with an entry for this
  * runner's platform) into `work`: `work/rootfs` its root filesystem, ready for the sandbox.
  */
-export async function pullImage(client: RegistryClient, ref: ImageRef, digest: string, work: string, signal?: AbortSignal): Promise<Pulled> {
+export async function pullImage(client: RegistryClient, ref: ImageRef, digest: string, work: string, signal?: AbortSignal, layerCache?: LayerCache): Promise<Pulled> {
   const image = formatImageRef(ref);
   const first = await fetchManifest(client, ref, digest, signal);
   const { source } = first;
@@ -214,7 +218,22 @@ export async function pullImage(client: RegistryClient, ref: ImageRef, digest: s
   const config = imageConfig(parseJson(image, 'configuration', verified(image, 'configuration', await fetchFrom(client, ref, source, 'blob', configRef.digest, signal), configRef.digest)));
 
   const layerDir = (i: number) => path.join(work, 'layers', String(i));
-  const extracted = await eachLimited(layers as Descriptor[], PARALLEL_LAYERS, (layer, i) => pullLayer(client, ref, source, layer, layerDir(i), signal));
+  // A layer the runner has (another image's) is a copy of hard links; any other is fetched, and kept.
+  const reusedAt = new Set<number>();
+  const extracted = await eachLimited(layers as Descriptor[], PARALLEL_LAYERS, async (layer, i) => {
+    const copied = await layerCache?.copy(layer.digest, layerDir(i)).catch(async () => {
+      await rm(layerDir(i), { recursive: true, force: true });
+      return null;
+    });
+    if (copied) {
+      reusedAt.add(i);
+      return copied;
+    }
+    const got = await pullLayer(client, ref, source, layer, layerDir(i), signal);
+    await layerCache?.keep(layer.digest, layerDir(i), got);
+    return got;
+  });
+  const fetched = (layers as Descriptor[]).filter((_, i) => !reusedAt.has(i));
   const rootfs = path.join(work, 'rootfs');
   await mkdir(rootfs, { mode: 0o755 });
   for (const [i, layer] of extracted.entries()) {
@@ -227,7 +246,8 @@ export async function pullImage(client: RegistryClient, ref: ImageRef, digest: s
     manifestDigest,
     config,
     layers: layers.length,
-    downloadedBytes: (layers as Descriptor[]).reduce((n, l) => n + l.size, 0),
+    reusedLayers: reusedAt.size,
+    downloadedBytes: fetched.reduce((n, l) => n + l.size, 0),
     unpackedBytes: extracted.reduce((n, l) => n + l.bytes, 0),
     files: extracted.reduce((n, l) => n + l.files, 0),
     notes: extracted.flatMap((l) => l.notes).slice(0, 20),

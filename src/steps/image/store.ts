@@ -18,6 +18,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { discard, emptyTrash } from '../trash';
 import type { ImageConfig } from './pull';
+import { evictLayers } from './layers';
 
 export interface ImageStoreSettings {
   dir: string;
@@ -274,6 +275,8 @@ export async function evictImages(s: ImageStoreSettings): Promise<number> {
     await discard(victims, trashDir(s));
     return victims.length;
   });
+  // The layers images were made of (layers.ts), under the same limit: an image's files are hard links to them.
+  await evictLayers(s);
   for (const name of await readdir(workDir(s)).catch(() => [] as string[])) {
     const at = path.join(workDir(s), name);
     const info = await stat(at).catch(() => null);
