@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { pgBuildRecords } from '../../src/db/buildRecords';
 import { keptDir } from '../../src/steps/checkout/kept';
-import { fetchTree, markUsed, retireTree, treeDir, type TreeDeps } from '../../src/steps/checkout/tree';
+import { ensureTree, fetchTree, markUsed, retireTree, retireTreeLater, treeDir, type TreeDeps } from '../../src/steps/checkout/tree';
 import type { TreeRef } from '../../src/core/session';
 import { generateRepoKeyPair } from '../../src/ssh/keys';
 import { createTestDatabase, type TestDatabase } from '../support/db';
@@ -221,6 +221,22 @@ it('never lends a tree to another repository, nor to a build that may read less 
   await retireTree(deps, forked);
   expect(await keptCount()).toBe(0);
   expect(existsSync(forked)).toBe(false);
+});
+
+it('frees a tree’s name at once: a checkout into it right after (a push) never meets the tree being cleaned', async () => {
+  const used = await checkout(first, MASTER);
+  await markUsed(used);
+  await writeFile(join(used, 'left-by-a-test.txt'), 'x');
+  await retireTreeLater(deps, used);
+  // The push of the same session wants the commit's objects in the same place, at once (a push
+  // names no scopes: it never starts from a kept tree).
+  await ensureTree(deps, ref(second, undefined), used, 'objects', undefined);
+  const now = await files(used);
+  // The kept tree is made in the background meanwhile, and the new tree stays whole.
+  for (let i = 0; i < 200 && (await keptCount()) === 0; i++) await new Promise((r) => setTimeout(r, 50));
+  expect(await keptCount()).toBe(1);
+  expect(await files(used)).toEqual(now);
+  expect(execFileSync('git', ['rev-parse', 'HEAD'], { cwd: used, encoding: 'utf8' }).trim()).toBe(second);
 });
 
 it('keeps at most the configured number of trees, the newest', async () => {

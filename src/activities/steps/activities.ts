@@ -269,7 +269,7 @@ export function createBuildActivities({ config, records, runner, processGroups, 
         if (out.stopped) throw new CancelledFailure('stopped while running');
         // Lane 0's tree is the session's first checkout: kept for a post_build hook, if any, and
         // swept when the session ends. A push fetches the commit again where the tree is gone.
-        if (input.lane > 0 || input.lastUse) retireTreeLater(trees, workdir);
+        if (input.lane > 0 || input.lastUse) await retireTreeLater(trees, workdir);
         return { ran: out.ran, runner, setupFailure: out.setupFailure, timing: out.timing };
       }, 1_000);
     },

@@ -16,7 +16,7 @@
  * write the cache is cleaned and kept (kept.ts), and a later build of the repository that may
  * read that cache starts from it, writing only the files that differ (retireTree, fetchTree).
  */
-import { copyFile, lchown, lstat, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, lchown, lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../../config';
 import type { TreeRef } from '../../core/session';
@@ -204,35 +204,65 @@ export async function removeTree(workdir: string): Promise<void> {
   await discard([workdir, homeDir(workdir), layersDir(workdir), indexOf(workdir)], trashOf(path.dirname(workdir)));
 }
 
+/** Trees being retired: moved out of their names at once, cleaned and kept (or removed) after. */
+const retiringOf = (workspaceDir: string) => path.join(workspaceDir, '.retiring');
+/** A retiring tree this old was left by a runner that died while it cleaned it. */
+const STALE_RETIRING_MS = 10 * 60_000;
+
+/** A tree taken out of its name (retireTree), its parts under `dir` as `tree`, `home`, `layers`, `index`. */
+interface Retiring {
+  dir: string;
+  marker: Marker | null;
+}
+
 /**
- * The build is done with `workdir`: kept for a later build when it may be (a git tree of a build
- * that may write the cache, whose index the runner has), else removed. The files kept are the
- * checkout's own: under a cache restored by overlay mount, the lower layer the build never wrote.
+ * Frees `workdir`'s name at once, as removeTree does (a step that checks the tree out again, a
+ * push, never meets a tree half cleaned), keeping its parts aside for keepOrDiscard.
  */
-export async function retireTree(deps: TreeDeps, workdir: string): Promise<void> {
+async function takeTree(workdir: string): Promise<Retiring> {
   const marker = await readMarker(workdir);
   await rm(markerOf(workdir), { force: true });
   await unmountUnder([workdir, homeDir(workdir), layersDir(workdir)]);
+  await mkdir(retiringOf(path.dirname(workdir)), { recursive: true, mode: 0o700 });
+  const dir = await mkdtemp(path.join(retiringOf(path.dirname(workdir)), `${path.basename(workdir)}-`));
+  for (const [from, name] of [[workdir, 'tree'], [homeDir(workdir), 'home'], [layersDir(workdir), 'layers'], [indexOf(workdir), 'index']] as const) {
+    await rename(from, path.join(dir, name)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
+  }
+  return { dir, marker };
+}
+
+/**
+ * Keeps a tree taken aside for a later build when it may be (a git tree of a build that may write
+ * the cache, whose index the runner has), then removes the rest. The files kept are the
+ * checkout's own: under a cache restored by overlay mount, the lower layer the build never wrote.
+ */
+async function keepOrDiscard(deps: TreeDeps, { dir, marker }: Retiring): Promise<void> {
   const max = deps.keptTrees ?? DEFAULT_KEPT_TREES;
   if (marker?.scm === 'git' && marker.repoId !== undefined && marker.writeScope && max > 0) {
-    const base = path.join(layersDir(workdir), 'tree', 'base');
-    const files = (await lstat(base).catch(() => null))?.isDirectory() ? base : workdir;
+    const base = path.join(dir, 'layers', 'tree', 'base');
+    const files = (await lstat(base).catch(() => null))?.isDirectory() ? base : path.join(dir, 'tree');
+    const index = path.join(dir, 'index');
     try {
-      await cleanKeptTree(files, indexOf(workdir));
-      await addKeptTree(deps.workspaceDir, { repoId: marker.repoId, scope: marker.writeScope, commitId: marker.commitId, tree: files, index: indexOf(workdir) }, max);
+      await cleanKeptTree(files, index);
+      await addKeptTree(deps.workspaceDir, { repoId: marker.repoId, scope: marker.writeScope, commitId: marker.commitId, tree: files, index }, max);
     } catch (err) {
       console.warn(`sluice runner: a tree of repository ${marker.repoId} not kept: ${(err as Error).message}`);
     }
   }
-  await discard([workdir, homeDir(workdir), layersDir(workdir), indexOf(workdir)], trashOf(path.dirname(workdir)));
+  await discard([dir], trashOf(deps.workspaceDir));
 }
 
-/** retireTree in the background, the tree held meanwhile (the sweep leaves it alone): a lane's end waits for none of it. */
-export function retireTreeLater(deps: TreeDeps, workdir: string): void {
-  const release = holdTree(workdir);
-  void retireTree(deps, workdir)
-    .catch((err: unknown) => console.warn(`sluice runner: retiring ${path.basename(workdir)} failed: ${(err as Error).message}`))
-    .finally(release);
+/** The build is done with `workdir`: kept for a later build when it may be (kept.ts), else removed. */
+export async function retireTree(deps: TreeDeps, workdir: string): Promise<void> {
+  await keepOrDiscard(deps, await takeTree(workdir));
+}
+
+/** retireTree with its cleaning in the background: a lane's end waits only for the tree's name to be free. */
+export async function retireTreeLater(deps: TreeDeps, workdir: string): Promise<void> {
+  const taken = await takeTree(workdir);
+  void keepOrDiscard(deps, taken).catch((err: unknown) => console.warn(`sluice runner: retiring ${path.basename(workdir)} failed: ${(err as Error).message}`));
 }
 
 /**
@@ -252,6 +282,11 @@ export async function sweepTrees(deps: TreeDeps): Promise<number> {
   await emptyTrash(trashOf(deps.workspaceDir));
   await evictMirrors({ dir: mirrorsDir(deps.workspaceDir), maxBytes: deps.mirrorMaxBytes ?? DEFAULT_MIRROR_MAX_BYTES }, trashOf(deps.workspaceDir));
   await evictKeptTrees(deps.workspaceDir, deps.keptTrees ?? DEFAULT_KEPT_TREES);
+  for (const name of await readdir(retiringOf(deps.workspaceDir)).catch(() => [] as string[])) {
+    const at = path.join(retiringOf(deps.workspaceDir), name);
+    const info = await stat(at).catch(() => null);
+    if (info && Date.now() - info.ctimeMs > STALE_RETIRING_MS) await discard([at], trashOf(deps.workspaceDir));
+  }
   if (bySession.size === 0) return 0;
   const ended = await deps.records.endedSessions([...bySession.keys()]);
   let gone = 0;
