@@ -24,15 +24,6 @@ import path from 'node:path';
 import { DEFAULT_KEPT_TREES } from '../../config';
 import { discard } from '../trash';
 
-export { DEFAULT_KEPT_TREES };
-
-/** Which cache scopes a build reads and writes (core/buildSetup cacheScopes): the trees it may start from, and the one it leaves. */
-export interface TreeScopes {
-  readScopes: string[];
-  writeScope: string | null;
-}
-
-
 interface KeptMeta {
   /** The cache scope (branch) of the build that used the tree. */
   scope: string;
@@ -136,9 +127,4 @@ export async function evictKeptTrees(workspaceDir: string, max = DEFAULT_KEPT_TR
   }
   all.sort((a, b) => b.at - a.at);
   await discard([...all.slice(max).map((e) => e.dir), ...stale], trashOf(workspaceDir));
-}
-
-/** Every kept tree of `repoId` goes (the repository was deleted). */
-export async function forgetKeptTrees(workspaceDir: string, repoId: number): Promise<void> {
-  await discard([repoDir(workspaceDir, repoId)], trashOf(workspaceDir));
 }

@@ -18,7 +18,7 @@
  */
 import { copyFile, lchown, lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Config } from '../../config';
+import { DEFAULT_KEPT_TREES, type Config } from '../../config';
 import type { TreeRef } from '../../core/session';
 import { fetchRepository, GitPullError, type FetchRepositoryResult, type HostKeys } from './git';
 import { fetchHgRepository } from './hg';
@@ -27,7 +27,7 @@ import type { BuildUser } from '../isolation/process';
 import type { BuildRecords } from '../records';
 import { discard, emptyTrash } from '../trash';
 import { unmountUnder } from '../cache/overlay';
-import { addKeptTree, claimKeptTree, DEFAULT_KEPT_TREES, evictKeptTrees } from './kept';
+import { addKeptTree, claimKeptTree, evictKeptTrees } from './kept';
 import { cleanKeptTree } from './git';
 import { countCheckout } from '../../metrics/counts';
 
