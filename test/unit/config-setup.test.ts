@@ -58,4 +58,12 @@ describe('cache, artifact and hook settings', () => {
   it('refuse a size of 0', () => {
     expect(() => loadConfig({ ...base, SLUICE_CACHE_MAX_ENTRY_MB: '0' }, 'runner')).toThrow(/SLUICE_CACHE_MAX_ENTRY_MB/);
   });
+
+  it('keep 4 trees of ended builds by default, as many as SLUICE_KEPT_TREES says (0: none), and refuse what is not a count', () => {
+    expect(loadConfig(base, 'runner').keptTrees).toBe(4);
+    expect(loadConfig({ ...base, SLUICE_KEPT_TREES: '0' }, 'runner').keptTrees).toBe(0);
+    expect(loadConfig({ ...base, SLUICE_KEPT_TREES: '12' }, 'runner').keptTrees).toBe(12);
+    expect(() => loadConfig({ ...base, SLUICE_KEPT_TREES: 'many' }, 'runner')).toThrow(/SLUICE_KEPT_TREES/);
+    expect(() => loadConfig({ ...base, SLUICE_KEPT_TREES: '-1' }, 'runner')).toThrow(/SLUICE_KEPT_TREES/);
+  });
 });
