@@ -18,6 +18,7 @@ import { findCrane } from './crane';
 import { isolationWarning, resolveIsolation } from '../steps/isolation';
 import { startReaper } from '../steps/isolation/reaper';
 import { startSweeps } from './sweep';
+import { retiringSettled } from '../steps/checkout/tree';
 
 export interface RunnerHandle {
   /** host-pid: recorded with every test file this runner ran. */
@@ -113,10 +114,13 @@ export async function runRunner(config: Config, options: RunRunnerOptions = {}):
   return {
     name,
     async shutdown() {
-      stopSweeps();
+      const swept = stopSweeps();
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       try {
         await running;
+        // A sweep under way, and trees its lanes left being cleaned (steps/checkout/tree.ts): done before anything else goes.
+        await swept;
+        await retiringSettled();
       } finally {
         lanes.close();
         await reaper.close();

@@ -19,6 +19,7 @@ import { isolationWarning, resolveIsolation } from '../../steps/isolation';
 import { startReaper } from '../../steps/isolation/reaper';
 import type { RunnerHandle, RunRunnerOptions } from '../run';
 import { startSweeps } from '../sweep';
+import { retiringSettled } from '../../steps/checkout/tree';
 import { Channel, ChannelRefused, type Job, type JobOutput } from './channel';
 import { asJob, tokenRecords, tokenStore } from './records';
 
@@ -128,10 +129,13 @@ export async function runTokenRunner(config: Config & { runnerToken: string }, o
   return {
     name,
     async shutdown() {
-      stopSweeps();
+      const swept = stopSweeps();
       closing.abort();
       // The poll in flight is dropped (a job it took goes back: the API releases it); the jobs running finish.
       await Promise.all([loop, ...running]);
+      // A sweep under way, and trees the jobs left being cleaned (steps/checkout/tree.ts).
+      await swept;
+      await retiringSettled();
       lanes.close();
       await reaper.close();
       await channel.close();

@@ -215,22 +215,39 @@ interface Retiring {
   marker: Marker | null;
 }
 
+/** Trees this process is taking aside now: a lane's end and the sweep may both come for one. */
+const taking = new Set<string>();
+/** Trees being kept or removed in the background now (retiringSettled). */
+const retiring = new Set<Promise<void>>();
+
 /**
  * Frees `workdir`'s name at once, as removeTree does (a step that checks the tree out again, a
- * push, never meets a tree half cleaned), keeping its parts aside for keepOrDiscard.
+ * push, never meets a tree half cleaned), keeping its parts aside for keepOrDiscard. Null when
+ * another step of this process is taking it already.
  */
-async function takeTree(workdir: string): Promise<Retiring> {
-  const marker = await readMarker(workdir);
-  await rm(markerOf(workdir), { force: true });
-  await unmountUnder([workdir, homeDir(workdir), layersDir(workdir)]);
-  await mkdir(retiringOf(path.dirname(workdir)), { recursive: true, mode: 0o700 });
-  const dir = await mkdtemp(path.join(retiringOf(path.dirname(workdir)), `${path.basename(workdir)}-`));
-  for (const [from, name] of [[workdir, 'tree'], [homeDir(workdir), 'home'], [layersDir(workdir), 'layers'], [indexOf(workdir), 'index']] as const) {
-    await rename(from, path.join(dir, name)).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
-    });
+async function takeTree(workdir: string): Promise<Retiring | null> {
+  if (taking.has(workdir)) return null;
+  taking.add(workdir);
+  try {
+    const marker = await readMarker(workdir);
+    await rm(markerOf(workdir), { force: true });
+    await unmountUnder([workdir, homeDir(workdir), layersDir(workdir)]);
+    await mkdir(retiringOf(path.dirname(workdir)), { recursive: true, mode: 0o700 });
+    const dir = await mkdtemp(path.join(retiringOf(path.dirname(workdir)), `${path.basename(workdir)}-`));
+    let tree = false;
+    for (const [from, name] of [[workdir, 'tree'], [homeDir(workdir), 'home'], [layersDir(workdir), 'layers'], [indexOf(workdir), 'index']] as const) {
+      await rename(from, path.join(dir, name)).then(
+        () => (tree ||= name === 'tree'),
+        (err: NodeJS.ErrnoException) => {
+          if (err.code !== 'ENOENT') throw err;
+        },
+      );
+    }
+    // Only a tree that is all there is kept.
+    return { dir, marker: tree ? marker : null };
+  } finally {
+    taking.delete(workdir);
   }
-  return { dir, marker };
 }
 
 /**
@@ -254,15 +271,29 @@ async function keepOrDiscard(deps: TreeDeps, { dir, marker }: Retiring): Promise
   await discard([dir], trashOf(deps.workspaceDir));
 }
 
+/** keepOrDiscard, counted in `retiring` until it ends. */
+function settle(deps: TreeDeps, taken: Retiring): Promise<void> {
+  const done = keepOrDiscard(deps, taken);
+  retiring.add(done);
+  void done.catch(() => undefined).finally(() => retiring.delete(done));
+  return done;
+}
+
 /** The build is done with `workdir`: kept for a later build when it may be (kept.ts), else removed. */
 export async function retireTree(deps: TreeDeps, workdir: string): Promise<void> {
-  await keepOrDiscard(deps, await takeTree(workdir));
+  const taken = await takeTree(workdir);
+  if (taken) await settle(deps, taken);
 }
 
 /** retireTree with its cleaning in the background: a lane's end waits only for the tree's name to be free. */
 export async function retireTreeLater(deps: TreeDeps, workdir: string): Promise<void> {
   const taken = await takeTree(workdir);
-  void keepOrDiscard(deps, taken).catch((err: unknown) => console.warn(`sluice runner: retiring ${path.basename(workdir)} failed: ${(err as Error).message}`));
+  if (taken) void settle(deps, taken).catch((err: unknown) => console.warn(`sluice runner: retiring ${path.basename(workdir)} failed: ${(err as Error).message}`));
+}
+
+/** Resolves once every tree being retired now is kept or removed: a runner that stops waits for them (its workspace may go next). */
+export async function retiringSettled(): Promise<void> {
+  await Promise.allSettled([...retiring]);
 }
 
 /**
