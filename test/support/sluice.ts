@@ -159,8 +159,18 @@ export async function startSluice(
     // Caches restored by overlay mounts (a session's tree outlives its build until a sweep): detached first.
     () => unmountUnder([workspaceDir]),
   ];
+  // Every part is stopped even when one fails (the first failure is thrown after): a part left
+  // running (a worker polling, a server listening) would keep jest from ever exiting.
   const stopAll = async () => {
-    for (const stop of parts.splice(0).reverse()) await stop();
+    let failed: { err: unknown } | undefined;
+    for (const stop of parts.splice(0).reverse()) {
+      try {
+        await stop();
+      } catch (err) {
+        failed ??= { err };
+      }
+    }
+    if (failed) throw failed.err;
   };
   try {
     const pool = createPool(config.databaseUrl);

@@ -62,11 +62,13 @@ export class World {
     }
   }
 
+  /** Stops every part even when one fails (then throws the first failure): nothing left running keeps jest from exiting. */
   async stop(): Promise<void> {
-    await this.sluice.stop();
-    await this.ssh.close();
-    await this.receiver.close();
-    await rm(this.tmp, { recursive: true, force: true });
+    const results = await Promise.allSettled([this.sluice.stop()]);
+    results.push(...(await Promise.allSettled([this.ssh.close(), this.receiver.close()])));
+    results.push(...(await Promise.allSettled([rm(this.tmp, { recursive: true, force: true })])));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   /** A bare repository served over SSH, registered in Sluice, its key authorized unless told not to. */
