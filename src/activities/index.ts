@@ -14,7 +14,7 @@ import { createCleanupActivity } from './cleanup';
 import { createDeliverActivity } from './delivery';
 import { createLivenessActivities } from './liveness';
 import { endSquashedSessions } from '../delivery/squashed';
-import { recordIntakes } from '../db/intake';
+import { writeIntakes } from '../db/intake';
 import { createReceivedSender } from './received';
 import { createPostActivities } from './post/activities';
 import { createSessionRecords } from './session/records';
@@ -45,9 +45,10 @@ export function createControlActivities(deps: ActivityDeps): ControlActivities {
     deliverWebhook: createDeliverActivity(deliverDeps),
     endSquashed: (batch) => endSquashedSessions({ ...deliverDeps, config: deps.config }, batch),
     recordIntakes: async (intakes) => {
-      const ids = await recordIntakes(deps.pool, intakes);
-      // `received` goes out beside the suite, not as its step (activities/received.ts).
-      sendReceived([...ids.values()]);
+      const { ids, fresh } = await writeIntakes(deps.pool, intakes);
+      // `received` goes out beside the suite, not as its step (activities/received.ts), for the
+      // sessions written here: the API sends it of those it wrote first (api/herald.ts).
+      sendReceived(fresh);
       return [...ids];
     },
     postCommitStatus: createCommitStatusActivity({

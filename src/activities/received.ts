@@ -1,6 +1,7 @@
 /**
  * `received` of the sessions a suite has just recorded (issue 26), sent by the worker that
- * recorded them, beside the suite rather than as a step of it: the suite's local activity
+ * recorded them (the API sends it of those it recorded first: api/herald.ts), beside the suite
+ * rather than as a step of it: the suite's local activity
  * records, starts these sends and returns, so neither a burst nor a slow receiver holds up the
  * queue. At most `CONCURRENCY` sends are under way; the rest wait their turn in order.
  *

@@ -291,7 +291,7 @@ export interface RebuildOptions {
  * did not take it. A plan's part or a session still running is a conflict; a trigger the
  * repository's rules no longer build is `not rebuilt`.
  */
-export async function rebuildSession(deps: Pick<AppDeps, 'pool' | 'knowledge' | 'enqueue'>, sessionId: number, log: (err: unknown) => void, options: RebuildOptions = {}): Promise<Rebuilt> {
+export async function rebuildSession(deps: Pick<AppDeps, 'pool' | 'knowledge' | 'enqueue' | 'announce'>, sessionId: number, log: (err: unknown) => void, options: RebuildOptions = {}): Promise<Rebuilt> {
   const row = await findSessionWithRepo(deps.pool, sessionId);
   if (!row) throw notFound('session');
   if (row.parent_id !== null) {
@@ -337,11 +337,12 @@ export async function rebuildSession(deps: Pick<AppDeps, 'pool' | 'knowledge' | 
     await forgetTrigger(deps.pool, guid);
     throw new AppError('unavailable', 'could not queue the build; nothing was accepted, try again', undefined, 5);
   }
+  deps.announce?.([session]);
   return { session, guid };
 }
 
 /** A rebuild from a body of POST /sessions/:id/rebuild: the new session, its trigger's guid and its report's URL. */
-export async function rebuildAsked(deps: Pick<AppDeps, 'pool' | 'config' | 'knowledge' | 'enqueue'>, sessionId: number, input: unknown, log: (err: unknown) => void): Promise<Rebuilt & { url: string }> {
+export async function rebuildAsked(deps: Pick<AppDeps, 'pool' | 'config' | 'knowledge' | 'enqueue' | 'announce'>, sessionId: number, input: unknown, log: (err: unknown) => void): Promise<Rebuilt & { url: string }> {
   const { resolve_images, full } = validate(RebuildBody, input ?? {});
   const { session, guid } = await rebuildSession(deps, sessionId, log, { resolveImages: resolve_images, full });
   const view = await loadSessionView(deps.pool, deps.config, session);

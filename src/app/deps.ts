@@ -16,6 +16,11 @@ export interface AppDeps {
   enqueue: (req: EnqueueRequest) => Promise<void>;
   /** The named branches' rows as triggers see them (api/triggerKnowledge.ts: PostgreSQL, or memory while it is away). */
   knowledge: { branches(repoId: number, names: readonly string[]): Promise<Map<string, BranchState>> };
+  /**
+   * Sends `received` of sessions recorded here, not by their suite (a rebuild): whoever records
+   * a session announces it (api/herald.ts). Absent: its session's lane sends it at its turn.
+   */
+  announce?: (sessionIds: readonly number[]) => void;
   /** Signals a session to stop; false when it is no longer running. Absent: refused as unavailable. */
   stop?: (target: StopTarget, stoppedBy: string) => Promise<boolean>;
   /** This installation's workflow ids, for links to the Temporal UI; none in tests without Temporal. */

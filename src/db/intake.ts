@@ -19,12 +19,23 @@ import { withTransaction, type Db } from './transaction';
  * trip, not one per trigger: the suite records before it can take the next batch).
  */
 export async function recordIntakes(pool: Pool, intakes: readonly Intake[]): Promise<Map<string, number>> {
+  return (await writeIntakes(pool, intakes)).ids;
+}
+
+/**
+ * recordIntakes, also saying which sessions this call wrote (`fresh`, in order): whoever writes
+ * a session sends its `received` (api/herald.ts, activities/received.ts).
+ */
+export async function writeIntakes(pool: Pool, intakes: readonly Intake[]): Promise<{ ids: Map<string, number>; fresh: number[] }> {
   return withTransaction(pool, async (db) => {
     const ids = new Map<string, number>();
+    const fresh: number[] = [];
     // In order: the sessions that come one after another go together.
     let pending: { record: TriggerRecord; session: SessionIntake }[] = [];
     const flush = async () => {
-      for (const [key, id] of await recordSessions(db, pending)) ids.set(key, id);
+      const written = await recordSessions(db, pending);
+      for (const [key, id] of written.ids) ids.set(key, id);
+      fresh.push(...written.fresh);
       pending = [];
     };
     for (const intake of intakes) {
@@ -35,7 +46,7 @@ export async function recordIntakes(pool: Pool, intakes: readonly Intake[]): Pro
       for (const session of intake.sessions) pending.push({ record: intake.record, session });
     }
     await flush();
-    return ids;
+    return { ids, fresh };
   });
 }
 
@@ -69,9 +80,9 @@ async function recordCiEvent(db: Db, r: TriggerRecord): Promise<void> {
  * The ci_events (unless there) and the sessions (unless there) of `rows`, in one statement; a
  * row whose suite or repository is gone gets none. The sessions' ids follow the rows' order.
  */
-async function recordSessions(db: Db, rows: readonly { record: TriggerRecord; session: SessionIntake }[]): Promise<Map<string, number>> {
+async function recordSessions(db: Db, rows: readonly { record: TriggerRecord; session: SessionIntake }[]): Promise<{ ids: Map<string, number>; fresh: number[] }> {
   const ids = new Map<string, number>();
-  if (rows.length === 0) return ids;
+  if (rows.length === 0) return { ids, fresh: [] };
   const col = <T>(f: (r: (typeof rows)[number]) => T): T[] => rows.map(f);
   const { rows: inserted } = await db.query<{ id: number; intake_key: string }>(
     `WITH input AS (
@@ -115,16 +126,23 @@ async function recordSessions(db: Db, rows: readonly { record: TriggerRecord; se
     ],
   );
   for (const r of inserted) ids.set(r.intake_key, r.id);
+  const fresh = inserted.map((r) => Number(r.id)).sort((a, b) => a - b);
   // Written before (a carrier retried after its COMMIT), or their suite is gone.
   const missing = rows.map((r) => r.session.key).filter((k) => !ids.has(k));
   if (missing.length > 0) {
     const found = await db.query<{ id: number; intake_key: string }>('SELECT id, intake_key FROM sessions WHERE intake_key = ANY($1::text[])', [missing]);
     for (const r of found.rows) ids.set(r.intake_key, r.id);
   }
-  return ids;
+  return { ids, fresh };
 }
 
 /** Removes a trigger's records (a rebuild whose session Temporal did not take): its sessions go with it. */
 export async function forgetTrigger(db: Db, guid: string): Promise<void> {
   await db.query('DELETE FROM ci_events WHERE guid = $1', [guid]);
+}
+
+/** Whether the session of an intake key is recorded (by whichever carrier). */
+export async function intakeRecorded(db: Db, key: string): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM sessions WHERE intake_key = $1', [key]);
+  return (rowCount ?? 0) > 0;
 }

@@ -8,7 +8,8 @@ import { chmod, mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { startCluster, type Cluster } from '../support/cluster';
 import { eventually } from '../support/wait';
-import { script } from '../support/world';
+import { expectEachEventOnce, script, type Payload } from '../support/world';
+import { startRole } from '../support/processes';
 import { isAlive } from '../support/pids';
 import { reportPath } from '../support/reports';
 
@@ -181,4 +182,29 @@ describe('a burst of builds wider than the runners’ slots (issue 49)', () => {
       }
     }
   }, 300_000);
+});
+
+describe('triggers while no worker runs (issue 49)', () => {
+  it('get their `received` from the API at once, and build once a worker is back, each event sent once', async () => {
+    c.worker.kill('SIGKILL');
+    await c.worker.exited;
+    const repo = await c.makeRepo({ 'test/a_test.sh': script('true') }, { branch: 'master', test_pattern: 'test/*_test.sh' });
+    const sessions = [await c.build(repo, { branch: 'master', force: true }), await c.build(repo, { branch: 'master', force: true })];
+    // No workflow task can run: the API recorded both sessions and sent `received` itself.
+    const received = await eventually('`received` of both, with no worker', async () => {
+      const got = c.receiver.requests.map((r) => r.json as Payload).filter((p) => p?.event === 'received' && sessions.includes(p.session));
+      return got.length === 2 ? got : undefined;
+    });
+    expect(received.map((p) => [p.session, p.status])).toEqual(sessions.map((s) => [s, 'queued']));
+    expect(sessions[1]).toBeGreaterThan(sessions[0]!); // ids in the order the triggers came
+
+    // Workers get no admin token (as the cluster starts them).
+    const { SLUICE_ADMIN_TOKEN: _admin, ...workerEnv } = c.env;
+    c.worker = startRole('worker', workerEnv);
+    await c.worker.waitForOutput(/sluice worker: serving /, 90_000);
+    for (const session of sessions) {
+      expect((await c.eventsOf(session, 120_000)).find((e) => e.event === 'stop')).toMatchObject({ status: 'passed' });
+      expectEachEventOnce(c.receiver, session); // the suite's own record of it sent no second `received`
+    }
+  }, 240_000);
 });

@@ -53,7 +53,7 @@ describe('with an OTLP endpoint', () => {
           has('sluice-api', 'POST /1/:provider/:key'),
           has('sluice-worker', 'RunWorkflow:sessionWorkflow'),
           has('sluice-worker', 'deliver stop'),
-          has('sluice-worker', 'deliver received'),
+          has('sluice-api', 'deliver received'),
           has('sluice-runner', 'RunActivity:runLane'),
         ].every((p) => p(all)),
       ),
@@ -69,8 +69,9 @@ describe('with an OTLP endpoint', () => {
     expect(named('sluice-worker', 'StartChildWorkflow:sessionWorkflow')).toHaveLength(1);
     expect(spans.some((s) => s.service === 'sluice-worker' && s.name === 'RunActivity:deliverWebhook')).toBe(true);
     expect(named('sluice-runner', 'RunActivity:checkout').length).toBeGreaterThanOrEqual(1);
-    // `received` goes out from the worker once the suite has recorded the session, in the request's trace.
-    expect(named('sluice-worker', 'deliver received')).toHaveLength(1);
+    // `received` goes out from the API once it has recorded the session (api/herald.ts), in the request's trace.
+    expect(named('sluice-api', 'deliver received')).toHaveLength(1);
+    expect(named('sluice-worker', 'deliver received')).toHaveLength(0);
     // The runner's signal to the session (every lane set up) goes in the trace too.
     expect(named('sluice-worker', 'HandleSignal:workersReady')[0]).toMatchObject({ attributes: { 'sluice.session.id': session } });
     expect(named('sluice-worker', 'deliver stop')[0]).toMatchObject({ attributes: { 'sluice.delivery.outcome': 'delivered', 'http.response.status_code': 200 } });
