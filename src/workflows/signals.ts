@@ -31,6 +31,8 @@ export interface SuiteWorkflowInput {
   started?: number[];
   /** Carried over continue-as-new: when each waiting session joined the queue (epoch seconds). */
   queuedAt?: [number, number][];
+  /** Carried over continue-as-new: the waiting sessions in the order they arrived (CI squash builds the last). */
+  arrivals?: number[];
   /** Continue-as-new past this many history events (tests lower it; Temporal may suggest sooner). */
   historyLimit?: number;
   /** How often to make sure the running session's workflow still exists (tests lower it). */

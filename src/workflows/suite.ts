@@ -16,6 +16,7 @@ import { idsOf } from '../core/workflowIds';
 import {
   condition,
   continueAsNew,
+  patched,
   getExternalWorkflowHandle,
   log,
   ParentClosePolicy,
@@ -72,6 +73,8 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
   const started = new Set<number>(input.started ?? []);
   /** When each waiting session joined the queue: its `queue_first_seen_at`. */
   const queuedAt = new Map<number, number>(input.queuedAt ?? []);
+  /** The sessions that arrived, oldest first (those carried over without it: by id), for CI squash's newest. */
+  let arrivals: number[] = input.arrivals ?? [...waiting].sort((a, b) => a - b);
   const arrived: EnqueueRequest[] = [];
   const toWake: number[] = [];
   const toStop: { sessionId: number; stoppedBy: string }[] = [];
@@ -122,6 +125,7 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
         const sessionId = req.sessionId ?? recorded.get(req.intake?.sessions[0]?.key ?? '');
         if (sessionId === undefined || seen.has(sessionId)) continue; // or a repeated signal
         seen.add(sessionId);
+        arrivals.push(sessionId);
         queuedAt.set(sessionId, now());
         if (req.queuePosition === 'head') waiting.unshift(sessionId);
         else waiting.push(sessionId);
@@ -138,6 +142,7 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
     if (running === null && waiting.length > 0) {
       if (waiting.length > 1 && (await settings.suiteSettings(input.suiteId)).ciSquash) await squash();
       const next = waiting.shift()!;
+      arrivals = arrivedWaiting();
       // Running before it starts: a build that ends at once may say so before the start returns.
       running = next;
       if (started.delete(next)) {
@@ -156,8 +161,14 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
     // Signals that arrive while continuing are not lost: Temporal refuses to close the run while
     // it has unhandled signals, and replays this loop with them first.
     if (historyIsLong(input.historyLimit) && arrived.length === 0 && toWake.length === 0 && toStop.length === 0) {
-      await continueAsNew<typeof suiteWorkflow>({ ...input, waiting, running, started: [...started], queuedAt: [...queuedAt] });
+      await continueAsNew<typeof suiteWorkflow>({ ...input, waiting, running, started: [...started], queuedAt: [...queuedAt], arrivals: arrivedWaiting() });
     }
+  }
+
+  /** `arrivals` of the sessions still waiting: the others need no rank. */
+  function arrivedWaiting(): number[] {
+    const queued = new Set(waiting);
+    return arrivals.filter((id) => queued.has(id));
   }
 
   /** The running session's workflow is gone without a word: its record ends in error (the activity), and the queue goes on. */
@@ -183,9 +194,16 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
       .catch((err: unknown) => log.info('session to stop is gone', { session: sessionId, error: failureMessage(err) }));
   }
 
-  /** CI squash: only the newest queued session builds; the others end, saying into which. */
+  /**
+   * CI squash: only the newest queued session builds; the others end, saying into which. The
+   * newest is the last to arrive here: ids follow arrival only as long as one writer records
+   * them (the API records ahead of the suite, api/herald.ts; a rebuild records before it queues).
+   * Runs from before this rule took the highest id, and replay so.
+   */
   async function squash(): Promise<void> {
-    const newest = Math.max(...waiting);
+    const byArrival = patched('squash-newest-by-arrival');
+    const rank = (id: number) => arrivals.lastIndexOf(id);
+    const newest = byArrival ? waiting.reduce((a, b) => (rank(b) > rank(a) || (rank(b) === rank(a) && b > a) ? b : a)) : Math.max(...waiting);
     const older = waiting.filter((id) => id !== newest);
     waiting.splice(0, waiting.length, newest);
     const withWorkflow = older.filter((id) => started.delete(id));

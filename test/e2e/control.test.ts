@@ -201,6 +201,30 @@ describe('the queue', () => {
     expect((await w.eventsOf(first.session)).at(-1)).toMatchObject({ status: 'passed' });
   });
 
+  it('with CI squash, builds the session that arrived last, even when an earlier one has the higher id', async () => {
+    // Ids follow arrival while one writer records them; with the API recording ahead of the
+    // suite (api/herald.ts) or a rebuild recorded before it queues, they may not.
+    const repo = await w.makeRepo(slow, { suite });
+    await w.sluice.admin('PATCH', `/api/v1/repos/${repo.id}`, { ci_squash: true });
+    const first = await w.build(repo);
+    await eventually('the first build to start', async () => (await status(first.session)) === 'running');
+    const { rows } = await w.sluice.pool.query<{ id: number; suite_id: number }>(
+      `INSERT INTO sessions (ci_event_id, suite_id, status, profile_name, branch, ref, head, force, workers)
+         SELECT ci_event_id, suite_id, 'queued', profile_name, branch, ref, head, true, workers FROM sessions, generate_series(1, 2)
+          WHERE id = $1 ORDER BY 1
+       RETURNING id, suite_id`,
+      [first.session],
+    );
+    const [lower, higher] = rows.map((r) => r.id).sort((a, b) => a - b) as [number, number];
+    const suiteHandle = w.sluice.client.workflow.getHandle(w.sluice.ids.suite(rows[0]!.suite_id));
+    await suiteHandle.signal('enqueueMany', [{ sessionId: higher, queuePosition: 'tail' }]);
+    await suiteHandle.signal('enqueueMany', [{ sessionId: lower, queuePosition: 'tail' }]);
+
+    expect((await w.eventsOf(lower)).at(-1)).toMatchObject({ status: 'passed' });
+    expect((await w.eventsOf(higher)).at(-1)).toMatchObject({ status: 'skipped' });
+    expect((await w.session(higher)).reason).toMatch(`squashed into session ${lower}`);
+  });
+
   it('without CI squash, builds each queued trigger, and queue_position head jumps the queue', async () => {
     const repo = await w.makeRepo(slow, { suite });
     const first = await w.build(repo);
