@@ -45,7 +45,7 @@ export function createControlActivities(deps: ActivityDeps): ControlActivities {
     deliverWebhook: createDeliverActivity(deliverDeps),
     endSquashed: (batch) => endSquashedSessions({ ...deliverDeps, config: deps.config }, batch),
     recordIntakes: async (intakes) => {
-      const { ids, fresh } = await writeIntakes(deps.pool, intakes);
+      const { ids, fresh } = await writeIntakes(deps.pool, intakes, { mostlyWritten: true });
       // `received` goes out beside the suite, not as its step (activities/received.ts), for the
       // sessions written here: the API sends it of those it wrote first (api/herald.ts).
       sendReceived(fresh);

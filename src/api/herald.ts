@@ -26,7 +26,7 @@ export interface HeraldDeps {
   wake(suiteId: number, sessionId: number): Promise<void>;
   /** Captures the context (the trace) active now, for `received` sent later; default none. */
   capture?: () => Within;
-  /** Suites recorded at once, and batches of `received` under way at once. Default 8. */
+  /** Transactions of records under way at once, and batches of `received`. Default 4. */
   concurrency?: number;
   /** Intakes waiting at most, over all suites; beyond it a suite is left to its workflow. Default 2,000. */
   maxBacklog?: number;
@@ -59,13 +59,16 @@ interface SuiteState {
 export type Within = <T>(fn: () => T) => T;
 const here: Within = (fn) => fn();
 
+/** Intakes recorded together at most (more when one suite's batch is bigger). */
+const RECORD_BATCH = 200;
+
 /** Sessions announced together at most. */
 const SEND_BATCH = 25;
 
 const lastKey = (intakes: readonly Intake[]): string | null => intakes.flatMap((i) => i.sessions.map((s) => s.key)).at(-1) ?? null;
 
 export function createHerald(deps: HeraldDeps): Herald {
-  const concurrency = deps.concurrency ?? 8;
+  const concurrency = deps.concurrency ?? 4;
   const maxBacklog = deps.maxBacklog ?? 2_000;
   const recheckMs = deps.recheckMs ?? 1_000;
   const suites = new Map<number, SuiteState>();
@@ -133,39 +136,57 @@ export function createHerald(deps: HeraldDeps): Herald {
     );
   };
 
+  /**
+   * Group commit: what waits, of every suite not being written, goes in one transaction (each
+   * suite's intakes in order), a few transactions at once: a burst over 100 branches is a few
+   * statements, not 100.
+   */
   const pump = () => {
     while (recording < concurrency && ready.length > 0) {
-      const suiteId = ready.shift()!;
-      const s = suites.get(suiteId);
-      if (!s || s.recording || s.queue.length === 0) continue;
-      const batch = s.queue;
-      s.queue = [];
-      backlog -= batch.length;
-      s.recording = true;
+      const taken: { suiteId: number; s: SuiteState; batch: Intake[] }[] = [];
+      let size = 0;
+      while (ready.length > 0 && size < RECORD_BATCH) {
+        const suiteId = ready.shift()!;
+        const s = suites.get(suiteId);
+        if (!s || s.recording || s.queue.length === 0) continue;
+        const batch = s.queue;
+        s.queue = [];
+        backlog -= batch.length;
+        s.recording = true;
+        size += batch.length;
+        taken.push({ suiteId, s, batch });
+      }
+      if (taken.length === 0) return;
       recording += 1;
       track(
         deps
-          .record(batch)
+          .record(taken.flatMap((t) => t.batch))
           .then(({ ids, fresh }) => {
             const wrote = new Set(fresh);
-            for (const intake of batch) {
-              const mine = intake.sessions.map((x) => ids.get(x.key)).filter((id): id is number => id !== undefined && wrote.has(id));
-              send(mine, suiteId, contexts.get(intake));
+            for (const { suiteId, batch } of taken) {
+              for (const intake of batch) {
+                const mine = intake.sessions.map((x) => ids.get(x.key)).filter((id): id is number => id !== undefined && wrote.has(id));
+                send(mine, suiteId, contexts.get(intake));
+              }
             }
           })
           .catch(() => {
-            // PostgreSQL did not take it: the suite's workflow will, and all that came after it
+            // PostgreSQL did not take them: each suite's workflow will, and all that came after
             // (unless the suite is left already, for a newer one).
-            if (s.leftUntil !== null) return;
-            s.queue.unshift(...batch);
-            backlog += batch.length;
-            leave(s, []);
+            for (const { s, batch } of taken) {
+              if (s.leftUntil !== null) continue;
+              s.queue.unshift(...batch);
+              backlog += batch.length;
+              leave(s, []);
+            }
           })
           .finally(() => {
-            s.recording = false;
             recording -= 1;
-            if (s.queue.length > 0) ready.push(suiteId);
-            forget(suiteId, s);
+            for (const { suiteId, s } of taken) {
+              s.recording = false;
+              if (s.queue.length > 0) ready.push(suiteId);
+              forget(suiteId, s);
+            }
             pump();
           }),
       );

@@ -15,16 +15,13 @@ import { loadWorkflowIds } from '../temporal/ids';
 import { startRoleMetrics } from '../temporal/metrics';
 import { prepareTemporal } from '../temporal/prepare';
 import { stopSession } from '../temporal/stop';
-import { RETRY_RECEIVED_SIGNAL } from '../core/signalNames';
-import { intakeRecorded, writeIntakes } from '../db/intake';
-import { announceAll } from '../delivery/received';
 import type { EnqueueRequest, Intake } from '../core/intake';
 import { sessionAttributes } from '../tracing/attributes';
 import { startTracing } from '../tracing/setup';
-import { activeTraceparent, annotateActiveSpan, inActiveContext } from '../tracing/spans';
+import { activeTraceparent, annotateActiveSpan } from '../tracing/spans';
 import { tracedClient } from '../tracing/temporal';
 import { buildApp, type HealthReport } from './app';
-import { createHerald } from './herald';
+import { heralded, startHerald } from './received';
 import { HttpError } from './http';
 import { pingPostgres } from '../app/health';
 import { triggerKnowledge } from './triggerKnowledge';
@@ -127,25 +124,13 @@ export async function startApi(config: Config, options: StartApiOptions = {}): P
   const signal = (workflowId: string, name: string, payload: unknown) =>
     withTimeout(connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => client.workflow.getHandle(workflowId).signal(name, payload)), ENQUEUE_TIMEOUT_MS);
   // Records what Temporal took and sends its `received`, ahead of the suite's workflow (herald.ts).
-  const deliverDeps = { pool, config, secretKey: config.secretKey, maxRetryAfterMs: config.webhookRetry.maximumIntervalMs, allow: config.webhookAllow };
-  const herald = createHerald({
-    record: (intakes) => (ids ? writeIntakes(pool, intakes) : Promise.reject(new Error('PostgreSQL is not migrated yet'))),
-    recorded: (key) => intakeRecorded(pool, key),
-    announce: (sessionIds) => announceAll(deliverDeps, sessionIds),
-    wake: (suiteId, sessionId) => signal(workflowIds.suite(suiteId), RETRY_RECEIVED_SIGNAL, { sessionId }),
-    capture: () => inActiveContext((fn) => fn()),
-  });
-  const enqueue = createEnqueuer(async (reqs) => {
-    const suiteId = reqs[0].suiteId;
-    const intakes = reqs.flatMap((r) => (r.intake ? [r.intake] : []));
-    try {
-      await withTimeout(connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => signalSuite(client, config, workflowIds, reqs)), ENQUEUE_TIMEOUT_MS);
-    } catch (err) {
-      herald.lost(suiteId, intakes); // it may have landed all the same
-      throw err;
-    }
-    herald.took(suiteId, intakes);
-  }, { timeoutMs: ENQUEUE_TIMEOUT_MS });
+  const herald = startHerald({ config, pool, ids: workflowIds, migrated: () => ids !== undefined, signal });
+  const enqueue = createEnqueuer(
+    heralded(herald, (reqs) =>
+      withTimeout(connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => signalSuite(client, config, workflowIds, reqs)), ENQUEUE_TIMEOUT_MS),
+    ),
+    { timeoutMs: ENQUEUE_TIMEOUT_MS },
+  );
   const intake = createBatcher(
     (i: Intake) => i.repoId,
     (batch) => withTimeout(connection.withDeadline(Date.now() + ENQUEUE_TIMEOUT_MS, () => signalIntake(client, config, workflowIds, batch)), ENQUEUE_TIMEOUT_MS),

@@ -24,9 +24,37 @@ export async function recordIntakes(pool: Pool, intakes: readonly Intake[]): Pro
 
 /**
  * recordIntakes, also saying which sessions this call wrote (`fresh`, in order): whoever writes
- * a session sends its `received` (api/herald.ts, activities/received.ts).
+ * a session sends its `received` (api/herald.ts, activities/received.ts). `mostlyWritten`: the
+ * caller expects most of them recorded already (the suite, after the API), so it reads first.
  */
-export async function writeIntakes(pool: Pool, intakes: readonly Intake[]): Promise<{ ids: Map<string, number>; fresh: number[] }> {
+export async function writeIntakes(
+  pool: Pool,
+  intakes: readonly Intake[],
+  opts: { mostlyWritten?: boolean } = {},
+): Promise<{ ids: Map<string, number>; fresh: number[] }> {
+  if (!opts.mostlyWritten) return writeAll(pool, intakes);
+  // An intake whose sessions are all there was written whole (one transaction wrote its events,
+  // branches and sessions): the suite's copy of what the API recorded first costs one read.
+  const keys = intakes.flatMap((i) => i.sessions.map((s) => s.key));
+  const known = new Map<string, number>();
+  if (keys.length > 0) {
+    const { rows } = await pool.query<{ id: number; intake_key: string }>('SELECT id, intake_key FROM sessions WHERE intake_key = ANY($1::text[])', [keys]);
+    for (const r of rows) known.set(r.intake_key, r.id);
+  }
+  const written = (i: Intake) => i.sessions.length > 0 && i.sessions.every((s) => known.has(s.key));
+  const rest = intakes.filter((i) => !written(i));
+  if (rest.length === 0) return { ids: known, fresh: [] };
+  const done = await writeAll(pool, rest);
+  for (const [key, id] of known) if (!done.ids.has(key)) done.ids.set(key, id);
+  return done;
+}
+
+async function writeAll(pool: Pool, intakes: readonly Intake[]): Promise<{ ids: Map<string, number>; fresh: number[] }> {
+  // Only sessions (and their events): one statement, atomic without BEGIN and COMMIT, each a
+  // round trip that costs the caller as much CPU as the statement (loopback TCP, performance.md).
+  if (intakes.every((i) => i.branchUpdates.length === 0 && i.record && i.sessions.length > 0)) {
+    return recordSessions(pool, intakes.flatMap((i) => i.sessions.map((session) => ({ record: i.record!, session }))));
+  }
   return withTransaction(pool, async (db) => {
     const ids = new Map<string, number>();
     const fresh: number[] = [];

@@ -3,7 +3,8 @@
  * one statement for all their sessions, whose ids follow the order they were accepted in, and
  * the same answer however often the batch is written again (a retried activity).
  */
-import { recordIntakes } from '../../src/db/intake';
+import type { Intake } from '../../src/core/intake';
+import { recordIntakes, writeIntakes } from '../../src/db/intake';
 import { seedRepo, startApiHarness, type ApiHarness } from '../support/apiApp';
 
 let h: ApiHarness;
@@ -34,4 +35,23 @@ it('records a burst in order, once, whatever number of times it is written', asy
     [repo.id],
   );
   expect(rows[0]).toEqual({ events: 30, sessions: 30, dev: 10 });
+});
+
+it('says which sessions each writer wrote: the API first, then the suite, which reads before it writes', async () => {
+  const { repo } = await seedRepo(h, { branches: ['master'] });
+  h.handed.splice(0);
+  for (let i = 0; i < 3; i++) {
+    expect((await h.request({ method: 'POST', url: `/1/builds/${repo.key}`, payload: { branch: 'master', force: true } })).statusCode).toBe(200);
+  }
+  const [a, b, c] = h.handed as [Intake, Intake, Intake];
+  // The API recorded the first two (api/herald.ts); the suite then writes the batch of three.
+  const api = await writeIntakes(h.db.pool, [a, b]);
+  expect(api.fresh).toHaveLength(2);
+  const suite = await writeIntakes(h.db.pool, [a, b, c], { mostlyWritten: true });
+  const idOf = (i: Intake) => suite.ids.get(i.sessions[0]!.key)!;
+  expect(suite.fresh).toEqual([idOf(c)]); // its `received` is the suite's to send; the others' the API's
+  expect([idOf(a), idOf(b)]).toEqual(api.fresh);
+  expect(idOf(c)).toBeGreaterThan(idOf(b));
+  // Written again (a retried activity): nothing new, the same ids.
+  expect(await writeIntakes(h.db.pool, [a, b, c], { mostlyWritten: true })).toEqual({ ids: suite.ids, fresh: [] });
 });

@@ -12,6 +12,7 @@ import type { FastifyInstance } from 'fastify';
 import { unmountUnder } from '../../src/steps/cache/overlay';
 import { removeDir } from './removeDir';
 import { parseAllowList } from '../../src/ip/ranges';
+import { heralded, startHerald } from '../../src/api/received';
 import { buildApp } from '../../src/api/app';
 import type { Config, WebhookRetry } from '../../src/config';
 import type { PostRetry } from '../../src/core/retry';
@@ -194,10 +195,14 @@ export async function startSluice(
     }
     const knowledge = triggerKnowledge(pool, { databaseUrl: config.databaseUrl });
     parts.push(async () => knowledge.close());
+    // As the api process does: it records what Temporal took and sends its `received` (api/herald.ts).
+    const herald = startHerald({ config, pool, ids, migrated: () => true, signal: (id, name, payload) => client.workflow.getHandle(id).signal(name, payload) });
+    parts.push(() => herald.close());
     const app: FastifyInstance = buildApp({
       config,
       pool,
-      enqueue: createEnqueuer((reqs) => signalSuite(client, config, ids, reqs)),
+      enqueue: createEnqueuer(heralded(herald, (reqs) => signalSuite(client, config, ids, reqs))),
+      announce: herald.announce,
       intake: createBatcher((i: Intake) => i.repoId, (batch) => signalIntake(client, config, ids, batch)),
       knowledge,
       stop: (target, stoppedBy) => stopSession(client, ids, target, stoppedBy),
