@@ -39,8 +39,8 @@ export interface Herald {
   took(suiteId: number, intakes: readonly Intake[]): void;
   /** A batch whose signal may or may not have landed: the suite is left to its workflow. */
   lost(suiteId: number, intakes: readonly Intake[]): void;
-  /** Sends `received` of sessions the API recorded on its own (a rebuild). */
-  announce(sessionIds: readonly number[]): void;
+  /** Sends `received` of sessions of `suiteId` the API recorded on its own (a rebuild). */
+  announce(suiteId: number, sessionIds: readonly number[]): void;
   /** Waits (a few seconds at most) for what is under way; takes nothing more. */
   close(): Promise<void>;
 }
@@ -193,11 +193,14 @@ export function createHerald(deps: HeraldDeps): Herald {
     }
   };
 
-  /** Sessions to announce, oldest first, with their suite (none for a rebuild's: nobody to wake). */
-  const toSend: { sessionId: number; suiteId: number | null; within: Within }[] = [];
+  /** Sessions to announce, oldest first, with their suite (to wake when a receiver did not get it). */
+  const toSend: { sessionId: number; suiteId: number; within: Within }[] = [];
   let sending = 0;
-  const send = (sessionIds: readonly number[], suiteId: number | null, within: Within = here) => {
+  const send = (sessionIds: readonly number[], suiteId: number, within: Within = here) => {
     toSend.push(...sessionIds.map((sessionId) => ({ sessionId, suiteId, within })));
+    drainSends();
+  };
+  const drainSends = () => {
     // Whatever waits goes together (a burst over many suites is many batches of one): each
     // batch reads its sessions and webhooks once (delivery/received.ts announceAll), in the
     // trace of its first trigger.
@@ -212,12 +215,12 @@ export function createHerald(deps: HeraldDeps): Herald {
           .then(async (unsettled) => {
             // A session whose receiver did not get it: its lane retries on schedule, woken now.
             for (const { sessionId, suiteId } of batch) {
-              if (suiteId !== null && unsettled.includes(sessionId)) await deps.wake(suiteId, sessionId).catch(() => undefined);
+              if (unsettled.includes(sessionId)) await deps.wake(suiteId, sessionId).catch(() => undefined);
             }
           })
           .finally(() => {
             sending -= 1;
-            send([], null);
+            drainSends();
           }),
       );
     }
@@ -240,8 +243,8 @@ export function createHerald(deps: HeraldDeps): Herald {
       if (closed) return;
       leave(stateOf(suiteId), intakes);
     },
-    announce(sessionIds) {
-      if (!closed) send(sessionIds, null, deps.capture?.());
+    announce(suiteId, sessionIds) {
+      if (!closed) send(sessionIds, suiteId, deps.capture?.());
     },
     async close() {
       closed = true;

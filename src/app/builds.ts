@@ -337,7 +337,7 @@ export async function rebuildSession(deps: Pick<AppDeps, 'pool' | 'knowledge' | 
     await forgetTrigger(deps.pool, guid);
     throw new AppError('unavailable', 'could not queue the build; nothing was accepted, try again', undefined, 5);
   }
-  deps.announce?.([session]);
+  deps.announce?.(carried.session.suiteId, [session]);
   return { session, guid };
 }
 

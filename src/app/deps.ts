@@ -20,7 +20,7 @@ export interface AppDeps {
    * Sends `received` of sessions recorded here, not by their suite (a rebuild): whoever records
    * a session announces it (api/herald.ts). Absent: its session's lane sends it at its turn.
    */
-  announce?: (sessionIds: readonly number[]) => void;
+  announce?: (suiteId: number, sessionIds: readonly number[]) => void;
   /** Signals a session to stop; false when it is no longer running. Absent: refused as unavailable. */
   stop?: (target: StopTarget, stoppedBy: string) => Promise<boolean>;
   /** This installation's workflow ids, for links to the Temporal UI; none in tests without Temporal. */

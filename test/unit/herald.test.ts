@@ -154,3 +154,13 @@ test('a backlog beyond its bound leaves the suite that would exceed it', async (
   await herald.close();
   expect(w.calls).toEqual([['a'], ['x', 'y']]);
 });
+
+test('announces a session the API recorded on its own (a rebuild), waking its suite when a receiver did not get it', async () => {
+  const w = world();
+  const herald = createHerald(w.deps);
+  herald.announce(7, [41, 42]);
+  await herald.close();
+  expect(w.calls).toEqual([]); // nothing to record: it is recorded
+  expect(w.announced).toEqual([41, 42]);
+  expect(w.woken).toEqual([42]);
+});
