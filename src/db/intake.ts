@@ -36,11 +36,7 @@ export async function writeIntakes(
   // An intake whose sessions are all there was written whole (one transaction wrote its events,
   // branches and sessions): the suite's copy of what the API recorded first costs one read.
   const keys = intakes.flatMap((i) => i.sessions.map((s) => s.key));
-  const known = new Map<string, number>();
-  if (keys.length > 0) {
-    const { rows } = await pool.query<{ id: number; intake_key: string }>('SELECT id, intake_key FROM sessions WHERE intake_key = ANY($1::text[])', [keys]);
-    for (const r of rows) known.set(r.intake_key, r.id);
-  }
+  const known = await sessionIdsByKey(pool, keys);
   const written = (i: Intake) => i.sessions.length > 0 && i.sessions.every((s) => known.has(s.key));
   const rest = intakes.filter((i) => !written(i));
   if (rest.length === 0) return { ids: known, fresh: [] };
@@ -157,11 +153,15 @@ async function recordSessions(db: Db, rows: readonly { record: TriggerRecord; se
   const fresh = inserted.map((r) => Number(r.id)).sort((a, b) => a - b);
   // Written before (a carrier retried after its COMMIT), or their suite is gone.
   const missing = rows.map((r) => r.session.key).filter((k) => !ids.has(k));
-  if (missing.length > 0) {
-    const found = await db.query<{ id: number; intake_key: string }>('SELECT id, intake_key FROM sessions WHERE intake_key = ANY($1::text[])', [missing]);
-    for (const r of found.rows) ids.set(r.intake_key, r.id);
-  }
+  for (const [key, id] of await sessionIdsByKey(db, missing)) ids.set(key, id);
   return { ids, fresh };
+}
+
+/** The recorded sessions of these intake keys, by key (none read for none asked). */
+async function sessionIdsByKey(db: Db, keys: readonly string[]): Promise<Map<string, number>> {
+  if (keys.length === 0) return new Map();
+  const { rows } = await db.query<{ id: number; intake_key: string }>('SELECT id, intake_key FROM sessions WHERE intake_key = ANY($1::text[])', [keys]);
+  return new Map(rows.map((r) => [r.intake_key, r.id]));
 }
 
 /** Removes a trigger's records (a rebuild whose session Temporal did not take): its sessions go with it. */
@@ -171,6 +171,5 @@ export async function forgetTrigger(db: Db, guid: string): Promise<void> {
 
 /** Whether the session of an intake key is recorded (by whichever carrier). */
 export async function intakeRecorded(db: Db, key: string): Promise<boolean> {
-  const { rowCount } = await db.query('SELECT 1 FROM sessions WHERE intake_key = $1', [key]);
-  return (rowCount ?? 0) > 0;
+  return (await sessionIdsByKey(db, [key])).has(key);
 }

@@ -201,9 +201,8 @@ export async function suiteWorkflow(input: SuiteWorkflowInput): Promise<void> {
    * Runs from before this rule took the highest id, and replay so.
    */
   async function squash(): Promise<void> {
-    const byArrival = patched('squash-newest-by-arrival');
-    const rank = (id: number) => arrivals.lastIndexOf(id);
-    const newest = byArrival ? waiting.reduce((a, b) => (rank(b) > rank(a) || (rank(b) === rank(a) && b > a) ? b : a)) : Math.max(...waiting);
+    // Every waiting session is in `arrivals` (it is pushed there as it joins the queue).
+    const newest = patched('squash-newest-by-arrival') ? arrivedWaiting().at(-1)! : Math.max(...waiting);
     const older = waiting.filter((id) => id !== newest);
     waiting.splice(0, waiting.length, newest);
     const withWorkflow = older.filter((id) => started.delete(id));
