@@ -120,6 +120,16 @@ it('sizes batches to a lane’s share and leaves no remainder shorter than a pro
   expect(await processes(s.runs)).toEqual([expect.stringMatching(/ 1$/), expect.stringMatching(/ 4$/)]);
 });
 
+it('splits a short suite between two lanes that start together: a process each, side by side', async () => {
+  // Two files of 0.7 s by an earlier build (two `node --test` files, issue 49): one batch of
+  // both (MIN_BATCH_MS) would leave the second lane idle.
+  const s = await session({ 'a.sh': 'sleep 1', 'b.sh': 'sleep 1' });
+  await db.pool.query('UPDATE test_queue SET estimate_ms = 700 WHERE session_id = $1', [s.sessionId]);
+  const [first, second] = await Promise.all([runLane(deps(), job(s, { lanes: 2 })), runLane(deps(), job(s, { lane: 1, lanes: 2 }))]);
+  expect([first.ran, second.ran]).toEqual([1, 1]);
+  expect(await processes(s.runs)).toEqual([expect.stringMatching(/ 1$/), expect.stringMatching(/ 1$/)]);
+});
+
 it('one failing file among twenty: its JUnit file attribute pins it, nothing runs again', async () => {
   const s = await session(twenty('t07.sh'));
   await runLane(deps(), job(s, { env: { FILE_ATTRIBUTE: '1' } }));

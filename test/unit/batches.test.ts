@@ -1,6 +1,7 @@
 /** Batches (core/batches.ts): the command a batch runs, how long batches are, which file a failure is pinned on. */
 import {
   batchBudgetMs,
+  batchRestBelowMs,
   batchStride,
   batchCommandLine,
   batchFileOf,
@@ -88,6 +89,21 @@ describe('how long a batch is', () => {
     const lanes = plan(10 * 60_000, 4, [0, 0, 0, 0]);
     for (const l of lanes) for (const b of l) expect(b).toBeLessThanOrEqual(MAX_BATCH_MS);
     expect(lanes.flat().reduce((a, b) => a + b, 0)).toBe(10 * 60_000);
+  });
+
+  it('splits a short suite across the lanes on their first batches, and only there', () => {
+    // Two `node --test` files of 0.7 s each on two lanes (issue 49): each lane takes one.
+    const start = { pendingMs: 1_400, runningMs: 0 };
+    expect(batchBudgetMs(start, 2, true)).toBe(700);
+    expect(batchRestBelowMs(start, 2, true)).toBe(0); // the other lane is there for the rest
+    expect(batchBudgetMs({ pendingMs: 700, runningMs: 700 }, 2, true)).toBe(700);
+    // A lane's second batch is a second process start in a row: worth at least MIN_BATCH_MS,
+    // and it leaves nothing shorter than one behind.
+    expect(batchBudgetMs(start, 2, false)).toBe(MIN_BATCH_MS);
+    expect(batchRestBelowMs(start, 2, false)).toBe(MIN_BATCH_MS);
+    // A suite of seconds is not short: its first batches are the shares they always were.
+    expect(batchBudgetMs({ pendingMs: 3_000, runningMs: 0 }, 2, true)).toBe(1_500);
+    expect(batchRestBelowMs({ pendingMs: 3_000, runningMs: 0 }, 2, true)).toBe(MIN_BATCH_MS);
   });
 
   it('takes the median of the recorded durations for a file never run', () => {

@@ -17,7 +17,7 @@
  * back is picked up by a live runner that has a checkout.
  */
 import { testKey } from '../../core/testKey';
-import { batchBudgetMs, batchStride, isBatchCommand, MIN_BATCH_MS, NO_HISTORY_MS } from '../../core/batches';
+import { batchBudgetMs, batchRestBelowMs, batchStride, isBatchCommand, NO_HISTORY_MS } from '../../core/batches';
 import type { Counts } from '../../core/types';
 import type { Claim, FileResult, QueuedFile } from '../../db/testQueue';
 import { countTestFiles } from '../../metrics/counts';
@@ -132,6 +132,7 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
   }, RENEW_EVERY_MS);
 
   let ran = 0;
+  let batchesRun = 0;
   let timedMs = 0;
   let timed = 0;
   try {
@@ -140,7 +141,7 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
       const unknownMs = batches ? NO_HISTORY_MS : timed >= 3 ? Math.max(1, timedMs / timed) : FIRST_GUESS_MS;
       // A batch is sized from what is left (a file never run: its median, or NO_HISTORY_MS).
       const work = batches ? await records.workLeftMs(job.sessionId, NO_HISTORY_MS) : null;
-      const budgetMs = work ? batchBudgetMs(work, job.lanes ?? 1) : CLAIM_BUDGET_MS;
+      const budgetMs = work ? batchBudgetMs(work, job.lanes ?? 1, batchesRun === 0) : CLAIM_BUDGET_MS;
       const taken = await records.claimFiles(job.sessionId, claim, {
         budgetMs,
         unknownMs,
@@ -151,7 +152,7 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
         maxFiles: batches ? MAX_BATCH_FILES : job.trace ? 1 : MAX_CLAIM,
         // A batch leaves nothing shorter than a process start behind: the lane that took it
         // last would finish that long after the others (express: 3 files, 0.4 s, at the end).
-        ...(batches ? { restBelowMs: MIN_BATCH_MS } : {}),
+        ...(work ? { restBelowMs: batchRestBelowMs(work, job.lanes ?? 1, batchesRun === 0) } : {}),
       });
       if (taken.length === 0) {
         const progress = await records.queueProgress(job.sessionId);
@@ -171,6 +172,7 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
       } finally {
         signal?.removeEventListener('abort', onStop);
         for (const f of taken) running.delete(f.path);
+        batchesRun += 1;
       }
       // Stopped, or taken over by another lane: this run is not these files' verdict; what
       // this lane still holds of them goes back to the list.
