@@ -203,7 +203,7 @@ async function measure(c: Cluster, suite: RealSuite, log: (line: string) => void
     const ownRun = await time(`${suite.perFile} ${suite.breaks.file}`);
     const failing = await firstFailure(c, repo, branch);
     const alone = Math.min(parallel, single);
-    log(`${suite.name}: alone ${alone.toFixed(1)} s (parallel ${parallel.toFixed(1)}, one process ${single.toFixed(1)}), per file ${perFile.toFixed(1)} s; Sluice tests ${warm.span.toFixed(1)} s, whole ${quick.whole.toFixed(1)} s (cold ${cold.whole.toFixed(1)} s); warm batches ${warm.lanes} (${warm.estimates}); during the warm test span Sluice used ${warm.sluiceCpu}; every warm build: ${warmBuilds.map((b) => `tests ${b.span.toFixed(1)} s, whole ${b.whole.toFixed(1)} s (${b.estimates})`).join('; ')}`);
+    log(`${suite.name}: alone ${alone.toFixed(1)} s (parallel ${parallel.toFixed(1)}, one process ${single.toFixed(1)}), per file ${perFile.toFixed(1)} s; Sluice tests ${warm.span.toFixed(1)} s, whole ${quick.whole.toFixed(1)} s (cold ${cold.whole.toFixed(1)} s); warm batches ${warm.lanes} (${warm.estimates}); during the warm test span Sluice used ${warm.sluiceCpu}; every warm build: ${warmBuilds.map((b) => `tests ${b.span.toFixed(1)} s, whole ${b.whole.toFixed(1)} s (${b.estimates}; ${b.hooks || 'no step over 0.2 s'}; ${b.steps})`).join(' | ')}`);
     const best = parallel <= single ? `its parallel runner, ${WORKERS} workers` : 'one process';
     return [
       {
@@ -262,7 +262,7 @@ async function build(
   c: Cluster,
   repo: ClusterRepo,
   branch: string,
-): Promise<{ span: number; whole: number; status: string; lanes: string; sluiceCpu: string; estimates: string; steps: string }> {
+): Promise<{ span: number; whole: number; status: string; lanes: string; sluiceCpu: string; estimates: string; hooks: string; steps: string }> {
   const sent = Date.now();
   const cpu = recordCpu(c);
   const session = await c.build(repo, { branch, force: true });
@@ -270,10 +270,19 @@ async function build(
   const stop = events.find((e) => e.event === 'stop')!;
   const arrived = c.receiver.requests.find((r) => (r.json as { xid?: string })?.xid === stop.xid)!;
   const t = stop.timing as Record<string, number>;
-  const view = await c.admin<{ reason: string | null; batches: { worker: number; files: number; duration_ms: number | null }[] }>('GET', `/api/v1/sessions/${session}`);
+  const view = await c.admin<{
+    reason: string | null;
+    batches: { worker: number; files: number; duration_ms: number | null }[];
+    hooks: { name: string; worker: number | null; duration_ms: number | null; detail: string | null }[];
+  }>('GET', `/api/v1/sessions/${session}`);
   const reason = stop.status === 'passed' ? '' : `: ${view.reason}`;
   return {
     estimates: await batchEstimates(c, session, t.exec!),
+    // The workers' steps that took a while (a lane waits at the rendezvous for the slower one).
+    hooks: view.hooks
+      .filter((h) => (h.duration_ms ?? 0) >= 200)
+      .map((h) => `worker ${h.worker ?? '-'} ${h.name} ${((h.duration_ms ?? 0) / 1000).toFixed(2)} s${h.detail ? ` (${h.detail})` : ''}`)
+      .join('; '),
     span: t.post_build! - t.exec!,
     whole: (arrived.at - sent) / 1000,
     steps: stepShares(t, sent, arrived.at),
