@@ -49,7 +49,8 @@ export const MAX_BATCH_MS = 20_000;
 /**
  * How long the next batch should be: a lane's fair share of all the work left, that is the files
  * nobody has taken and what the batches other lanes are running still have to do, within
- * MIN_BATCH_MS..MAX_BATCH_MS. Counting the batches under way is what makes the shares equal:
+ * MIN_BATCH_MS..MAX_BATCH_MS (under it for a short suite's first batches: shortSuite, with
+ * `first` for a lane that has run none yet). Counting the batches under way is what makes the shares equal:
  * lanes that start together each take half of a two-lane suite, and each pays its framework's
  * start once, where sizing from the untaken files alone (guided self-scheduling, as OpenMP's
  * `guided`) would hand the second lane a quarter, then an eighth, each a process start of its
@@ -58,7 +59,8 @@ export const MAX_BATCH_MS = 20_000;
  */
 export function batchBudgetMs(work: { pendingMs: number; runningMs: number }, lanes: number, first = false): number {
   const share = (work.pendingMs + work.runningMs) / Math.max(1, lanes);
-  return Math.round(Math.min(MAX_BATCH_MS, Math.max(shortSuite(share, first) ? share : MIN_BATCH_MS, share)));
+  const least = shortSuite(share, first) ? 0 : MIN_BATCH_MS;
+  return Math.round(Math.min(MAX_BATCH_MS, Math.max(least, share)));
 }
 
 /**
