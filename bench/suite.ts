@@ -28,7 +28,7 @@
 import { exec, execFileSync, execSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { stepOf, TIMING_ORDER } from '../src/api/web/timeline';
 import type { Cluster, ClusterRepo } from '../test/support/cluster';
@@ -240,7 +240,7 @@ async function measure(c: Cluster, suite: RealSuite, log: (line: string) => void
 /** A git repository of one commit holding an npm package's published files (`npm pack`). */
 async function npmPackageRepo(spec: string, work: string): Promise<string> {
   const dir = path.join(work, 'package-source');
-  execFileSync('mkdir', ['-p', dir]);
+  await mkdir(dir, { recursive: true });
   const tarball = execFileSync('npm', ['pack', spec, '--silent'], { cwd: work, encoding: 'utf8', timeout: 120_000 }).trim().split('\n').at(-1)!;
   execFileSync('tar', ['xzf', path.join(work, tarball), '-C', dir, '--strip-components=1']);
   const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=Bench', '-c', 'user.email=bench@example.test', ...args], { cwd: dir });
@@ -253,7 +253,7 @@ async function npmPackageRepo(spec: string, work: string): Promise<string> {
 /** The image's Node.js on this machine (its layer's /usr/local, unpacked): the directory of its `node` and `npm`. */
 async function nodeOfImage(layer: string, work: string): Promise<string> {
   const dir = path.join(work, 'node22');
-  execFileSync('mkdir', ['-p', dir]);
+  await mkdir(dir, { recursive: true });
   execFileSync('tar', ['xf', layer, '-C', dir, 'usr/local/bin', 'usr/local/lib']);
   return path.join(dir, 'usr', 'local', 'bin');
 }
