@@ -50,15 +50,15 @@ export const MAX_BATCH_MS = 20_000;
  * How long the next batch should be: a lane's fair share of all the work left, that is the files
  * nobody has taken and what the batches other lanes are running still have to do, within
  * MIN_BATCH_MS..MAX_BATCH_MS (under it for a short suite's first batches: shortSuite, with
- * `first` for a lane that has run none yet). Counting the batches under way is what makes the shares equal:
- * lanes that start together each take half of a two-lane suite, and each pays its framework's
+ * `first` for a lane that has run none yet). Counting the batches under way is what makes the
+ * shares equal: lanes that start together each take half of a two-lane suite, and each pays its framework's
  * start once, where sizing from the untaken files alone (guided self-scheduling, as OpenMP's
  * `guided`) would hand the second lane a quarter, then an eighth, each a process start of its
  * own. A lane that starts late, or whose batch ran short of its estimate, takes a smaller
  * batch, so the lanes finish within about one short batch of each other.
  */
 export function batchBudgetMs(work: { pendingMs: number; runningMs: number }, lanes: number, first = false): number {
-  const share = (work.pendingMs + work.runningMs) / Math.max(1, lanes);
+  const share = laneShareMs(work, lanes);
   const least = shortSuite(share, first) ? 0 : MIN_BATCH_MS;
   return Math.round(Math.min(MAX_BATCH_MS, Math.max(least, share)));
 }
@@ -70,7 +70,12 @@ export function batchBudgetMs(work: { pendingMs: number; runningMs: number }, la
  * once, each in a process of its own, in parallel.
  */
 export function batchRestBelowMs(work: { pendingMs: number; runningMs: number }, lanes: number, first = false): number {
-  return shortSuite((work.pendingMs + work.runningMs) / Math.max(1, lanes), first) ? 0 : MIN_BATCH_MS;
+  return shortSuite(laneShareMs(work, lanes), first) ? 0 : MIN_BATCH_MS;
+}
+
+/** A lane's fair share of the work left: untaken files and what running batches still have to do. */
+function laneShareMs(work: { pendingMs: number; runningMs: number }, lanes: number): number {
+  return (work.pendingMs + work.runningMs) / Math.max(1, lanes);
 }
 
 /**

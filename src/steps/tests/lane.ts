@@ -152,6 +152,7 @@ export async function runLane(deps: LaneDeps, job: LaneJob): Promise<LaneOutcome
         maxFiles: batches ? MAX_BATCH_FILES : job.trace ? 1 : MAX_CLAIM,
         // A batch leaves nothing shorter than a process start behind: the lane that took it
         // last would finish that long after the others (express: 3 files, 0.4 s, at the end).
+        // Not a short suite's first batches: the lanes beside this one take the rest at once.
         ...(work ? { restBelowMs: batchRestBelowMs(work, job.lanes ?? 1, batchesRun === 0) } : {}),
       });
       if (taken.length === 0) {
